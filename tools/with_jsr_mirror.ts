@@ -1,0 +1,390 @@
+/**
+ * Runs a command with `@std/*` resolvable even where jsr.io is out of reach.
+ *
+ * ```sh
+ * deno run -A tools/with_jsr_mirror.ts deno test -A
+ * ```
+ *
+ * The tool first probes jsr.io. If it answers, the command runs untouched, so a
+ * user with internet resolves the canonical `jsr:@std/...` specifiers of
+ * `deno.json` from jsr.io itself. Otherwise it builds a small JSR registry from
+ * the npm package `deno-std` (the Deno standard library compiled to JavaScript,
+ * one folder per package), serves it on 127.0.0.1 on a free port and runs the
+ * command with `JSR_URL` pointing there. Deno honours `JSR_URL`, so nothing in
+ * `deno.json` changes and nothing mirror-specific can leak into a publish.
+ *
+ * A leading `deno` in the command is replaced by the running Deno executable,
+ * so the pinned Deno that started the tool is the one that runs the command.
+ *
+ * @module
+ */
+
+import { dirname, join, relative } from "node:path";
+
+/** Version of the npm package `deno-std` the mirror is built from. */
+export const DENO_STD_VERSION = "1.4.0";
+
+/**
+ * Version every mirrored package is served as. It satisfies the `^1` ranges of
+ * `deno.json`; the real package versions inside `deno-std` are not published.
+ */
+export const SERVED_VERSION = "1.0.0";
+
+/** Where the tool looks for jsr.io. */
+export const PROBE_URL = "https://jsr.io/@std/async/meta.json";
+
+/** How long the probe waits for jsr.io before going offline. */
+export const PROBE_TIMEOUT_MS = 3000;
+
+/** Bumped whenever the layout of a built mirror changes, to invalidate caches. */
+const MIRROR_FORMAT = 2;
+
+/** A problem the user can fix; printed without a stack trace. */
+export class MirrorError extends Error {
+  override name = "MirrorError";
+}
+
+/** One file of a mirrored package. */
+interface MirrorFile {
+  /** Path inside the package, starting with `/`, e.g. `/deadline.js`. */
+  path: string;
+  /** Bytes as served; checksums are computed from these. */
+  bytes: Uint8Array;
+}
+
+/**
+ * Answers whether jsr.io is reachable: true when {@link PROBE_URL} answers with
+ * any HTTP status within `timeoutMs`.
+ */
+export async function probeJsr(
+  url: string = PROBE_URL,
+  timeoutMs: number = PROBE_TIMEOUT_MS,
+): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Turns a `deno-std` folder name into its JSR package name (`data_structures` → `data-structures`). */
+export function jsrPackageName(folder: string): string {
+  return folder.replaceAll("_", "-");
+}
+
+/**
+ * Rewrites the relative imports of one file that leave its own package into
+ * `jsr:@std/<name>@^1/<path>` specifiers, so each package stands alone as JSR
+ * requires. Imports inside the package stay relative.
+ *
+ * @param code The file's source.
+ * @param fileInPackage The file's path inside its package, e.g. `async/channel.js` is `channel.js`.
+ * @param packageFolder The package's folder in `deno-std`, e.g. `async`.
+ */
+export function rewriteCrossPackageImports(
+  code: string,
+  fileInPackage: string,
+  packageFolder: string,
+): string {
+  // Static `from "..."`, side-effect `import "..."` and dynamic `import("...")`.
+  const specifier = /(\bfrom\s*|\bimport\s*\(?\s*)(["'])(\.{1,2}\/[^"']+)\2/g;
+  return code.replace(specifier, (whole, lead: string, quote: string, spec: string) => {
+    const fromDir = dirname(join(packageFolder, fileInPackage));
+    const target = join(fromDir, spec).replaceAll("\\", "/");
+    const [targetFolder, ...rest] = target.split("/");
+    if (targetFolder === packageFolder || targetFolder === undefined || rest.length === 0) {
+      return whole;
+    }
+    // deno-std already spells some sibling folders the JSR way (`../data-structures/`).
+    const name = jsrPackageName(targetFolder);
+    const subpath = rest.join("/").replace(/\.js$/, "");
+    const path = subpath === "mod" ? "" : `/${subpath}`;
+    return `${lead}${quote}jsr:@std/${name}@^1${path}${quote}`;
+  });
+}
+
+/**
+ * Removes `@param`, `@typeParam`, `@template` and `@returns` lines from JSDoc
+ * comments.
+ *
+ * `deno-std` ships JavaScript whose JSDoc still describes every parameter.
+ * TypeScript reads a JSDoc `@param` of a JavaScript file as a declaration and
+ * makes the parameter required, so `assertEquals(a, b)` fails to type-check
+ * ("Expected at least 3 arguments") although `msg` is optional in the real
+ * TypeScript source. Without those tags Deno infers loose types from the code
+ * and type-checking of our tests passes.
+ */
+export function stripJsdocTypeTags(code: string): string {
+  return code.replace(/\/\*\*[\s\S]*?\*\//g, (comment) =>
+    comment
+      .split("\n")
+      .filter((line) => !/^\s*\*\s*@(param|typeParam|template|returns?)\b/.test(line))
+      .join("\n"));
+}
+
+/** Hex SHA-256 of `bytes`, as JSR manifests carry it. */
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function* walkFiles(dir: string, base = dir): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory) yield* walkFiles(full, base);
+    else if (entry.isFile) yield relative(base, full).replaceAll("\\", "/");
+  }
+}
+
+/**
+ * Builds a JSR registry tree from an unpacked `deno-std` package folder.
+ *
+ * For each package folder `<f>` it writes `@std/<name>/meta.json`,
+ * `@std/<name>/<V>_meta.json` (manifest with sizes and sha256 checksums of the
+ * bytes written, and an export for every file under its extension-less path)
+ * and the files under `@std/<name>/<V>/`.
+ *
+ * @param sourceDir The unpacked npm package (the folder holding `async/`, `assert/`, …).
+ * @param outDir An empty folder to write the registry into.
+ * @returns The JSR names of the packages written.
+ */
+export async function buildRegistry(sourceDir: string, outDir: string): Promise<string[]> {
+  const names: string[] = [];
+  for await (const entry of Deno.readDir(sourceDir)) {
+    if (!entry.isDirectory) continue;
+    const folder = entry.name;
+    const files: MirrorFile[] = [];
+    for await (const file of walkFiles(join(sourceDir, folder))) {
+      if (!file.endsWith(".js")) continue;
+      const code = await Deno.readTextFile(join(sourceDir, folder, file));
+      const served = stripJsdocTypeTags(rewriteCrossPackageImports(code, file, folder));
+      files.push({ path: `/${file}`, bytes: new TextEncoder().encode(served) });
+    }
+    if (files.length === 0) continue;
+    const name = jsrPackageName(folder);
+    await writePackage(join(outDir, "@std", name), name, files);
+    names.push(name);
+  }
+  if (names.length === 0) {
+    throw new MirrorError(`No packages found in "${sourceDir}": is it an unpacked deno-std?`);
+  }
+  return names.sort();
+}
+
+async function writePackage(dir: string, name: string, files: MirrorFile[]): Promise<void> {
+  const manifest: Record<string, { size: number; checksum: string }> = {};
+  const exports: Record<string, string> = {};
+  for (const { path, bytes } of files) {
+    manifest[path] = { size: bytes.byteLength, checksum: `sha256-${await sha256Hex(bytes)}` };
+    const key = path === "/mod.js" ? "." : `.${path.replace(/\.js$/, "")}`;
+    exports[key] = `.${path}`;
+    const target = join(dir, SERVED_VERSION, path);
+    await Deno.mkdir(dirname(target), { recursive: true });
+    await Deno.writeFile(target, bytes);
+  }
+  const meta = { scope: "std", name, latest: SERVED_VERSION, versions: { [SERVED_VERSION]: {} } };
+  await Deno.writeTextFile(join(dir, "meta.json"), JSON.stringify(meta));
+  await Deno.writeTextFile(
+    join(dir, `${SERVED_VERSION}_meta.json`),
+    JSON.stringify({ manifest, exports }),
+  );
+}
+
+/** Runs a command to completion and returns its stdout, or throws with its stderr. */
+async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
+  let output: Deno.CommandOutput;
+  try {
+    output = await new Deno.Command(cmd, { args, cwd, stdin: "null" }).output();
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new MirrorError(
+        `"${cmd}" is not installed: install Node.js and npm, or run where jsr.io is reachable`,
+      );
+    }
+    throw error;
+  }
+  const decoder = new TextDecoder();
+  if (!output.success) {
+    const stderr = decoder.decode(output.stderr).trim().split("\n").slice(-6).join("\n");
+    throw new MirrorError(`"${cmd} ${args.join(" ")}" failed (exit ${output.code}):\n${stderr}`);
+  }
+  return decoder.decode(output.stdout);
+}
+
+/**
+ * Returns a folder holding a built registry, building it on first use.
+ *
+ * The `deno-std` tarball comes from the npm registry through the ordinary npm
+ * client (`npm pack`), so whatever registry and proxy npm is configured for is
+ * used. The result is cached in the system's temporary folder; a build goes to
+ * a scratch folder first and is renamed into place, so concurrent runs never
+ * see half a mirror.
+ */
+export async function ensureRegistry(
+  cacheRoot: string = join(Deno.env.get("TMPDIR") ?? "/tmp", "stellarator-jsr-mirror"),
+): Promise<string> {
+  const dir = join(cacheRoot, `deno-std-${DENO_STD_VERSION}-f${MIRROR_FORMAT}`);
+  try {
+    await Deno.stat(join(dir, "@std", "async", "meta.json"));
+    return dir;
+  } catch {
+    // Not built yet.
+  }
+  await Deno.mkdir(cacheRoot, { recursive: true });
+  const scratch = await Deno.makeTempDir({ dir: cacheRoot, prefix: "build-" });
+  try {
+    try {
+      await run("npm", ["pack", `deno-std@${DENO_STD_VERSION}`, "--silent"], scratch);
+    } catch (error) {
+      if (!(error instanceof MirrorError)) throw error;
+      throw new MirrorError(
+        `jsr.io is unreachable and the offline mirror could not fetch deno-std@${DENO_STD_VERSION} ` +
+          `from the npm registry.\n${error.message}\n` +
+          "Fix: make the npm registry reachable (check `npm config get registry` and proxy " +
+          "settings), or run where jsr.io is reachable",
+      );
+    }
+    await run("tar", ["xzf", `deno-std-${DENO_STD_VERSION}.tgz`], scratch);
+    const out = join(scratch, "registry");
+    await buildRegistry(join(scratch, "package"), out);
+    try {
+      await Deno.rename(out, dir);
+    } catch (error) {
+      // Another run finished the same build first; its copy is as good as ours.
+      if (!(error instanceof Deno.errors.AlreadyExists) && !(await exists(dir))) throw error;
+    }
+    return dir;
+  } finally {
+    await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A running mirror server. */
+export interface MirrorServer {
+  /** Base URL to put in `JSR_URL`, ending in `/`. */
+  url: string;
+  /** Stops the server. */
+  close(): Promise<void>;
+}
+
+/**
+ * The port the mirror tries first. Deno caches downloads by URL, so a stable
+ * address lets later runs reuse them; when it is taken (another run is
+ * serving), the operating system picks a free one.
+ */
+export const PREFERRED_PORT = 47873;
+
+/** Serves a registry folder on 127.0.0.1, on {@link PREFERRED_PORT} or else a free port. */
+export function serveRegistry(dir: string, port: number = PREFERRED_PORT): MirrorServer {
+  try {
+    return listenRegistry(dir, port);
+  } catch (error) {
+    if (port === 0 || !(error instanceof Deno.errors.AddrInUse)) throw asMirrorError(error);
+    try {
+      return listenRegistry(dir, 0);
+    } catch (error) {
+      throw asMirrorError(error);
+    }
+  }
+}
+
+function asMirrorError(error: unknown): MirrorError {
+  return new MirrorError(
+    `Could not listen on 127.0.0.1 for the offline JSR mirror: ${(error as Error).message}\n` +
+      "Fix: free a local port or allow local listening (--allow-net)",
+  );
+}
+
+function listenRegistry(dir: string, port: number): MirrorServer {
+  const root = dir.endsWith("/") ? dir : `${dir}/`;
+  const server = Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, async (request) => {
+    const path = decodeURIComponent(new URL(request.url).pathname);
+    if (path.includes("..")) return new Response("Bad path", { status: 400 });
+    try {
+      const bytes = await Deno.readFile(root + path.slice(1));
+      const type = path.endsWith(".json") ? "application/json" : "text/javascript";
+      return new Response(bytes, { headers: { "content-type": type } });
+    } catch {
+      return new Response("Not found", { status: 404 });
+    }
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/`,
+    close: () => server.shutdown(),
+  };
+}
+
+/** What {@link main} needs from the outside world; tests replace parts of it. */
+export interface MainOptions {
+  /** Answers whether jsr.io is reachable. */
+  probe?: () => Promise<boolean>;
+  /** Returns a folder holding a built registry. */
+  ensure?: () => Promise<string>;
+  /** Runs the command with extra environment and returns its exit code. */
+  spawn?: (command: string[], env: Record<string, string>) => Promise<number>;
+  /** Where messages for the user go. */
+  log?: (message: string) => void;
+}
+
+async function spawnCommand(command: string[], env: Record<string, string>): Promise<number> {
+  const [first, ...args] = command;
+  const cmd = first === "deno" ? Deno.execPath() : first!;
+  const child = new Deno.Command(cmd, { args, env, stdin: "inherit" }).spawn();
+  // Let Ctrl-C reach the child (it shares our process group); we wait for it to exit.
+  const ignore = () => {};
+  Deno.addSignalListener("SIGINT", ignore);
+  try {
+    return (await child.status).code;
+  } finally {
+    Deno.removeSignalListener("SIGINT", ignore);
+  }
+}
+
+/**
+ * Runs `command`, through the offline mirror when jsr.io is unreachable.
+ *
+ * @returns The command's exit code (1 with a message on a mirror failure, 2 on bad usage).
+ */
+export async function main(command: string[], options: MainOptions = {}): Promise<number> {
+  const {
+    probe = probeJsr,
+    ensure = ensureRegistry,
+    spawn = spawnCommand,
+    log = (message: string) => console.error(message),
+  } = options;
+  if (command.length === 0) {
+    log("Usage: deno run -A tools/with_jsr_mirror.ts <command> [args...]");
+    return 2;
+  }
+  if (Deno.env.get("JSR_URL") || await probe()) {
+    return await spawn(command, {});
+  }
+  let server: MirrorServer;
+  try {
+    server = serveRegistry(await ensure());
+  } catch (error) {
+    if (!(error instanceof MirrorError)) throw error;
+    log(`with_jsr_mirror: ${error.message}`);
+    return 1;
+  }
+  try {
+    return await spawn(command, { JSR_URL: server.url });
+  } finally {
+    await server.close();
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}
