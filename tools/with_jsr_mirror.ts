@@ -207,7 +207,11 @@ async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
   }
   const decoder = new TextDecoder();
   if (!output.success) {
-    const stderr = decoder.decode(output.stderr).trim().split("\n").slice(-6).join("\n");
+    // The first lines of npm's error say what went wrong; its stack trace does not.
+    const stderr = decoder.decode(output.stderr).split("\n")
+      .filter((line) => line.trim() !== "" && !/^\S*\s*(warn|error)?\s+at /.test(line))
+      .filter((line) => !line.includes("npm warn"))
+      .slice(0, 5).join("\n");
     throw new MirrorError(`"${cmd} ${args.join(" ")}" failed (exit ${output.code}):\n${stderr}`);
   }
   return decoder.decode(output.stdout);
@@ -224,6 +228,7 @@ async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
  */
 export async function ensureRegistry(
   cacheRoot: string = join(Deno.env.get("TMPDIR") ?? "/tmp", "stellarator-jsr-mirror"),
+  log: (message: string) => void = (message) => console.error(message),
 ): Promise<string> {
   const dir = join(cacheRoot, `deno-std-${DENO_STD_VERSION}-f${MIRROR_FORMAT}`);
   try {
@@ -236,7 +241,10 @@ export async function ensureRegistry(
   const scratch = await Deno.makeTempDir({ dir: cacheRoot, prefix: "build-" });
   try {
     try {
-      await run("npm", ["pack", `deno-std@${DENO_STD_VERSION}`, "--silent"], scratch);
+      log(
+        `jsr.io is unreachable: building an offline JSR mirror from deno-std@${DENO_STD_VERSION}`,
+      );
+      await run("npm", ["pack", `deno-std@${DENO_STD_VERSION}`], scratch);
     } catch (error) {
       if (!(error instanceof MirrorError)) throw error;
       throw new MirrorError(

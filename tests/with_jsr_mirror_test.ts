@@ -1,0 +1,278 @@
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertRejects,
+  assertStringIncludes,
+} from "@std/assert";
+import { join } from "node:path";
+import {
+  buildRegistry,
+  ensureRegistry,
+  main,
+  MirrorError,
+  rewriteCrossPackageImports,
+  SERVED_VERSION,
+  serveRegistry,
+  stripJsdocTypeTags,
+} from "../tools/with_jsr_mirror.ts";
+
+/** A miniature `deno-std` package folder: two packages, one importing the other. */
+async function fakeDenoStd(): Promise<string> {
+  const root = await Deno.makeTempDir({ prefix: "fake-deno-std-" });
+  await Deno.mkdir(join(root, "async"));
+  await Deno.mkdir(join(root, "data_structures"));
+  await Deno.writeTextFile(
+    join(root, "async", "mod.js"),
+    'export * from "./channel.js";\n',
+  );
+  await Deno.writeTextFile(
+    join(root, "async", "channel.js"),
+    [
+      'import { Deque } from "../data-structures/deque.js";',
+      "/**",
+      " * Makes a channel.",
+      " * @param size How many items fit.",
+      " * @returns The channel.",
+      " */",
+      "export function channel(size) { return new Deque(size); }",
+      "",
+    ].join("\n"),
+  );
+  await Deno.writeTextFile(
+    join(root, "data_structures", "deque.js"),
+    "export class Deque { constructor(size) { this.size = size; } }\n",
+  );
+  await Deno.writeTextFile(join(root, "README.md"), "not a package\n");
+  return root;
+}
+
+async function sha256(bytes: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+Deno.test("rewriteCrossPackageImports() rewrites imports that leave the package", async (t) => {
+  const cases: [string, string, string, string][] = [
+    // [code, file in package, package folder, expected]
+    [
+      'import { Deque } from "../data-structures/deque.js";',
+      "channel.js",
+      "async",
+      'import { Deque } from "jsr:@std/data-structures@^1/deque";',
+    ],
+    [
+      'export * from "../assert/mod.js";',
+      "equals.js",
+      "expect",
+      'export * from "jsr:@std/assert@^1";',
+    ],
+    [
+      'import { x } from "../../internal/format.js";',
+      "_negotiation/encoding.js",
+      "http",
+      'import { x } from "jsr:@std/internal@^1/format";',
+    ],
+    [
+      'import { y } from "./abortable.js";',
+      "deadline.js",
+      "async",
+      'import { y } from "./abortable.js";',
+    ],
+    [
+      'import { z } from "../_common/assert_path.js";',
+      "posix/join.js",
+      "path",
+      'import { z } from "../_common/assert_path.js";',
+    ],
+    [
+      'const m = await import("../fmt/colors.js");',
+      "mod.js",
+      "cli",
+      'const m = await import("jsr:@std/fmt@^1/colors");',
+    ],
+  ];
+  for (const [code, file, folder, expected] of cases) {
+    await t.step(`${folder}/${file}: ${code}`, () => {
+      assertEquals(rewriteCrossPackageImports(code, file, folder), expected);
+    });
+  }
+});
+
+Deno.test("stripJsdocTypeTags() drops @param and @returns lines but keeps code and prose", () => {
+  const code = [
+    "/**",
+    " * Adds.",
+    " * @typeParam T The type.",
+    " * @param a First.",
+    " * @returns The sum.",
+    " * @example Usage",
+    " */",
+    "export function add(a, b) { return a + b; } // @param in code stays",
+  ].join("\n");
+  assertEquals(
+    stripJsdocTypeTags(code),
+    [
+      "/**",
+      " * Adds.",
+      " * @example Usage",
+      " */",
+      "export function add(a, b) { return a + b; } // @param in code stays",
+    ].join("\n"),
+  );
+});
+
+Deno.test("buildRegistry() writes a registry whose checksums match the served bytes", async () => {
+  const source = await fakeDenoStd();
+  const out = await Deno.makeTempDir({ prefix: "registry-" });
+  const names = await buildRegistry(source, out);
+  assertEquals(names, ["async", "data-structures"]);
+
+  const server = serveRegistry(out, 0);
+  try {
+    const meta = await (await fetch(`${server.url}@std/async/meta.json`)).json();
+    assertEquals(meta, {
+      scope: "std",
+      name: "async",
+      latest: SERVED_VERSION,
+      versions: { [SERVED_VERSION]: {} },
+    });
+    const versionMeta = await (await fetch(`${server.url}@std/async/${SERVED_VERSION}_meta.json`))
+      .json();
+    assertEquals(versionMeta.exports, {
+      ".": "./mod.js",
+      "./channel": "./channel.js",
+    });
+    for (const [path, entry] of Object.entries(versionMeta.manifest)) {
+      const response = await fetch(`${server.url}@std/async/${SERVED_VERSION}${path}`);
+      assertEquals(response.status, 200);
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      assertEquals(entry, { size: bytes.byteLength, checksum: `sha256-${await sha256(bytes)}` });
+    }
+    const channel = await (await fetch(`${server.url}@std/async/${SERVED_VERSION}/channel.js`))
+      .text();
+    assertStringIncludes(channel, '"jsr:@std/data-structures@^1/deque"');
+    assert(!channel.includes("@param"), "JSDoc @param tags are stripped");
+    assertEquals((await fetch(`${server.url}@std/nothing/meta.json`)).status, 404);
+    await (await fetch(`${server.url}@std/../../etc/passwd`)).body?.cancel();
+  } finally {
+    await server.close();
+    await Deno.remove(source, { recursive: true });
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+Deno.test("buildRegistry() rejects a folder that holds no packages", async () => {
+  const empty = await Deno.makeTempDir();
+  try {
+    await assertRejects(() => buildRegistry(empty, join(empty, "out")), MirrorError, "deno-std");
+  } finally {
+    await Deno.remove(empty, { recursive: true });
+  }
+});
+
+Deno.test("main() runs the command untouched when jsr.io answers", async () => {
+  const spawned: Record<string, string>[] = [];
+  const code = await main(["deno", "--version"], {
+    probe: () => Promise.resolve(true),
+    ensure: () => Promise.reject(new Error("the mirror must not be built")),
+    spawn: (_command, env) => {
+      spawned.push(env);
+      return Promise.resolve(0);
+    },
+  });
+  assertEquals(code, 0);
+  assertEquals(spawned, [{}]);
+});
+
+Deno.test("main() serves the mirror through JSR_URL when jsr.io is unreachable", async () => {
+  const source = await fakeDenoStd();
+  const out = await Deno.makeTempDir({ prefix: "registry-" });
+  await buildRegistry(source, out);
+  const previous = Deno.env.get("JSR_URL");
+  Deno.env.delete("JSR_URL");
+  try {
+    let status = 0;
+    const code = await main(["deno", "test"], {
+      probe: () => Promise.resolve(false),
+      ensure: () => Promise.resolve(out),
+      spawn: async (command, env) => {
+        assertEquals(command, ["deno", "test"]);
+        assertMatch(env.JSR_URL!, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+        const response = await fetch(`${env.JSR_URL}@std/data-structures/meta.json`);
+        status = response.status;
+        await response.body?.cancel();
+        return 7;
+      },
+    });
+    assertEquals(code, 7, "the command's exit code is passed on");
+    assertEquals(status, 200);
+  } finally {
+    if (previous !== undefined) Deno.env.set("JSR_URL", previous);
+    await Deno.remove(source, { recursive: true });
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+Deno.test("main() ends with a message and exit code 1 when the mirror cannot be built", async () => {
+  const previous = Deno.env.get("JSR_URL");
+  Deno.env.delete("JSR_URL");
+  const messages: string[] = [];
+  try {
+    const code = await main(["deno", "test"], {
+      probe: () => Promise.resolve(false),
+      ensure: () => Promise.reject(new MirrorError("npm is unreachable")),
+      spawn: () => Promise.reject(new Error("the command must not run")),
+      log: (message) => messages.push(message),
+    });
+    assertEquals(code, 1);
+    assertEquals(messages, ["with_jsr_mirror: npm is unreachable"]);
+  } finally {
+    if (previous !== undefined) Deno.env.set("JSR_URL", previous);
+  }
+});
+
+Deno.test("main() prints usage and exits 2 without a command", async () => {
+  const messages: string[] = [];
+  assertEquals(await main([], { log: (message) => messages.push(message) }), 2);
+  assertStringIncludes(messages[0]!, "Usage");
+});
+
+Deno.test({
+  name: "ensureRegistry() refuses with a clear message when the npm registry is unreachable",
+  ignore: !hasNpm(),
+  async fn() {
+    const cache = await Deno.makeTempDir({ prefix: "mirror-cache-" });
+    const saved = ["npm_config_registry", "npm_config_fetch_retries"].map((k) =>
+      [k, Deno.env.get(k)] as const
+    );
+    // Port 1 on loopback refuses at once; no retries keep the test short.
+    Deno.env.set("npm_config_registry", "http://127.0.0.1:1/");
+    Deno.env.set("npm_config_fetch_retries", "0");
+    try {
+      // The mirror's std is typed loosely (see stripJsdocTypeTags), hence the cast.
+      const error = await assertRejects(
+        () => ensureRegistry(cache, () => {}),
+        MirrorError,
+      ) as MirrorError;
+      assertStringIncludes(error.message, "could not fetch deno-std@");
+      assertStringIncludes(error.message, "ECONNREFUSED");
+      assertStringIncludes(error.message, "Fix: make the npm registry reachable");
+    } finally {
+      for (const [key, value] of saved) {
+        if (value === undefined) Deno.env.delete(key);
+        else Deno.env.set(key, value);
+      }
+      await Deno.remove(cache, { recursive: true });
+    }
+  },
+});
+
+function hasNpm(): boolean {
+  try {
+    return new Deno.Command("npm", { args: ["--version"], stdout: "null", stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return false;
+  }
+}
