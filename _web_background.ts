@@ -1,0 +1,309 @@
+/**
+ * The background task runner of the web layer. Private: not exported from `deno.json`.
+ *
+ * A task holds a *reservation* from the moment it is registered until it ends. Reservations are
+ * what `backgroundTaskLimit` counts for back-pressure: a registration waits while the limit is
+ * reached. Tasks themselves only start once their request's response is sent, and at most `limit`
+ * run at once; the rest wait in a FIFO queue.
+ *
+ * One exception keeps the runner free of deadlocks: a request that already holds a reservation
+ * for a task it registered before responding never waits for another one. Its tasks cannot start
+ * before it responds, so making it wait for room that only its own tasks could free would hang
+ * it; and a request that holds nothing while it waits cannot be part of a cycle of waiters.
+ *
+ * Every task ends exactly once, in one of: completed, failed, cut off at its time limit,
+ * cancelled at shutdown, or not run (its request never responded). Each ending is logged.
+ *
+ * @module
+ */
+import { deadline } from "@std/async/deadline";
+import { seconds } from "./_web_options.ts";
+
+/** A background task: called with a signal that aborts at its time limit and at shutdown. */
+export type Task = (signal: AbortSignal) => unknown;
+
+/** Where the runner writes its log lines; `console` fits. */
+export interface TaskLogger {
+  /** Tasks that completed, and late results of abandoned tasks. */
+  debug(...data: unknown[]): void;
+  /** Tasks that completed. */
+  info(...data: unknown[]): void;
+  /** Tasks cut off, cancelled or never run. */
+  warn(...data: unknown[]): void;
+  /** Tasks that failed. */
+  error(...data: unknown[]): void;
+}
+
+/** How a settled task promise turned out; never rejects, so a deadline's rejection means time. */
+type Outcome = { ok: true } | { ok: false; error: unknown };
+
+const SUCCESS: Outcome = { ok: true };
+
+function failure(error: unknown): Outcome {
+  return { ok: false, error };
+}
+
+/** One registered task and its bookkeeping. */
+export class TaskEntry {
+  /** Sequence number within the runner, for log lines. */
+  readonly id: number;
+  /** The task's name, for log lines. */
+  readonly name: string;
+  /** The task. */
+  readonly task: Task;
+  /** Aborts at the time limit and at shutdown; its signal is the task's argument. */
+  readonly controller: AbortController = new AbortController();
+  /** Set once the ending is logged; nothing is logged twice. */
+  ended = false;
+  /** Set once the reservation is given back; nothing is given back twice. */
+  released = false;
+  /** Set when shutdown aborted the signal, so the ending reads "cancelled at shutdown". */
+  cancelled = false;
+  /** Settles when the task settles or is cut off; awaited (within the grace period) at shutdown. */
+  done: Promise<void> = Promise.resolve();
+
+  constructor(id: number, name: string, task: Task) {
+    this.id = id;
+    this.name = name;
+    this.task = task;
+  }
+
+  /** How log lines name the task. */
+  get label(): string {
+    return `Background task "${this.name}" (#${this.id})`;
+  }
+}
+
+/** Runs background tasks under a time limit, a concurrency limit and the app's lifespan. */
+export class BackgroundRunner {
+  /** At most this many tasks run at once, and registrations wait beyond it. */
+  readonly limit: number;
+  /** Each task's time limit in milliseconds, or `undefined` for none. */
+  readonly timeLimitMs: number | undefined;
+  #log: TaskLogger;
+  #nextId = 1;
+  /** Reservations held: by requests that have not responded yet, queued tasks, running tasks. */
+  #reserved = 0;
+  /** Tasks whose request has responded, waiting for a running slot, oldest first. */
+  #queue: TaskEntry[] = [];
+  #running = new Set<TaskEntry>();
+  /** Registrations waiting for a reservation, oldest first; resolved with false at shutdown. */
+  #waiters: PromiseWithResolvers<boolean>[] = [];
+  #closed = false;
+
+  constructor(limit: number, timeLimitMs: number | undefined, log: TaskLogger) {
+    this.limit = limit;
+    this.timeLimitMs = timeLimitMs;
+    this.#log = log;
+  }
+
+  /** Tasks running now. */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  /** Tasks waiting for a running slot. */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  /** Registrations waiting for room. */
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
+  /** Whether shutdown has closed the runner. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Makes an entry for a task; it holds no reservation yet.
+   *
+   * @param task The task.
+   * @param name Its name for log lines; the function's name when empty.
+   * @returns The entry.
+   */
+  entry(task: Task, name: string | undefined): TaskEntry {
+    return new TaskEntry(this.#nextId++, name || task.name || "anonymous", task);
+  }
+
+  /**
+   * Takes a reservation, waiting for room when the limit is reached (back-pressure).
+   *
+   * @param holding Whether the caller's request already holds a reservation for a task that
+   *   cannot start before it responds; such a caller never waits (see the module doc).
+   * @returns `true` once reserved; `false` when the runner is or becomes closed.
+   */
+  reserve(holding: boolean): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false);
+    if (holding || (this.#waiters.length === 0 && this.#reserved < this.limit)) {
+      this.#reserved++;
+      return Promise.resolve(true);
+    }
+    const waiter = Promise.withResolvers<boolean>();
+    this.#waiters.push(waiter);
+    return waiter.promise;
+  }
+
+  /**
+   * Ends a task that will never run, with its reason, and gives its reservation back.
+   *
+   * @param entry The task.
+   * @param reason Why it does not run, e.g. "its request timed out".
+   * @param reserved Whether it holds a reservation.
+   */
+  discard(entry: TaskEntry, reason: string, reserved: boolean): void {
+    this.#end(entry, "warn", `${entry.label} not run: ${reason}`);
+    if (reserved) this.#release(entry);
+    else entry.released = true;
+  }
+
+  /**
+   * Hands over a task whose request has responded: it starts now if a slot is free, else it is
+   * queued. The entry must hold a reservation.
+   *
+   * @param entry The task.
+   */
+  start(entry: TaskEntry): void {
+    if (this.#closed) {
+      this.#end(entry, "warn", `${entry.label} cancelled at shutdown before it started`);
+      this.#release(entry);
+    } else if (this.#running.size < this.limit) {
+      this.#run(entry);
+    } else {
+      this.#queue.push(entry);
+    }
+  }
+
+  /** Reopens the runner after a shutdown, for a server that starts the app again. */
+  open(): void {
+    this.#closed = false;
+  }
+
+  /**
+   * Shuts the runner down: waiting registrations and queued tasks are cancelled, running tasks
+   * get their signal aborted and are awaited for at most `graceMs`; those still running then are
+   * abandoned. Every one of them is logged.
+   *
+   * @param graceMs How long running tasks may take to stop.
+   * @returns Resolves when every task has stopped or been abandoned.
+   */
+  async close(graceMs: number): Promise<void> {
+    this.#closed = true;
+    for (const waiter of this.#waiters.splice(0)) waiter.resolve(false);
+    for (const entry of this.#queue.splice(0)) {
+      this.#end(entry, "warn", `${entry.label} cancelled at shutdown before it started`);
+      this.#release(entry);
+    }
+    const running = [...this.#running];
+    if (running.length === 0) return;
+    const reason = new DOMException("The application is shutting down", "AbortError");
+    for (const entry of running) {
+      entry.cancelled = true;
+      entry.controller.abort(reason);
+    }
+    try {
+      await deadline(Promise.all(running.map((entry) => entry.done)), graceMs);
+    } catch {
+      for (const entry of running) {
+        if (entry.ended) continue;
+        this.#end(
+          entry,
+          "warn",
+          `${entry.label} cancelled at shutdown: it did not stop within the grace period of ` +
+            `${seconds(graceMs)} after its signal was aborted, so it was abandoned`,
+        );
+        this.#running.delete(entry);
+        this.#release(entry);
+      }
+    }
+  }
+
+  #run(entry: TaskEntry): void {
+    this.#running.add(entry);
+    entry.done = this.#supervise(entry);
+  }
+
+  async #supervise(entry: TaskEntry): Promise<void> {
+    const startedAt = performance.now();
+    const { promise: outcome, resolve } = Promise.withResolvers<Outcome>();
+    // The clock starts before the task is called, so the limit is never later than promised
+    // and, at a tie, the limit's timer fires before any timer the task sets.
+    const limited = this.timeLimitMs === undefined ? outcome : deadline(outcome, this.timeLimitMs);
+    try {
+      Promise.resolve(entry.task(entry.controller.signal)).then(
+        () => resolve(SUCCESS),
+        (error) => resolve(failure(error)),
+      );
+    } catch (error) {
+      resolve(failure(error));
+    }
+    try {
+      const result = await limited;
+      const took = seconds(performance.now() - startedAt);
+      if (entry.cancelled) {
+        this.#end(entry, "warn", `${entry.label} cancelled at shutdown: it stopped after ${took}`);
+      } else if (result.ok) {
+        this.#end(entry, "info", `${entry.label} completed in ${took}`);
+      } else {
+        this.#end(entry, "error", `${entry.label} failed after ${took}:`, result.error);
+      }
+    } catch {
+      // Only the deadline rejects (`outcome` never does): the task reached its time limit.
+      // JavaScript cannot stop a promise; aborting the signal is how the task is asked to stop.
+      const limit = seconds(this.timeLimitMs ?? 0);
+      entry.controller.abort(
+        new DOMException(`Background task time limit of ${limit} exceeded`, "TimeoutError"),
+      );
+      this.#end(
+        entry,
+        "warn",
+        entry.cancelled
+          ? `${entry.label} cancelled at shutdown: it reached its time limit of ${limit} first`
+          : `${entry.label} cut off at its time limit of ${limit}: its signal was aborted and ` +
+            `its result is ignored (a task that ignores its signal runs on unobserved)`,
+      );
+      void outcome.then((late) => {
+        const after = seconds(performance.now() - startedAt);
+        if (!late.ok && late.error === entry.controller.signal.reason) {
+          this.#log.debug(`${entry.label} stopped ${after} after it started, on its signal`);
+        } else {
+          this.#log.debug(
+            `${entry.label} settled ${after} after it started, past its limit; ignored:`,
+            late.ok ? "completed" : late.error,
+          );
+        }
+      });
+    } finally {
+      this.#running.delete(entry);
+      this.#release(entry);
+      this.#pump();
+    }
+  }
+
+  /** Starts queued tasks while slots are free. */
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#running.size < this.limit && !this.#closed) {
+      this.#run(this.#queue.shift()!);
+    }
+  }
+
+  #release(entry: TaskEntry): void {
+    if (entry.released) return;
+    entry.released = true;
+    this.#reserved--;
+    // Hand freed room to the oldest waiters, reserving on their behalf so that a burst of
+    // waiters cannot all slip in at once.
+    while (this.#waiters.length > 0 && this.#reserved < this.limit) {
+      this.#reserved++;
+      this.#waiters.shift()!.resolve(true);
+    }
+  }
+
+  #end(entry: TaskEntry, level: keyof TaskLogger, ...data: unknown[]): void {
+    if (entry.ended) return;
+    entry.ended = true;
+    this.#log[level](...data);
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * Validation of the web layer's options. Private: not exported from `deno.json`.
+ *
+ * @module
+ */
+
+/**
+ * The longest delay a timer takes in milliseconds. `setTimeout` and `AbortSignal.timeout` treat a
+ * larger delay as an overflow and fire at once, which would turn a generous limit into an instant
+ * one, so larger limits are refused.
+ */
+export const MAX_TIMER_MS: number = 2 ** 31 - 1;
+
+/**
+ * Describes a value for an error message: the value itself, quoted, for primitives, and its kind
+ * for everything else.
+ *
+ * @param value Anything.
+ * @returns E.g. `"-1"`, `"abc"`, `an object`, `a function`.
+ */
+export function describe(value: unknown): string {
+  if (value === null) return `"null"`;
+  switch (typeof value) {
+    case "string":
+    case "number":
+    case "boolean":
+    case "bigint":
+    case "undefined":
+      return `"${String(value)}"`;
+    case "function":
+      return "a function";
+    case "symbol":
+      return "a symbol";
+    default:
+      return Array.isArray(value) ? "an array" : "an object";
+  }
+}
+
+/**
+ * Reads a time limit given in seconds and returns it in milliseconds.
+ *
+ * @param option The option's name, for error messages.
+ * @param value The option's value; `undefined` means "no limit".
+ * @returns The limit in milliseconds, or `undefined`.
+ * @throws {TypeError} When the value is not a number.
+ * @throws {RangeError} When it is negative, NaN, infinite or longer than a timer can wait.
+ */
+export function secondsOption(option: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number") {
+    throw new TypeError(
+      `Cannot use ${option} ${describe(value)}: give a number of seconds, such as 1 or 0.5, ` +
+        `or leave it out for no limit`,
+    );
+  }
+  const ms = value * 1000;
+  if (!Number.isFinite(value) || value < 0 || ms > MAX_TIMER_MS) {
+    throw new RangeError(
+      `Cannot use ${option} "${value}": give a finite number of seconds from 0 to ` +
+        `${MAX_TIMER_MS / 1000}, or leave it out for no limit`,
+    );
+  }
+  return ms;
+}
+
+/**
+ * Reads an option that counts something: a positive safe integer.
+ *
+ * @param option The option's name, for error messages.
+ * @param value The option's value; `undefined` means `fallback`.
+ * @param fallback The default.
+ * @returns The count.
+ * @throws {TypeError} When the value is not a number.
+ * @throws {RangeError} When it is not a whole number of at least 1.
+ */
+export function countOption(option: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number") {
+    throw new TypeError(
+      `Cannot use ${option} ${describe(value)}: give a whole number, such as 100`,
+    );
+  }
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`Cannot use ${option} "${value}": give a whole number of at least 1`);
+  }
+  return value;
+}
+
+/**
+ * Formats milliseconds as seconds for log lines and messages, without float noise.
+ *
+ * @param ms Milliseconds.
+ * @returns E.g. `"1 s"`, `"0.3 s"`, `"2.051 s"`.
+ */
+export function seconds(ms: number): string {
+  return `${Math.round(ms) / 1000} s`;
+}
