@@ -1,0 +1,19 @@
+/**
+ * The benchmark's two handlers as a Hono app on `Deno.serve` (Hono's default
+ * router, SmartRouter, picks RegExpRouter for these two routes).
+ *
+ * Prints `LISTENING <port>` once it listens on 127.0.0.1 (port from `PORT`, default: any free one).
+ *
+ * @module
+ */
+import { Hono } from "npm:hono@4.13.19";
+
+const app = new Hono();
+app.get("/hello", (c) => c.text("hello"));
+app.get("/hello/:name", (c) => c.text(`hello ${c.req.param("name")}`));
+
+Deno.serve({
+  hostname: "127.0.0.1",
+  port: Number(Deno.env.get("PORT") ?? 0),
+  onListen: ({ port }) => console.log(`LISTENING ${port}`),
+}, app.fetch);
