@@ -1,0 +1,466 @@
+import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
+import { delay } from "@std/async/delay";
+import type { ReceiveMessage, SendMessage } from "../asgi.ts";
+import { AsgiRouter, Route } from "../router.ts";
+import { App, type Request, Response, type WebHandler } from "../web.ts";
+import { instance, RecordingLogger, startServer, waitFor } from "./fixtures/web_helpers.ts";
+
+type Handler = WebHandler<Record<never, never>>;
+
+function appWith(
+  routes: [string, Handler, string[]?][],
+  options: { requestTimeLimit?: number; logger?: RecordingLogger } = {},
+) {
+  const router = new AsgiRouter({
+    routes: routes.map(([path, handler, methods]) => new Route(path, { handler, methods })),
+  });
+  return new App({ router, logger: options.logger ?? new RecordingLogger(), ...options });
+}
+
+async function ok(request: Request): Promise<void> {
+  await request.respondWith(new Response({ body: "ok" }));
+}
+
+Deno.test("App() rejects invalid options with an error naming the option", async (t) => {
+  const router = new AsgiRouter<Handler>({ routes: [] });
+  const cases: [string, Record<string, unknown>, ErrorConstructor, string][] = [
+    [
+      "negative request time limit",
+      { requestTimeLimit: -1 },
+      RangeError,
+      'Cannot use requestTimeLimit "-1": give a finite number of seconds from 0 to ' +
+      "2147483.647, or leave it out for no limit",
+    ],
+    [
+      "NaN request time limit",
+      { requestTimeLimit: NaN },
+      RangeError,
+      'Cannot use requestTimeLimit "NaN"',
+    ],
+    [
+      "infinite background task time limit",
+      { backgroundTaskTimeLimit: Infinity },
+      RangeError,
+      'Cannot use backgroundTaskTimeLimit "Infinity"',
+    ],
+    [
+      "limit longer than a timer can wait",
+      { backgroundTaskTimeLimit: 3_000_000 },
+      RangeError,
+      'Cannot use backgroundTaskTimeLimit "3000000"',
+    ],
+    [
+      "negative grace period",
+      { shutdownGracePeriod: -0.5 },
+      RangeError,
+      'Cannot use shutdownGracePeriod "-0.5"',
+    ],
+    [
+      "time limit as text",
+      { requestTimeLimit: "1" },
+      TypeError,
+      'Cannot use requestTimeLimit "1": give a number of seconds, such as 1 or 0.5, or leave ' +
+      "it out for no limit",
+    ],
+    [
+      "zero background tasks",
+      { backgroundTaskLimit: 0 },
+      RangeError,
+      'Cannot use backgroundTaskLimit "0": give a whole number of at least 1',
+    ],
+    [
+      "fractional background task limit",
+      { backgroundTaskLimit: 1.5 },
+      RangeError,
+      'Cannot use backgroundTaskLimit "1.5": give a whole number of at least 1',
+    ],
+    [
+      "lifespan that is not a function",
+      { lifespan: "yes" },
+      TypeError,
+      'Cannot use lifespan "yes": give an async function (app, messageType)',
+    ],
+    [
+      "attribute hiding a member",
+      { attributes: { fetch: 1 } },
+      TypeError,
+      'Cannot use the attribute "fetch": it would hide the App member of that name; choose ' +
+      "another name",
+    ],
+  ];
+  for (const [name, options, errorClass, message] of cases) {
+    await t.step(name, () => {
+      assertThrows(() => new App({ router, ...options }), errorClass, message);
+    });
+  }
+  await t.step("missing router", () => {
+    assertThrows(
+      () => new App({} as { router: AsgiRouter<Handler> }),
+      TypeError,
+      'Cannot use router "undefined": give an AsgiRouter',
+    );
+  });
+});
+
+Deno.test("App() keeps fractional limits in seconds and applies the defaults", () => {
+  const app = new App({ router: new AsgiRouter<Handler>(), requestTimeLimit: 0.25 });
+  assertEquals(app.requestTimeLimit, 0.25);
+  assertEquals(app.backgroundTaskTimeLimit, undefined);
+  assertEquals(app.backgroundTaskLimit, 1000);
+  assertEquals(app.shutdownGracePeriod, 5);
+  assertEquals(App.LIFESPAN_STARTUP, "lifespan.startup");
+  assertEquals(App.LIFESPAN_SHUTDOWN, "lifespan.shutdown");
+});
+
+Deno.test("App answers 404 for an unknown path and 405 with an Allow header", async (t) => {
+  await using served = await startServer(appWith([["/things/{id}", ok, ["GET", "POST"]]]));
+  await t.step("unknown path", async () => {
+    const response = await fetch(`${served.base}/nothing`);
+    assertEquals(response.status, 404);
+    assertEquals(response.headers.get("content-type"), "text/plain; charset=utf-8");
+    assertEquals(await response.text(), "Not Found");
+  });
+  await t.step("wrong method", async () => {
+    const response = await fetch(`${served.base}/things/1`, { method: "DELETE" });
+    assertEquals(response.status, 405);
+    assertEquals(response.headers.get("allow"), "GET, POST");
+    assertEquals(await response.text(), "Method Not Allowed");
+  });
+  await t.step("right method", async () => {
+    const response = await fetch(`${served.base}/things/1`, { method: "POST" });
+    assertEquals(response.status, 200);
+    assertEquals(await response.text(), "ok");
+  });
+});
+
+Deno.test("App sends the exact 408 at requestTimeLimit and aborts request.signal", async () => {
+  const logger = new RecordingLogger();
+  let reason: unknown;
+  let abortedAfter = 0;
+  let lateResponse: Promise<void> | undefined;
+  const started = Promise.withResolvers<number>();
+  async function slow(request: Request): Promise<void> {
+    const start = performance.now();
+    started.resolve(start);
+    request.signal.addEventListener("abort", () => {
+      reason = request.signal.reason;
+      abortedAfter = performance.now() - start;
+    });
+    // Ignores the signal on purpose: its late response must be dropped.
+    await delay(400);
+    lateResponse = request.respondWith(new Response({ body: "late" }));
+    await lateResponse;
+  }
+  await using served = await startServer(
+    appWith([["/slow", slow], ["/ok", ok]], { requestTimeLimit: 0.2, logger }),
+  );
+  const before = performance.now();
+  const response = await fetch(`${served.base}/slow`);
+  const body = await response.text();
+  const elapsed = performance.now() - before;
+  assertEquals(response.status, 408);
+  assertEquals(response.headers.get("content-type"), "text/plain; charset=utf-8");
+  assertEquals(response.headers.get("content-length"), "27");
+  assertEquals(body, "Request time limit exceeded");
+  assertEquals(new TextEncoder().encode(body).length, 27);
+  assert(elapsed >= 190 && elapsed < 1000, `408 after ${elapsed} ms, expected about 200 ms`);
+  await started.promise;
+  assertEquals(instance(reason, DOMException).name, "TimeoutError");
+  assert(abortedAfter >= 190 && abortedAfter < 1000, `aborted after ${abortedAfter} ms`);
+  await waitFor(() => lateResponse !== undefined, 2000, "the late response");
+  await lateResponse;
+  assertEquals(logger.at("error"), []);
+  assert(
+    logger.at("debug").some((line) =>
+      line.startsWith('Ignored the response of route "/slow" to "GET /slow"')
+    ),
+    `debug lines: ${logger.at("debug")}`,
+  );
+  const next = await fetch(`${served.base}/ok`);
+  assertEquals([next.status, await next.text()], [200, "ok"]);
+});
+
+Deno.test("App stops a cooperative handler at requestTimeLimit through request.signal", async () => {
+  const stopped = Promise.withResolvers<unknown>();
+  async function cooperative(request: Request): Promise<void> {
+    try {
+      await delay(5000, { signal: request.signal });
+    } catch (error) {
+      stopped.resolve(error);
+      throw error;
+    }
+    await request.respondWith(new Response({ body: "never" }));
+  }
+  const logger = new RecordingLogger();
+  await using served = await startServer(
+    appWith([["/wait", cooperative]], { requestTimeLimit: 0.1, logger }),
+  );
+  const response = await fetch(`${served.base}/wait`);
+  await response.body?.cancel();
+  assertEquals(response.status, 408);
+  assertEquals(instance(await stopped.promise, DOMException).name, "TimeoutError");
+  assertEquals(logger.at("error"), []);
+});
+
+Deno.test("App answers 500 when a handler throws, logs route and stack, keeps serving", async () => {
+  const logger = new RecordingLogger();
+  function broken(): Promise<void> {
+    return Promise.reject(new Error("broken on purpose"));
+  }
+  await using served = await startServer(
+    appWith([["/broken/{id}", broken], ["/ok", ok]], { logger }),
+  );
+  const response = await fetch(`${served.base}/broken/7`);
+  assertEquals([response.status, await response.text()], [500, "Internal Server Error"]);
+  const [line] = logger.lines.filter((entry) => entry.level === "error");
+  assertEquals(line?.text, 'Route "/broken/{id}" on "GET /broken/7" failed; sent 500:');
+  assert(instance(line?.values[0], Error).stack?.includes("broken on purpose"));
+  const next = await fetch(`${served.base}/ok`);
+  assertEquals([next.status, await next.text()], [200, "ok"]);
+});
+
+Deno.test("App answers 500 when a handler returns without responding, naming the route", async () => {
+  const logger = new RecordingLogger();
+  async function silent(): Promise<void> {}
+  await using served = await startServer(appWith([["/silent", silent]], { logger }));
+  const response = await fetch(`${served.base}/silent`);
+  assertEquals([response.status, await response.text()], [500, "Internal Server Error"]);
+  assertEquals(logger.at("error"), [
+    'Route "/silent" on "GET /silent" returned without responding; sent 500',
+  ]);
+});
+
+Deno.test("Request.respondWith() rejects a second response; the client gets the first", async () => {
+  const second = Promise.withResolvers<unknown>();
+  async function twice(request: Request): Promise<void> {
+    await request.respondWith(new Response({ body: "first" }));
+    await request.respondWith(new Response({ body: "second" })).then(
+      () => second.resolve(undefined),
+      (error) => second.resolve(error),
+    );
+  }
+  await using served = await startServer(appWith([["/twice", twice]]));
+  const response = await fetch(`${served.base}/twice`);
+  assertEquals(await response.text(), "first");
+  assertEquals(
+    instance(await second.promise, Error).message,
+    'Cannot respond to "GET /twice" twice: route "/twice" already responded or the request ' +
+      "is over",
+  );
+});
+
+Deno.test("Request.respondWith() rejects a value that is not a web Response", async () => {
+  const rejected = Promise.withResolvers<unknown>();
+  async function wrong(request: Request): Promise<void> {
+    await request.respondWith(new globalThis.Response("x") as unknown as Response).catch(
+      rejected.resolve,
+    );
+    await request.respondWith(new Response({ body: "fixed" }));
+  }
+  await using served = await startServer(appWith([["/wrong", wrong]]));
+  assertEquals(await (await fetch(`${served.base}/wrong`)).text(), "fixed");
+  assertEquals(
+    instance(await rejected.promise, TypeError).message,
+    "Cannot respond with an object: give a Response from the web layer",
+  );
+});
+
+Deno.test("Request.signal aborts and receive() yields http.disconnect when the client goes", async () => {
+  const seen = Promise.withResolvers<{ reason: unknown; message: unknown; dropped: boolean }>();
+  const inHandler = Promise.withResolvers<void>();
+  const logger = new RecordingLogger();
+  async function hang(request: Request): Promise<void> {
+    inHandler.resolve();
+    await delay(5000, { signal: request.signal }).catch(() => {});
+    const reason = request.signal.reason;
+    const message = await request.receive();
+    // The response goes nowhere; it must be dropped without an error.
+    await request.respondWith(new Response({ body: "too late" }));
+    seen.resolve({ reason, message, dropped: true });
+  }
+  await using served = await startServer(appWith([["/hang", hang], ["/ok", ok]], { logger }));
+  const controller = new AbortController();
+  const pending = fetch(`${served.base}/hang`, { signal: controller.signal });
+  await inHandler.promise;
+  await delay(50);
+  const abortedAt = performance.now();
+  controller.abort();
+  await assertRejects(() => pending);
+  const { reason, message, dropped } = await seen.promise;
+  const noticedAfter = performance.now() - abortedAt;
+  assertEquals(instance(reason, DOMException).name, "AbortError");
+  assertEquals(message, { type: "http.disconnect" });
+  assert(dropped);
+  assert(noticedAfter < 2000, `disconnect noticed after ${noticedAfter} ms`);
+  assertEquals(logger.at("error"), []);
+  const next = await fetch(`${served.base}/ok`);
+  assertEquals([next.status, await next.text()], [200, "ok"]);
+});
+
+Deno.test("Request.scope carries the App and request.app its typed attributes", async () => {
+  type Attributes = { greeting: string; hits: number };
+  let scopeApp: unknown;
+  async function greet(request: Request<Attributes>): Promise<void> {
+    scopeApp = request.scope.app;
+    request.app.hits += 1;
+    await request.respondWith(
+      new Response({ body: `${request.app.greeting}, ${request.context.name}` }),
+    );
+  }
+  const app = new App<Attributes>({
+    router: new AsgiRouter({ routes: [new Route("/hi/{name}", { handler: greet })] }),
+    attributes: { greeting: "Hello", hits: 0 },
+  });
+  await using served = await startServer(app);
+  assertEquals(await (await fetch(`${served.base}/hi/ann`)).text(), "Hello, ann");
+  assertStrictEquals(scopeApp, app);
+  assertEquals(app.hits, 1);
+});
+
+Deno.test("Request.text() reads a chunked upload; bytes() returns the same body twice", async () => {
+  const read = Promise.withResolvers<[string, number, boolean]>();
+  async function upload(request: Request): Promise<void> {
+    const text = await request.text();
+    const again = await request.bytes();
+    read.resolve([text, again.length, request.path === "/upload"]);
+    await request.respondWith(new Response({ body: String(again.length) }));
+  }
+  await using served = await startServer(appWith([["/upload", upload, ["POST"]]]));
+  const parts = ["alpha,", "beta,", "gamma"];
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const part = parts.shift();
+      if (part === undefined) return controller.close();
+      await delay(20);
+      controller.enqueue(new TextEncoder().encode(part));
+    },
+  });
+  const response = await fetch(`${served.base}/upload`, { method: "POST", body });
+  assertEquals(await response.text(), "16");
+  assertEquals(await read.promise, ["alpha,beta,gamma", 16, true]);
+});
+
+Deno.test("Request.respondWith() streams an async iterable body chunk by chunk", async () => {
+  async function stream(request: Request): Promise<void> {
+    async function* chunks(): AsyncGenerator<string> {
+      for (const word of ["one ", "two ", "three"]) {
+        await delay(10);
+        yield word;
+      }
+    }
+    await request.respondWith(new Response({ body: chunks() }));
+  }
+  await using served = await startServer(appWith([["/stream", stream]]));
+  const response = await fetch(`${served.base}/stream`);
+  assertEquals(response.headers.get("content-length"), null);
+  assertEquals(await response.text(), "one two three");
+});
+
+Deno.test("App cuts off a streamed response still being sent at requestTimeLimit", async () => {
+  async function endless(request: Request): Promise<void> {
+    async function* chunks(): AsyncGenerator<string> {
+      for (;;) {
+        await delay(50);
+        yield "tick\n";
+      }
+    }
+    await request.respondWith(new Response({ body: chunks() }));
+  }
+  await using served = await startServer(
+    appWith([["/endless", endless]], { requestTimeLimit: 0.2 }),
+    { logger: new RecordingLogger() },
+  );
+  const before = performance.now();
+  const response = await fetch(`${served.base}/endless`);
+  assertEquals(response.status, 200);
+  await assertRejects(() => response.text());
+  const elapsed = performance.now() - before;
+  assert(elapsed >= 190 && elapsed < 2000, `cut off after ${elapsed} ms`);
+});
+
+Deno.test("App.fetch serves requests through Deno.serve", async () => {
+  const app = appWith([["/hello/{name}", async (request) => {
+    await request.respondWith(new Response({ body: `hello ${request.context.name}` }));
+  }]]);
+  await using server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    app.fetch,
+  );
+  const response = await fetch(`http://127.0.0.1:${server.addr.port}/hello/deno`);
+  assertEquals(await response.text(), "hello deno");
+});
+
+/** Drives `app.asgi` through a lifespan scope with the given messages; returns what it sent. */
+async function lifespanExchange(
+  app: { asgi: (scope: never, receive: never, send: never) => Promise<void> },
+  messages: ReceiveMessage["type"][],
+): Promise<SendMessage[]> {
+  const sent: SendMessage[] = [];
+  const queue = [...messages];
+  const receive = () => Promise.resolve({ type: queue.shift() } as ReceiveMessage);
+  const send = (message: SendMessage) => {
+    sent.push(message);
+    return Promise.resolve();
+  };
+  const scope = { type: "lifespan", asgi: { version: "3.0", spec_version: "2.0" }, state: {} };
+  await (app.asgi as (s: unknown, r: unknown, s2: unknown) => Promise<void>)(scope, receive, send);
+  return sent;
+}
+
+Deno.test("App.asgi runs the lifespan function with App.LIFESPAN_STARTUP and App.LIFESPAN_SHUTDOWN", async () => {
+  const calls: string[] = [];
+  type Attributes = { db: Record<string, unknown> | null };
+  const app = new App<Attributes>({
+    router: new AsgiRouter<WebHandler<Attributes>>(),
+    lifespan: async (app, messageType) => {
+      calls.push(messageType);
+      app.db = messageType === App.LIFESPAN_STARTUP ? {} : null;
+      return app;
+    },
+  });
+  const sent = await lifespanExchange(app, ["lifespan.startup", "lifespan.shutdown"]);
+  assertEquals(calls, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+  assertEquals(sent, [{ type: "lifespan.startup.complete" }, {
+    type: "lifespan.shutdown.complete",
+  }]);
+  assertEquals(app.db, null);
+});
+
+Deno.test("App.asgi reports a failing lifespan function with its message", async (t) => {
+  for (const phase of ["startup", "shutdown"] as const) {
+    await t.step(phase, async () => {
+      const logger = new RecordingLogger();
+      const app = new App({
+        router: new AsgiRouter<Handler>(),
+        logger,
+        lifespan: (_app, messageType) =>
+          messageType === `lifespan.${phase}`
+            ? Promise.reject(new Error(`no ${phase} today`))
+            : Promise.resolve(),
+      });
+      const sent = await lifespanExchange(app, ["lifespan.startup", "lifespan.shutdown"]);
+      const failed = { type: `lifespan.${phase}.failed`, message: `no ${phase} today` };
+      assertEquals(
+        sent,
+        phase === "startup" ? [failed] : [{ type: "lifespan.startup.complete" }, failed],
+      );
+      assertEquals(logger.at("error"), [`Lifespan ${phase} failed:`]);
+    });
+  }
+});
+
+Deno.test("serve() does not start an App whose lifespan startup fails", async () => {
+  const app = new App({
+    router: new AsgiRouter<Handler>(),
+    logger: new RecordingLogger(),
+    lifespan: () => Promise.reject(new Error("database unreachable")),
+  });
+  const server = (await import("../asgi.ts")).serve(app, {
+    port: 0,
+    onListen: () => {},
+    logger: new RecordingLogger(),
+  });
+  const error = instance(await assertRejects(() => server.addr), Error);
+  assert(error.message.includes("database unreachable"), error.message);
+  await server.finished.catch(() => {});
+});

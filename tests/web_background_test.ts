@@ -1,0 +1,387 @@
+import { assert, assertEquals, assertStrictEquals } from "@std/assert";
+import { delay } from "@std/async/delay";
+import type { AsgiApplication } from "../asgi.ts";
+import { AsgiRouter, Route } from "../router.ts";
+import { App, type AppOptions, type Request, Response, type WebHandler } from "../web.ts";
+import { instance, RecordingLogger, startServer, waitFor } from "./fixtures/web_helpers.ts";
+
+type Handler = WebHandler<Record<never, never>>;
+
+function appWith(
+  routes: [string, Handler][],
+  options: Omit<AppOptions<Record<never, never>>, "router"> = {},
+) {
+  const router = new AsgiRouter({
+    routes: routes.map(([path, handler]) => new Route(path, { handler })),
+  });
+  return new App({ router, logger: new RecordingLogger(), ...options });
+}
+
+function respond(request: Request, body = "ok"): Promise<void> {
+  return request.respondWith(new Response({ body }));
+}
+
+/** The lines that end task `#id`: every task must have exactly one. */
+function endings(logger: RecordingLogger, id: number): string[] {
+  return logger.lines
+    .filter((line) => line.level !== "debug" && line.text.includes(`(#${id})`))
+    .map((line) => line.text);
+}
+
+Deno.test("Request.registerBackground() runs the task after the response, cut off at its limit", async () => {
+  const logger = new RecordingLogger();
+  const marks: string[] = [];
+  let responseSentAt = Infinity;
+  let taskStartedAt = -Infinity;
+  const stopped = Promise.withResolvers<unknown>();
+  async function task(signal: AbortSignal): Promise<void> {
+    taskStartedAt = performance.now();
+    try {
+      for (let n = 1; n <= 5; n++) {
+        marks.push(`iteration ${n}`);
+        await delay(100, { signal });
+      }
+      marks.push("done");
+    } finally {
+      stopped.resolve(signal.reason);
+    }
+  }
+  async function index(request: Request): Promise<void> {
+    await request.registerBackground(task);
+    await respond(request);
+  }
+  const app = appWith([["/", index]], { backgroundTaskTimeLimit: 0.25, logger });
+  // Notes when the last byte of the response was handed to the server.
+  const recording: AsgiApplication = (scope, receive, send) =>
+    app.asgi(scope, receive, async (message) => {
+      await send(message);
+      if (message.type === "http.response.body" && !message.more_body) {
+        responseSentAt = performance.now();
+      }
+    });
+  await using served = await startServer({ asgi: recording });
+  const response = await fetch(served.base);
+  assertEquals(await response.text(), "ok");
+  const reason = await stopped.promise;
+  assertEquals(marks, ["iteration 1", "iteration 2", "iteration 3"]);
+  assertEquals(instance(reason, DOMException).name, "TimeoutError");
+  assert(responseSentAt <= taskStartedAt, "the task started before the response was sent");
+  await delay(150);
+  assertEquals(marks.includes("done"), false);
+  assertEquals(endings(logger, 1), [
+    'Background task "task" (#1) cut off at its time limit of 0.25 s: its signal was aborted ' +
+    "and its result is ignored (a task that ignores its signal runs on unobserved)",
+  ]);
+});
+
+Deno.test("A background task that ignores its signal is abandoned at its limit", async () => {
+  const logger = new RecordingLogger();
+  const finished = Promise.withResolvers<void>();
+  let signalAborted = false;
+  async function stubborn(signal: AbortSignal): Promise<string> {
+    await delay(300); // Ignores the signal on purpose.
+    signalAborted = signal.aborted;
+    finished.resolve();
+    return "result nobody reads";
+  }
+  const app = appWith([["/", async (request) => {
+    await request.registerBackground(stubborn);
+    await respond(request);
+  }]], { backgroundTaskTimeLimit: 0.1, logger });
+  await using served = await startServer(app);
+  await (await fetch(served.base)).text();
+  await waitFor(() => logger.at("warn").length > 0, 1000, "the cut-off warning");
+  assertEquals(endings(logger, 1).length, 1);
+  assert(endings(logger, 1)[0]!.includes("cut off at its time limit of 0.1 s"));
+  await finished.promise;
+  assert(signalAborted, "the signal was not aborted at the limit");
+  await waitFor(() => logger.at("debug").length > 0, 1000, "the debug line of the late result");
+  assert(
+    logger.at("debug")[0]!.startsWith('Background task "stubborn" (#1) settled'),
+    logger.at("debug")[0],
+  );
+  // Still one ending: the late result did not add a "completed" line.
+  assertEquals(endings(logger, 1).length, 1);
+});
+
+Deno.test("Background task errors are logged with the task's name", async (t) => {
+  const cases: [string, (request: Request) => Promise<void>, string][] = [
+    [
+      "named function that rejects",
+      (request) =>
+        request.registerBackground(async function sendMail() {
+          await delay(1);
+          throw new Error("smtp down");
+        }),
+      'Background task "sendMail" (#1) failed after',
+    ],
+    [
+      "arrow function named by the option, throwing synchronously",
+      (request) =>
+        request.registerBackground(() => {
+          throw new Error("sync failure");
+        }, { name: "resize images" }),
+      'Background task "resize images" (#1) failed after',
+    ],
+    [
+      "anonymous arrow function",
+      (request) => request.registerBackground(() => Promise.reject(new Error("nameless"))),
+      'Background task "anonymous" (#1) failed after',
+    ],
+  ];
+  for (const [name, register, start] of cases) {
+    await t.step(name, async () => {
+      const logger = new RecordingLogger();
+      const app = appWith([["/", async (request) => {
+        await register(request);
+        await respond(request);
+      }]], { logger });
+      await using served = await startServer(app);
+      await (await fetch(served.base)).text();
+      await waitFor(() => logger.at("error").length > 0, 1000, "the error line");
+      assert(logger.at("error")[0]!.startsWith(start), logger.at("error")[0]);
+      assert(logger.lines.find((line) => line.level === "error")?.values[0] instanceof Error);
+    });
+  }
+});
+
+Deno.test("Request.registerBackground() waits for room beyond backgroundTaskLimit and drops nothing", async (t) => {
+  await t.step("the third registration waits until a slot frees", async () => {
+    const logger = new RecordingLogger();
+    const gates = [Promise.withResolvers<void>(), Promise.withResolvers<void>()];
+    const ran: string[] = [];
+    let thirdRegistered = false;
+    const handlerDone = Promise.withResolvers<void>();
+    async function index(request: Request): Promise<void> {
+      await respond(request);
+      for (const [i, gate] of gates.entries()) {
+        await request.registerBackground(async () => {
+          ran.push(`gated ${i + 1}`);
+          await gate.promise;
+        });
+      }
+      await request.registerBackground(() => {
+        ran.push("third");
+      });
+      thirdRegistered = true;
+      handlerDone.resolve();
+    }
+    const app = appWith([["/", index]], { backgroundTaskLimit: 2, logger });
+    await using served = await startServer(app);
+    assertEquals(await (await fetch(served.base)).text(), "ok");
+    await waitFor(() => ran.length === 2, 1000, "the two gated tasks to start");
+    await delay(100);
+    assertEquals(thirdRegistered, false, "the third registration did not wait");
+    assertEquals(ran, ["gated 1", "gated 2"]);
+    gates[0]!.resolve();
+    await handlerDone.promise;
+    await waitFor(() => ran.length === 3, 1000, "the third task");
+    gates[1]!.resolve();
+    await waitFor(() => logger.at("info").length === 3, 1000, "three completions");
+    assertEquals(ran, ["gated 1", "gated 2", "third"]);
+  });
+
+  await t.step("many requests: at most the limit run at once, every task completes", async () => {
+    const logger = new RecordingLogger();
+    let running = 0;
+    let most = 0;
+    let completed = 0;
+    async function task(): Promise<void> {
+      most = Math.max(most, ++running);
+      await delay(20);
+      running--;
+      completed++;
+    }
+    const app = appWith([["/", async (request) => {
+      await request.registerBackground(task);
+      await request.registerBackground(task);
+      await respond(request);
+    }]], { backgroundTaskLimit: 2, logger });
+    await using served = await startServer(app);
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => fetch(served.base).then((r) => r.text())),
+    );
+    assertEquals(responses, Array(10).fill("ok"));
+    await waitFor(() => completed === 20, 3000, "twenty completed tasks");
+    assertEquals(most, 2);
+    assertEquals(logger.at("info").length, 20);
+    assertEquals(logger.at("warn"), []);
+  });
+});
+
+Deno.test("Background tasks of a request that never responds do not run", async (t) => {
+  const cases: [string, Handler, number, string][] = [
+    [
+      "request time limit",
+      async (request) => {
+        await request.registerBackground(() => {
+          throw new Error("must not run");
+        }, { name: "early" });
+        await delay(200);
+        // Registered after the 408: discarded at once.
+        await request.registerBackground(() => {
+          throw new Error("must not run");
+        }, { name: "late" });
+      },
+      408,
+      'its request "GET /" hit the request time limit of 0.1 s',
+    ],
+    [
+      "handler failure",
+      async (request) => {
+        await request.registerBackground(() => {
+          throw new Error("must not run");
+        }, { name: "early" });
+        throw new Error("handler failed");
+      },
+      500,
+      'the handler of "GET /" failed',
+    ],
+    [
+      "no response",
+      async (request) => {
+        await request.registerBackground(() => {
+          throw new Error("must not run");
+        }, { name: "early" });
+      },
+      500,
+      '"GET /" never responded',
+    ],
+  ];
+  for (const [name, handler, status, reason] of cases) {
+    await t.step(name, async () => {
+      const logger = new RecordingLogger();
+      const app = appWith([["/", handler]], { requestTimeLimit: 0.1, logger });
+      await using served = await startServer(app);
+      const response = await fetch(served.base);
+      await response.body?.cancel();
+      assertEquals(response.status, status);
+      await delay(status === 408 ? 250 : 20);
+      const notRun = logger.at("warn").filter((line) => line.includes("not run"));
+      assert(notRun.length >= 1, `warnings: ${logger.at("warn")}`);
+      for (const line of notRun) assert(line.endsWith(`not run: ${reason}`), line);
+      assertEquals(logger.at("error").filter((line) => line.includes("Background")), []);
+      if (status === 408) assertEquals(notRun.length, 2);
+    });
+  }
+});
+
+Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lifespan shutdown", async () => {
+  const logger = new RecordingLogger();
+  const events: string[] = [];
+  let abortReason: unknown;
+  async function cooperative(signal: AbortSignal): Promise<void> {
+    events.push("task started");
+    await new Promise<void>((resolve) =>
+      signal.addEventListener("abort", () => {
+        abortReason = signal.reason;
+        events.push("task saw abort");
+        resolve();
+      })
+    );
+    await delay(30);
+    events.push("task stopped");
+  }
+  function queued(): void {
+    events.push("queued task ran");
+  }
+  const app = new App<{ open: boolean }>({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: async (request: Request<{ open: boolean }>) => {
+            await request.registerBackground(cooperative);
+            await request.registerBackground(queued);
+            await request.respondWith(new Response({ body: "ok" }));
+          },
+        }),
+      ],
+    }),
+    backgroundTaskLimit: 1,
+    shutdownGracePeriod: 1,
+    logger,
+    attributes: { open: false },
+    lifespan: async (app, messageType) => {
+      events.push(messageType);
+      app.open = messageType === App.LIFESPAN_STARTUP;
+    },
+  });
+  const served = await startServer(app);
+  assertStrictEquals(app.open, true);
+  await (await fetch(served.base)).text();
+  await waitFor(() => events.includes("task started"), 1000, "the task to start");
+  await served.server.shutdown();
+  assertEquals(events, [
+    "lifespan.startup",
+    "task started",
+    "task saw abort",
+    "task stopped",
+    "lifespan.shutdown",
+  ]);
+  assertEquals(instance(abortReason, DOMException).name, "AbortError");
+  assertStrictEquals(app.open, false);
+  assertEquals(endings(logger, 1).length, 1);
+  assert(
+    endings(logger, 1)[0]!.startsWith('Background task "cooperative" (#1) cancelled at shutdown'),
+  );
+  assertEquals(endings(logger, 2), [
+    'Background task "queued" (#2) cancelled at shutdown before it started',
+  ]);
+});
+
+Deno.test("Shutdown abandons a task that ignores its signal after the grace period", async () => {
+  const logger = new RecordingLogger();
+  const events: string[] = [];
+  const finished = Promise.withResolvers<void>();
+  async function stubborn(): Promise<void> {
+    await delay(700);
+    events.push("stubborn task finished");
+    finished.resolve();
+  }
+  const app = appWith([["/", async (request) => {
+    await request.registerBackground(stubborn);
+    await respond(request);
+  }]], {
+    shutdownGracePeriod: 0.2,
+    logger,
+    lifespan: async (_app, messageType) => {
+      events.push(messageType);
+    },
+  });
+  const served = await startServer(app);
+  await (await fetch(served.base)).text();
+  await delay(20);
+  const before = performance.now();
+  await served.server.shutdown();
+  const took = performance.now() - before;
+  assert(took >= 190 && took < 650, `shutdown took ${took} ms, expected about the 200 ms grace`);
+  assertEquals(events, ["lifespan.startup", "lifespan.shutdown"]);
+  assertEquals(endings(logger, 1), [
+    'Background task "stubborn" (#1) cancelled at shutdown: it did not stop within the grace ' +
+    "period of 0.2 s after its signal was aborted, so it was abandoned",
+  ]);
+  await finished.promise;
+  assertEquals(endings(logger, 1).length, 1);
+});
+
+Deno.test("Shutdown lets an in-flight request finish before the lifespan shutdown", async () => {
+  const events: string[] = [];
+  const inHandler = Promise.withResolvers<void>();
+  const app = appWith([["/slow", async (request) => {
+    inHandler.resolve();
+    await delay(150);
+    await respond(request, "finished");
+    events.push("responded");
+  }]], {
+    lifespan: async (_app, messageType) => {
+      events.push(messageType);
+    },
+  });
+  const served = await startServer(app);
+  const pending = fetch(`${served.base}/slow`).then((response) => response.text());
+  await inHandler.promise;
+  const stopping = served.server.shutdown();
+  assertEquals(await pending, "finished");
+  await stopping;
+  assertEquals(events, ["lifespan.startup", "responded", "lifespan.shutdown"]);
+});

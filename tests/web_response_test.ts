@@ -1,0 +1,143 @@
+import { assertEquals, assertThrows } from "@std/assert";
+import { Response } from "../web.ts";
+
+const text = (bytes: unknown) => new TextDecoder().decode(bytes as Uint8Array);
+
+Deno.test("Response() defaults to status 200, text/plain UTF-8 and a computed content-length", async (t) => {
+  await t.step("text body", () => {
+    const response = new Response({ body: "héllo" });
+    assertEquals(response.status, 200);
+    assertEquals(response.headers, [
+      ["content-type", "text/plain; charset=utf-8"],
+      ["content-length", "6"],
+    ]);
+    assertEquals(text(response.body), "héllo");
+  });
+  await t.step("no options: empty body", () => {
+    const response = new Response();
+    assertEquals(response.headers, [
+      ["content-type", "text/plain; charset=utf-8"],
+      ["content-length", "0"],
+    ]);
+    assertEquals((response.body as Uint8Array).length, 0);
+  });
+  await t.step("byte body is sent as given", () => {
+    const bytes = new Uint8Array([1, 2, 3]);
+    const response = new Response({ body: bytes, contentType: "application/octet-stream" });
+    assertEquals(response.body, bytes);
+    assertEquals(response.headers, [
+      ["content-type", "application/octet-stream"],
+      ["content-length", "3"],
+    ]);
+  });
+});
+
+Deno.test("Response() keeps given headers, lower-cases names and allows repeated names", () => {
+  const response = new Response({
+    status: 201,
+    headers: [["Set-Cookie", "a=1"], ["set-cookie", "b=2"], ["Content-Type", "text/html"]],
+    body: "<p>",
+  });
+  assertEquals(response.status, 201);
+  assertEquals(response.headers, [
+    ["set-cookie", "a=1"],
+    ["set-cookie", "b=2"],
+    ["content-type", "text/html"],
+    ["content-length", "3"],
+  ]);
+});
+
+Deno.test("Response() streams an async iterable body without a content-length", async () => {
+  async function* chunks(): AsyncGenerator<string | Uint8Array> {
+    yield "a";
+    yield new Uint8Array([98]);
+  }
+  const body = chunks();
+  const response = new Response({ body });
+  assertEquals(response.body, body);
+  assertEquals(response.headers, [["content-type", "text/plain; charset=utf-8"]]);
+  const seen: unknown[] = [];
+  for await (const chunk of response.body as AsyncIterable<unknown>) seen.push(chunk);
+  assertEquals(seen, ["a", new Uint8Array([98])]);
+});
+
+Deno.test("Response() sends no content headers for 204 and 304", () => {
+  assertEquals(new Response({ status: 204 }).headers, []);
+  assertEquals(new Response({ status: 304, headers: { etag: '"x"' } }).headers, [
+    ["etag", '"x"'],
+  ]);
+});
+
+Deno.test("Response() accepts a content-length header that matches the body", () => {
+  const response = new Response({ body: "abc", headers: { "content-length": "3" } });
+  assertEquals(response.headers, [
+    ["content-type", "text/plain; charset=utf-8"],
+    ["content-length", "3"],
+  ]);
+});
+
+Deno.test("Response() rejects invalid options with the fix in the message", async (t) => {
+  const cases: [string, () => unknown, ErrorConstructor, string][] = [
+    [
+      "status below 200",
+      () => new Response({ status: 101 }),
+      RangeError,
+      'Cannot use status "101": give a whole number from 200 to 599',
+    ],
+    [
+      "fractional status",
+      () => new Response({ status: 200.5 }),
+      RangeError,
+      'Cannot use status "200.5": give a whole number from 200 to 599',
+    ],
+    [
+      "status as text",
+      () => new Response({ status: "200" as unknown as number }),
+      RangeError,
+      'Cannot use status "200": give a whole number from 200 to 599',
+    ],
+    [
+      "body of another type",
+      () => new Response({ body: 42 as unknown as string }),
+      TypeError,
+      'Cannot use body "42": give a string, a Uint8Array or an async iterable of them',
+    ],
+    [
+      "body with 204",
+      () => new Response({ status: 204, body: "x" }),
+      TypeError,
+      "Cannot send a body with status 204: leave the body out",
+    ],
+    [
+      "header name with a space",
+      () => new Response({ headers: { "x y": "1" } }),
+      TypeError,
+      'Cannot use header name "x y": use letters, digits and !#$%&\'*+-.^_`|~ only',
+    ],
+    [
+      "header value with CR LF",
+      () => new Response({ headers: { "x-a": "1\r\nx-b: 2" } }),
+      TypeError,
+      'Cannot use "1\r\nx-b: 2" as the value of header "x-a": give a string of printable ASCII ' +
+      "(percent-encode other text)",
+    ],
+    [
+      "content type twice",
+      () => new Response({ contentType: "text/html", headers: { "Content-Type": "text/css" } }),
+      TypeError,
+      'Cannot use contentType "text/html" and a "content-type" header together: give one of them',
+    ],
+    [
+      "wrong content-length",
+      () => new Response({ body: "abc", headers: { "content-length": "5" } }),
+      TypeError,
+      'Cannot use header "content-length: 5" with a body of 3 bytes: leave the header out, ' +
+      "it is computed",
+    ],
+  ];
+  for (const [name, make, errorClass, message] of cases) {
+    await t.step(name, () => {
+      assertThrows(make, errorClass, message);
+    });
+  }
+});
