@@ -1,0 +1,52 @@
+import { assertEquals } from "@std/assert";
+import { delay } from "@std/async/delay";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+Deno.test("App as the default export answers requests under `deno serve`", async () => {
+  const port = freePort();
+  // The environment is inherited, so JSR_URL from the offline mirror reaches the child.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "serve",
+      "--allow-net",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "tests/fixtures/web_serve_app.ts",
+    ],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  try {
+    let body: string | undefined;
+    const until = performance.now() + 30_000;
+    while (body === undefined && performance.now() < until) {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}/hello/ann`);
+        body = `${response.status} ${await response.text()}`;
+      } catch {
+        await delay(100); // Not listening yet.
+      }
+    }
+    assertEquals(body, "200 hello ann (lifespan started: true)");
+    const missing = await fetch(`http://127.0.0.1:${port}/nothing`);
+    assertEquals([missing.status, await missing.text()], [404, "Not Found"]);
+  } finally {
+    child.kill("SIGTERM");
+    const output = await child.output();
+    if (!output.success && output.signal !== "SIGTERM") {
+      console.error(new TextDecoder().decode(output.stderr));
+    }
+  }
+});
