@@ -86,6 +86,11 @@ import type { AsgiRouter, PathContext, Route } from "./router.ts";
 import { BackgroundRunner, type TaskEntry } from "./_web_background.ts";
 import { countOption, describe, seconds, secondsOption } from "./_web_options.ts";
 
+// One import serves a web app (`App`, `AsgiRouter`, `Route`, `serve`...), and the types the web
+// layer's signatures mention are documented from this entry point too.
+export * from "./router.ts";
+export * from "./asgi.ts";
+
 // ---------------------------------------------------------------------------------------------
 // Types
 // ---------------------------------------------------------------------------------------------

@@ -22,13 +22,16 @@
  * @module
  */
 import { delay } from "@std/async/delay";
-import { type AsgiApplication, type AsgiServer, serve } from "../asgi.ts";
-import { AsgiRouter, Route } from "../router.ts";
 import {
   App,
+  type AsgiApplication,
+  AsgiRouter,
+  type AsgiServer,
   type LifespanMessageType,
   type Request,
   Response,
+  Route,
+  serve,
   type WebHandler,
   type WebLogger,
 } from "../web.ts";
