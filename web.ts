@@ -502,6 +502,8 @@ export class Request<A extends object = Record<never, never>> {
   #sendRaw: Send;
   #host: Host;
   #phase: typeof PENDING | typeof SENDING | typeof COMPLETE = PENDING;
+  /** The final body message is being sent. */
+  #lastChunk = false;
   /** Settles when a response started by `respondWith` is fully sent (or fails). */
   #sending: Promise<Outcome> | undefined;
   /** No more sending: the request is over (the 408 went out, or the App has returned). */
@@ -761,9 +763,10 @@ export class Request<A extends object = Record<never, never>> {
     if (message.type === "http.disconnect") {
       this.#disconnected = true;
       this.#buffered = undefined;
-      // After a complete response the bridge reports the end of the exchange the same way; the
-      // client did nothing wrong then, so the signal stays as it is.
-      if (this.#phase !== COMPLETE) {
+      // After a complete response the bridge reports the end of the exchange the same way (and
+      // may do so before the final send() resolves); the client did nothing wrong then, so the
+      // signal stays as it is.
+      if (this.#phase !== COMPLETE && !this.#lastChunk) {
         this.#abort(new DOMException("The client disconnected", "AbortError"));
       }
       for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
@@ -797,6 +800,7 @@ export class Request<A extends object = Record<never, never>> {
     });
     const body = response.body;
     if (body instanceof Uint8Array) {
+      this.#lastChunk = true;
       await this.#send({ type: "http.response.body", body, more_body: false });
     } else {
       // abortable() stops waiting for the next chunk when the time limit passes or the client
@@ -813,6 +817,7 @@ export class Request<A extends object = Record<never, never>> {
         }
         await this.#send({ type: "http.response.body", body: bytes, more_body: true });
       }
+      this.#lastChunk = true;
       await this.#send({ type: "http.response.body", body: EMPTY, more_body: false });
     }
     if (!this.#timedOut) this.#complete();

@@ -297,6 +297,21 @@ Deno.test("Request.signal aborts and receive() yields http.disconnect when the c
   assertEquals([next.status, await next.text()], [200, "ok"]);
 });
 
+Deno.test("Request.signal stays unaborted after a complete response", async () => {
+  // The bridge reports the end of every exchange as http.disconnect, possibly before the final
+  // send() resolves; that must not read as the client going away.
+  const aborted = Promise.withResolvers<boolean>();
+  async function respondThenWork(request: Request): Promise<void> {
+    const signal = request.signal;
+    await request.respondWith(new Response({ body: "done" }));
+    await delay(30);
+    aborted.resolve(signal.aborted);
+  }
+  await using served = await startServer(appWith([["/", respondThenWork]]));
+  assertEquals(await (await fetch(served.base)).text(), "done");
+  assertEquals(await aborted.promise, false);
+});
+
 Deno.test("Request.scope carries the App and request.app its typed attributes", async () => {
   type Attributes = { greeting: string; hits: number };
   let scopeApp: unknown;
