@@ -579,13 +579,13 @@ export class Request<A extends object = Record<never, never>> {
    * @returns The message.
    */
   receive(): Promise<HttpRequestMessage | HttpDisconnectMessage> {
-    if (this.#disconnected) return Promise.resolve(DISCONNECT);
     const buffered = this.#buffered;
     if (buffered !== undefined) {
       this.#buffered = undefined;
       this.#readAhead();
       return Promise.resolve(buffered);
     }
+    if (this.#disconnected) return Promise.resolve(DISCONNECT);
     const reader = Promise.withResolvers<HttpRequestMessage | HttpDisconnectMessage>();
     this.#readers.push(reader);
     this.#pull();
@@ -762,11 +762,11 @@ export class Request<A extends object = Record<never, never>> {
     this.#pulling = false;
     if (message.type === "http.disconnect") {
       this.#disconnected = true;
-      this.#buffered = undefined;
       // After a complete response the bridge reports the end of the exchange the same way (and
       // may do so before the final send() resolves); the client did nothing wrong then, so the
-      // signal stays as it is.
+      // signal stays as it is and a body chunk already received can still be read.
       if (this.#phase !== COMPLETE && !this.#lastChunk) {
+        this.#buffered = undefined;
         this.#abort(new DOMException("The client disconnected", "AbortError"));
       }
       for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
@@ -785,9 +785,16 @@ export class Request<A extends object = Record<never, never>> {
     else this.#readAhead();
   }
 
-  /** While the signal is watched, keeps one receive() pending so a disconnect is seen at once. */
+  /**
+   * While the signal is watched, keeps one receive() pending so a disconnect is seen at once. It
+   * reads at most one body chunk ahead; once the whole body is in, the pending call only waits
+   * for the end of the exchange.
+   */
   #readAhead(): void {
-    if (this.#watching && !this.#disconnected && !this.#ended && this.#buffered === undefined) {
+    if (
+      this.#watching && !this.#disconnected && !this.#ended &&
+      (this.#buffered === undefined || this.#bodyRead)
+    ) {
       this.#pull();
     }
   }
