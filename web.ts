@@ -116,16 +116,16 @@ export type LifespanMessageType = "lifespan.startup" | "lifespan.shutdown";
 
 /**
  * The lifespan function: called with {@linkcode AppConstructor.LIFESPAN_STARTUP} when the server
- * starts and {@linkcode AppConstructor.LIFESPAN_SHUTDOWN} when it stops. It may set and clear the
- * app's attributes. An exception reports `lifespan.startup.failed` or `lifespan.shutdown.failed`
- * with its message.
+ * starts and {@linkcode AppConstructor.LIFESPAN_SHUTDOWN} when it stops, and awaited. It may set
+ * and clear the app's attributes, and may return the app (as the original does) or nothing. An
+ * exception reports `lifespan.startup.failed` or `lifespan.shutdown.failed` with its message.
  *
  * @typeParam A The app's attributes, see {@linkcode App}.
  */
 export type Lifespan<A extends object = Record<never, never>> = (
   app: App<A>,
   messageType: LifespanMessageType,
-) => Promise<App<A> | void>;
+) => Promise<App<A> | void> | App<A> | void;
 
 /** The HTTP scope of a request handled by an App: the bridge's scope plus `app` (seed 2.7). */
 export type WebScope<A extends object = Record<never, never>> = HttpScope & {
@@ -1201,7 +1201,7 @@ export interface AppConstructor {
  *   router: new AsgiRouter({ routes: [new Route("/count", { handler: count })] }),
  *   requestTimeLimit: 1,
  *   backgroundTaskTimeLimit: 3,
- *   lifespan: async (app, messageType) => {
+ *   lifespan: (app, messageType) => {
  *     app.db = messageType === App.LIFESPAN_STARTUP ? new Map([["a", "1"]]) : null;
  *     return app;
  *   },

@@ -427,7 +427,7 @@ Deno.test("App.asgi runs the lifespan function with App.LIFESPAN_STARTUP and App
   type Attributes = { db: Record<string, unknown> | null };
   const app = new App<Attributes>({
     router: new AsgiRouter<WebHandler<Attributes>>(),
-    lifespan: async (app, messageType) => {
+    lifespan: (app, messageType) => {
       calls.push(messageType);
       app.db = messageType === App.LIFESPAN_STARTUP ? {} : null;
       return app;

@@ -301,7 +301,7 @@ Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lif
     shutdownGracePeriod: 1,
     logger,
     attributes: { open: false },
-    lifespan: async (app, messageType) => {
+    lifespan: (app, messageType) => {
       events.push(messageType);
       app.open = messageType === App.LIFESPAN_STARTUP;
     },
@@ -344,7 +344,7 @@ Deno.test("Shutdown abandons a task that ignores its signal after the grace peri
   }]], {
     shutdownGracePeriod: 0.2,
     logger,
-    lifespan: async (_app, messageType) => {
+    lifespan: (_app, messageType) => {
       events.push(messageType);
     },
   });
@@ -373,7 +373,7 @@ Deno.test("Shutdown lets an in-flight request finish before the lifespan shutdow
     await respond(request, "finished");
     events.push("responded");
   }]], {
-    lifespan: async (_app, messageType) => {
+    lifespan: (_app, messageType) => {
       events.push(messageType);
     },
   });
