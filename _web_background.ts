@@ -34,12 +34,22 @@ export interface TaskLogger {
   error(...data: unknown[]): void;
 }
 
-/** How a settled task promise turned out; never rejects, so a deadline's rejection means time. */
-type Outcome = { ok: true } | { ok: false; error: unknown };
+/**
+ * How a promise turned out, as a value: promises of outcomes never reject, so when one runs under
+ * `deadline`, a rejection can only mean that time ran out.
+ */
+export type Outcome = { ok: true } | { ok: false; error: unknown };
 
-const SUCCESS: Outcome = { ok: true };
+/** The outcome of every success (shared: nothing to allocate). */
+export const SUCCESS: Outcome = { ok: true };
 
-function failure(error: unknown): Outcome {
+/**
+ * Wraps an error as an outcome.
+ *
+ * @param error The error.
+ * @returns The outcome.
+ */
+export function failure(error: unknown): Outcome {
   return { ok: false, error };
 }
 

@@ -83,7 +83,13 @@ import {
   type SendMessage,
 } from "./asgi.ts";
 import type { AsgiRouter, PathContext, Route } from "./router.ts";
-import { BackgroundRunner, type TaskEntry } from "./_web_background.ts";
+import {
+  BackgroundRunner,
+  failure,
+  type Outcome,
+  SUCCESS,
+  type TaskEntry,
+} from "./_web_background.ts";
 import { countOption, describe, seconds, secondsOption } from "./_web_options.ts";
 
 // One import serves a web app (`App`, `AsgiRouter`, `Route`, `serve`...), and the types the web
@@ -425,13 +431,6 @@ interface Host {
   readonly limitMs: number | undefined;
 }
 
-/** How a handler, or the sending of its response, turned out. Never rejects. */
-type Outcome = { ok: true } | { ok: false; error: unknown };
-
-const SUCCESS: Outcome = { ok: true };
-function failure(error: unknown): Outcome {
-  return { ok: false, error };
-}
 function settle(value: unknown): Promise<Outcome> {
   return Promise.resolve(value).then(() => SUCCESS, failure);
 }
