@@ -729,6 +729,10 @@ export class Request<A extends object = Record<never, never>> {
     return `"${this.scope.method} ${this.scope.path}"`;
   }
 
+  get #where(): string {
+    return `Route "${this.route.path}" on ${this.#label}`;
+  }
+
   get #timedOutReason(): string {
     return `its request ${this.#label} hit the request time limit of ` +
       `${seconds(this.#host.limitMs ?? 0)}`;
@@ -874,10 +878,10 @@ export class Request<A extends object = Record<never, never>> {
       return await this.#timeOut(work);
     }
     this.#ended = true;
+    if (result.ok && this.#phase === COMPLETE) return;
     const { log } = this.#host;
-    const where = `Route "${this.route.path}" on ${this.#label}`;
+    const where = this.#where;
     if (result.ok) {
-      if (this.#phase === COMPLETE) return;
       this.#discardPending(`${this.#label} never responded`);
       if (this.#disconnected) return;
       log.error(`${where} returned without responding; sent 500`);
@@ -911,7 +915,7 @@ export class Request<A extends object = Record<never, never>> {
     const limit = seconds(this.#host.limitMs ?? 0);
     this.#abort(new DOMException(`Request time limit of ${limit} exceeded`, "TimeoutError"));
     this.#discardPending(this.#timedOutReason);
-    const where = `Route "${this.route.path}" on ${this.#label}`;
+    const where = this.#where;
     void work.then((late) => {
       if (late.ok) return;
       if (late.error === this.#abortReason) {
