@@ -3,6 +3,8 @@
  *
  * @module
  */
+import { Core, type Listener, withResolvers } from "./_asgi_core.ts";
+import { handleFetch, listenDeno } from "./_deno_transport.ts";
 
 /** The ASGI protocol version this bridge speaks. */
 export const ASGI_VERSION = "3.0";
@@ -267,64 +269,359 @@ export interface AsgiFetchHandler {
   shutdown(): Promise<void>;
 }
 
-/** A send() call broke the ASGI HTTP protocol. */
-export class AsgiProtocolError extends Error {
-  /**
-   * Creates the error.
-   *
-   * @param message What broke the protocol.
-   */
-  constructor(message: string) {
-    super(message);
-    this.name = "AsgiProtocolError";
+export { AsgiProtocolError, LifespanError } from "./_asgi_core.ts";
+
+const DEFAULT_PORT = 8000;
+const DEFAULT_HOSTNAME = "127.0.0.1";
+const DEFAULT_SHUTDOWN_TIMEOUT = 30_000;
+
+function resolveApp(app: AsgiApplication | { asgi: AsgiApplication }): AsgiApplication {
+  if (typeof app === "function") return app;
+  if (typeof app === "object" && app !== null && typeof app.asgi === "function") {
+    return app.asgi.bind(app);
+  }
+  throw new TypeError(
+    `Invalid application ${
+      describeValue(app)
+    }: pass an ASGI callable (scope, receive, send) or an object with an "asgi" method`,
+  );
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (value === null || typeof value !== "object") return String(value);
+  return Array.isArray(value) ? "array" : "object";
+}
+
+function checkOptions(options: ServeOptions): void {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(`Invalid options ${describeValue(options)}: pass an object`);
+  }
+  const { lifespan, rootPath, maxBodySize, logger } = options;
+  if (lifespan !== undefined && lifespan !== "auto" && lifespan !== "on" && lifespan !== "off") {
+    throw new TypeError(
+      `Invalid lifespan ${describeValue(lifespan)}: use "auto", "on" or "off"`,
+    );
+  }
+  if (rootPath !== undefined) {
+    if (typeof rootPath !== "string") {
+      throw new TypeError(`Invalid rootPath ${describeValue(rootPath)}: use a string`);
+    }
+    if (rootPath !== "" && (!rootPath.startsWith("/") || rootPath.endsWith("/"))) {
+      throw new RangeError(
+        `Invalid rootPath ${
+          JSON.stringify(rootPath)
+        }: use "" or a path that starts with "/" and does not end with one`,
+      );
+    }
+  }
+  checkNonNegative("maxBodySize", maxBodySize);
+  if (
+    logger !== undefined &&
+    (typeof logger !== "object" || logger === null ||
+      typeof logger.error !== "function" || typeof logger.warn !== "function" ||
+      typeof logger.info !== "function")
+  ) {
+    throw new TypeError(
+      `Invalid logger ${describeValue(logger)}: use an object with error, warn and info methods`,
+    );
   }
 }
 
-/** Lifespan startup or shutdown failed. */
-export class LifespanError extends Error {
-  /** The phase that failed. */
-  readonly phase: "startup" | "shutdown";
-  /**
-   * Creates the error.
-   *
-   * @param phase The phase that failed.
-   * @param message The application's message.
-   */
-  constructor(phase: "startup" | "shutdown", message: string) {
-    super(message);
-    this.name = "LifespanError";
-    this.phase = phase;
+function checkNonNegative(name: string, value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new TypeError(`Invalid ${name} ${describeValue(value)}: use a number`);
   }
+  if (value < 0) throw new RangeError(`Invalid ${name} ${value}: use a number of 0 or more`);
+}
+
+function createCore(
+  app: AsgiApplication | { asgi: AsgiApplication },
+  options: FetchHandlerOptions,
+): Core {
+  const application = resolveApp(app);
+  checkOptions(options);
+  return new Core(application, {
+    lifespan: options.lifespan ?? "auto",
+    rootPath: options.rootPath ?? "",
+    maxBodySize: options.maxBodySize ?? Infinity,
+    logger: options.logger ?? console,
+  });
 }
 
 /**
- * Wraps an ASGI application as a Fetch handler.
+ * Wraps an ASGI application as a Fetch handler: the portable form of the bridge. Use it with
+ * `Deno.serve(handler.fetch)`, as the default export for `deno serve` (each `--parallel` worker
+ * runs its own lifespan), or with any runtime that speaks Fetch.
  *
- * @param app The application, or an object with an `asgi` property holding it.
+ * Lifespan startup runs on the first request unless `startup()` was awaited before; requests get
+ * 503 when it fails. Nothing runs lifespan shutdown by itself: call `shutdown()` (from a signal
+ * listener, say) when the host stops. The scope's `server` is `null`: a Fetch handler cannot see
+ * the listening socket.
+ *
+ * @param app The application, or an object with an `asgi` method.
  * @param options Lifespan, root path, body limit and logging.
- * @returns The handler.
+ * @returns The handler, with `startup()` and `shutdown()` for the lifespan protocol.
+ * @throws {TypeError} When `app` is not an application, or an option has the wrong type.
+ * @throws {RangeError} When an option is out of range.
+ *
+ * @example Serving with Deno.serve
+ * ```ts
+ * import { createFetchHandler, type Scope, type Receive, type Send } from "./asgi.ts";
+ *
+ * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
+ *   if (scope.type !== "http") return;
+ *   await receive();
+ *   await send({ type: "http.response.start", status: 200, headers: [] });
+ *   await send({ type: "http.response.body", body: new TextEncoder().encode("hi") });
+ * }
+ *
+ * const handler = createFetchHandler(app, { lifespan: "off" });
+ * const response = await handler.fetch(new Request("http://localhost/"));
+ * console.assert(await response.text() === "hi");
+ * ```
  */
 export function createFetchHandler(
   app: AsgiApplication | { asgi: AsgiApplication },
   options: FetchHandlerOptions = {},
 ): AsgiFetchHandler {
-  void app;
-  void options;
-  throw new Error("Not implemented yet");
+  const core = createCore(app, options);
+  const lifespan = core.lifespan;
+  let failureLogged = false;
+  const unavailable = (error: unknown): Response => {
+    if (!failureLogged) {
+      failureLogged = true;
+      core.logger.error(`Application startup failed: ${errorMessage(error)}`);
+    }
+    return new Response("Service Unavailable", {
+      status: 503,
+      headers: { "content-type": "text/plain; charset=utf-8" },
+    });
+  };
+  return {
+    fetch(request: Request, info?: FetchInfo): Promise<Response> {
+      if (lifespan.ready) return handleFetch(core, request, info, null);
+      return lifespan.startup().then(() => handleFetch(core, request, info, null), unavailable);
+    },
+    startup: () => lifespan.startup(),
+    shutdown: () => lifespan.shutdown(),
+  };
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /**
- * Serves an ASGI application.
+ * Serves an ASGI application over HTTP/1.1.
  *
- * @param app The application, or an object with an `asgi` property holding it.
+ * Lifespan startup runs first; only then does the server listen. When startup fails
+ * (`lifespan.startup.failed`, or an exception with lifespan `"on"`), the server never listens:
+ * `addr` and `finished` reject with a {@linkcode LifespanError} carrying the application's message,
+ * which is also logged. Use `transport: "node"` to receive GET and HEAD request bodies, which
+ * `Deno.serve` drops.
+ *
+ * @param app The application, or an object with an `asgi` method.
  * @param options Listening address, transport, lifespan and limits.
- * @returns The running server.
+ * @returns The running server: await `addr` for the bound address.
+ * @throws {TypeError} When `app` is not an application, or an option has the wrong type.
+ * @throws {RangeError} When an option is out of range.
+ *
+ * @example Serving on a free port
+ * ```ts
+ * import { serve, type Scope, type Receive, type Send } from "./asgi.ts";
+ *
+ * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
+ *   if (scope.type !== "http") return;
+ *   await send({ type: "http.response.start", status: 200 });
+ *   await send({ type: "http.response.body", body: new TextEncoder().encode("OK") });
+ * }
+ *
+ * await using server = serve(app, { port: 0, lifespan: "off", onListen() {} });
+ * const { port } = await server.addr;
+ * const response = await fetch(`http://127.0.0.1:${port}/`);
+ * console.assert(await response.text() === "OK");
+ * ```
  */
 export function serve(
   app: AsgiApplication | { asgi: AsgiApplication },
   options: ServeOptions = {},
 ): AsgiServer {
-  void app;
-  void options;
-  throw new Error("Not implemented yet");
+  const core = createCore(app, options);
+  const { port = DEFAULT_PORT, hostname = DEFAULT_HOSTNAME, transport = "deno" } = options;
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`Invalid port ${describeValue(port)}: use an integer from 0 to 65535`);
+  }
+  if (typeof hostname !== "string" || hostname === "") {
+    throw new TypeError(`Invalid hostname ${describeValue(hostname)}: use a host name or address`);
+  }
+  if (transport !== "deno" && transport !== "node") {
+    throw new TypeError(`Invalid transport ${describeValue(transport)}: use "deno" or "node"`);
+  }
+  checkNonNegative("shutdownTimeout", options.shutdownTimeout);
+  if (options.onListen !== undefined && typeof options.onListen !== "function") {
+    throw new TypeError(`Invalid onListen ${describeValue(options.onListen)}: use a function`);
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new TypeError(`Invalid signal ${describeValue(options.signal)}: use an AbortSignal`);
+  }
+  return new Server(core, {
+    port,
+    hostname,
+    transport,
+    shutdownTimeout: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
+    onListen: options.onListen ??
+      ((addr) =>
+        core.logger.info(`Listening on http://${hostForUrl(addr.hostname)}:${addr.port}/`)),
+    signal: options.signal,
+  });
+}
+
+function hostForUrl(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}
+
+interface ServerSettings {
+  port: number;
+  hostname: string;
+  transport: "deno" | "node";
+  shutdownTimeout: number;
+  onListen: (addr: AsgiServerAddr) => void;
+  signal: AbortSignal | undefined;
+}
+
+class Server implements AsgiServer {
+  readonly addr: Promise<AsgiServerAddr>;
+  readonly finished: Promise<void>;
+  readonly #core: Core;
+  readonly #settings: ServerSettings;
+  readonly #done = withResolvers<void>();
+  #listener: Listener | null = null;
+  #stopping = false;
+  #stop: Promise<void> | null = null;
+  #onAbort: (() => void) | null = null;
+
+  constructor(core: Core, settings: ServerSettings) {
+    this.#core = core;
+    this.#settings = settings;
+    this.finished = this.#done.promise;
+    // Both promises carry a startup failure; whoever awaits one of them sees it, and the failure
+    // is logged, so an unobserved one must not crash the process a second time.
+    this.finished.catch(() => {});
+    const signal = settings.signal;
+    if (signal !== undefined) {
+      if (signal.aborted) this.#stopping = true;
+      else {
+        this.#onAbort = () => {
+          this.shutdown().catch(() => {});
+        };
+        signal.addEventListener("abort", this.#onAbort, { once: true });
+      }
+    }
+    this.addr = this.#start();
+    this.addr.catch(() => {});
+  }
+
+  async #start(): Promise<AsgiServerAddr> {
+    const core = this.#core;
+    const lifespan = core.lifespan;
+    try {
+      await lifespan.startup();
+    } catch (error) {
+      core.logger.error(`Application startup failed: ${errorMessage(error)}`);
+      this.#release();
+      this.#done.reject(error);
+      throw error;
+    }
+    if (this.#stopping) return await this.#stopBeforeListening();
+    const { hostname, port, transport } = this.#settings;
+    let listener: Listener;
+    try {
+      listener = transport === "node"
+        ? await (await import("./_node_transport.ts")).listenNode(core, hostname, port)
+        : listenDeno(core, hostname, port);
+    } catch (error) {
+      core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorMessage(error)}`);
+      try {
+        await lifespan.shutdown();
+      } catch {
+        // Already logged by the lifespan runner; the listen error is the one to report.
+      }
+      this.#release();
+      this.#done.reject(error);
+      throw error;
+    }
+    this.#listener = listener;
+    this.#settings.onListen(listener.addr);
+    return listener.addr;
+  }
+
+  async #stopBeforeListening(): Promise<never> {
+    try {
+      await this.#core.lifespan.shutdown();
+      this.#done.resolve();
+    } catch (error) {
+      this.#done.reject(error);
+    }
+    this.#release();
+    throw new DOMException("The server was shut down before it listened", "AbortError");
+  }
+
+  shutdown(): Promise<void> {
+    return this.#stop ??= this.#shutdown();
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#stopping = true;
+    try {
+      await this.addr;
+    } catch {
+      // Never listened: #start has settled `finished` already.
+      return;
+    }
+    const core = this.#core;
+    const listener = this.#listener!;
+    const drained = Promise.all([listener.close(), core.idle()]);
+    const timeout = this.#settings.shutdownTimeout;
+    if (timeout === Infinity) {
+      await drained;
+    } else {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const expired = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), timeout);
+      });
+      const timedOut = await Promise.race([drained.then(() => false), expired]);
+      clearTimeout(timer);
+      if (timedOut) {
+        core.logger.warn(
+          `Graceful shutdown exceeded shutdownTimeout ${timeout} ms: closing the requests in flight`,
+        );
+        core.abortAll(new Error("Server shut down before the response completed"));
+        listener.forceClose();
+        await drained;
+      }
+    }
+    try {
+      await core.lifespan.shutdown();
+    } catch (error) {
+      core.logger.error(`Application shutdown failed: ${errorMessage(error)}`);
+      this.#release();
+      this.#done.reject(error);
+      throw error;
+    }
+    this.#release();
+    this.#done.resolve();
+  }
+
+  #release(): void {
+    if (this.#onAbort !== null) {
+      this.#settings.signal?.removeEventListener("abort", this.#onAbort);
+      this.#onAbort = null;
+    }
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.shutdown();
+  }
 }

@@ -1,0 +1,964 @@
+/**
+ * The transport-independent half of the ASGI bridge: one request/response cycle (`HttpCycle`), the
+ * lifespan protocol (`Lifespan`) and the state both transports share (`Core`). A transport
+ * subclasses `HttpCycle` and fills in how bytes reach the client.
+ *
+ * @module
+ */
+import type {
+  AsgiApplication,
+  AsgiLogger,
+  AsgiServerAddr,
+  HttpDisconnectMessage,
+  HttpRequestMessage,
+  HttpResponseBodyMessage,
+  HttpResponseStartMessage,
+  HttpScope,
+  LifespanScope,
+  ReceiveMessage,
+  SendMessage,
+} from "./asgi.ts";
+import { unquote } from "./_percent.ts";
+
+/** A `send()` call broke the ASGI protocol. */
+export class AsgiProtocolError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message What broke the protocol.
+   *
+   * @example Usage
+   * ```ts
+   * import { AsgiProtocolError } from "./asgi.ts";
+   * const error = new AsgiProtocolError('Cannot send "http.response.body" before "http.response.start"');
+   * console.assert(error.name === "AsgiProtocolError");
+   * ```
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "AsgiProtocolError";
+  }
+}
+
+/** Lifespan startup or shutdown failed: the application said so, or raised with lifespan `"on"`. */
+export class LifespanError extends Error {
+  /** The phase that failed. */
+  readonly phase: "startup" | "shutdown";
+
+  /**
+   * Creates the error.
+   *
+   * @param phase The phase that failed.
+   * @param message The application's message, or a description of what went wrong.
+   * @param options The underlying error, if the application raised.
+   *
+   * @example Usage
+   * ```ts
+   * import { LifespanError } from "./asgi.ts";
+   * const error = new LifespanError("startup", "Database unreachable");
+   * console.assert(error.phase === "startup");
+   * ```
+   */
+  constructor(phase: "startup" | "shutdown", message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "LifespanError";
+    this.phase = phase;
+  }
+}
+
+/** A zero-length array; safe to share because it holds nothing to mutate. */
+export const EMPTY: Uint8Array = new Uint8Array(0);
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** `Promise.withResolvers`, which Node.js 20 lacks; the node transport runs there too. */
+export function withResolvers<T>(): PromiseWithResolvers<T> {
+  let resolve!: (value: T | PromiseLike<T>) => void;
+  let reject!: (reason?: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+const utf8Encoder = new TextEncoder();
+
+/** Bytes of a string whose code units are all below 0x100 (a WebIDL `ByteString`). */
+export function latin1Bytes(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  return bytes;
+}
+
+/** UTF-8 bytes of a string, with a fast path for ASCII, which request targets nearly always are. */
+export function utf8Bytes(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x80) return utf8Encoder.encode(text);
+    bytes[i] = code;
+  }
+  return bytes;
+}
+
+function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/** 1 for the bytes RFC 9110 allows in a header name (`tchar`). */
+const TOKEN: Uint8Array = (() => {
+  const table = new Uint8Array(256);
+  const extra = "!#$%&'*+-.^_`|~";
+  for (let c = 0x30; c <= 0x39; c++) table[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) table[c] = 1;
+  for (let c = 0x61; c <= 0x7a; c++) table[c] = 1;
+  for (const ch of extra) table[ch.charCodeAt(0)] = 1;
+  return table;
+})();
+
+/** A listening transport, as `serve` drives it. */
+export interface Listener {
+  /** The bound address. */
+  readonly addr: AsgiServerAddr;
+  /** Stops accepting; resolves once the responses in flight are done. */
+  close(): Promise<void>;
+  /** Drops the connections that are left (after `Core.abortAll`). */
+  forceClose(): void;
+}
+
+/** Settings shared by every request of one server or fetch handler. */
+export interface CoreOptions {
+  /** See `FetchHandlerOptions.rootPath`. */
+  rootPath: string;
+  /** See `FetchHandlerOptions.maxBodySize`. */
+  maxBodySize: number;
+  /** See `FetchHandlerOptions.logger`. */
+  logger: AsgiLogger;
+  /** See `FetchHandlerOptions.lifespan`. */
+  lifespan: "auto" | "on" | "off";
+}
+
+/** The application, its lifespan and the cycles in flight: everything a transport needs. */
+export class Core {
+  /** The ASGI application. */
+  readonly app: AsgiApplication;
+  /** The `root_path` of every scope. */
+  readonly rootPath: string;
+  /** `rootPath` as bytes, prefixed to `raw_path` as uvicorn does. */
+  readonly rootPathBytes: Uint8Array;
+  /** The body size limit in bytes. */
+  readonly maxBodySize: number;
+  /** Where log lines go. */
+  readonly logger: AsgiLogger;
+  /** The lifespan protocol runner. */
+  readonly lifespan: Lifespan;
+  /** Cycles whose application task or response is still running. */
+  readonly #inflight = new Set<HttpCycle>();
+  #idleWaiters: (() => void)[] = [];
+
+  /**
+   * Creates the core.
+   *
+   * @param app The application.
+   * @param options Settings.
+   */
+  constructor(app: AsgiApplication, options: CoreOptions) {
+    this.app = app;
+    this.rootPath = options.rootPath;
+    this.rootPathBytes = utf8Bytes(options.rootPath);
+    this.maxBodySize = options.maxBodySize;
+    this.logger = options.logger;
+    this.lifespan = new Lifespan(app, options.lifespan, options.logger);
+  }
+
+  /** `path` and `raw_path` for a still-encoded request path, with the root path prefixed. */
+  paths(rawPath: string): [string, Uint8Array] {
+    const path = rawPath.indexOf("%") === -1 ? rawPath : unquote(rawPath);
+    const bytes = utf8Bytes(rawPath);
+    if (this.rootPath === "") return [path, bytes];
+    return [this.rootPath + path, concatBytes(this.rootPathBytes, bytes)];
+  }
+
+  /** @internal */
+  track(cycle: HttpCycle): void {
+    this.#inflight.add(cycle);
+  }
+
+  /** @internal */
+  untrack(cycle: HttpCycle): void {
+    if (this.#inflight.delete(cycle) && this.#inflight.size === 0 && this.#idleWaiters.length) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  /** Resolves once no request is in flight. */
+  idle(): Promise<void> {
+    if (this.#inflight.size === 0) return RESOLVED;
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** Ends every request in flight now: the applications see `http.disconnect`. */
+  abortAll(reason: unknown): void {
+    for (const cycle of [...this.#inflight]) cycle.abort(reason);
+  }
+}
+
+const AWAIT_START = 0;
+const STARTED = 1;
+const STREAMING = 2;
+const DONE = 3;
+
+/** A body stream to read. */
+const BODY_PENDING = 0;
+/** No body: the first receive() gets one empty http.request. */
+const BODY_EMPTY = 1;
+const BODY_DONE = 2;
+
+/** Statuses whose responses carry no body: HTTP forbids one and Fetch refuses one. */
+function isNullBodyStatus(status: number): boolean {
+  return status === 204 || status === 205 || status === 304;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (value instanceof Uint8Array) return "Uint8Array";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "string") return `string ${JSON.stringify(value.slice(0, 40))}`;
+  if (typeof value === "object") return value.constructor?.name ?? "object";
+  return `${typeof value} ${String(value)}`;
+}
+
+function quote(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : describe(value);
+}
+
+function disconnect(): HttpDisconnectMessage {
+  return { type: "http.disconnect" };
+}
+
+/**
+ * One HTTP request/response cycle. Implements `receive` and `send` for the application and turns
+ * its messages into calls of the abstract methods, which a transport implements.
+ *
+ * Phases of the response: awaiting `http.response.start`; started (head held back until the first
+ * body message, so a single-message body becomes one plain response); streaming; done.
+ */
+export abstract class HttpCycle {
+  /** The scope the application is called with. */
+  readonly scope: HttpScope;
+  /** Where the cycle belongs. */
+  protected readonly core: Core;
+  #phase = AWAIT_START;
+  /** The client is gone (or the server gave up on it): `send` is a no-op, `receive` disconnects. */
+  #gone = false;
+  #appDone = false;
+  /** HEAD or a null-body status: body chunks are accepted and dropped. */
+  #discard = false;
+  #status = 0;
+  #headers: [string, string][] = [];
+  #declaredLength = -1;
+  #sentLength = 0;
+  #body: number;
+  #expectedLength: number;
+  #receivedLength = 0;
+  #reading: Promise<unknown> | null = null;
+  #readWaiter: ((message: ReceiveMessage) => void) | null = null;
+  #finished = false;
+  #waiters: ((message: HttpDisconnectMessage) => void)[] | null = null;
+  /** The last protocol error `send` logged, so it is not logged again when the app rethrows it. */
+  #reported: unknown = undefined;
+
+  /**
+   * Creates a cycle.
+   *
+   * @param core The shared state.
+   * @param scope The scope.
+   * @param hasBody Whether the request may carry a body.
+   * @param expectedLength The `content-length` of the request, or -1.
+   */
+  constructor(core: Core, scope: HttpScope, hasBody: boolean, expectedLength: number) {
+    this.core = core;
+    this.scope = scope;
+    this.#body = hasBody && expectedLength !== 0 ? BODY_PENDING : BODY_EMPTY;
+    this.#expectedLength = expectedLength;
+  }
+
+  /** Sends a complete response. `body` is `null` when the response must not carry one. */
+  protected abstract sendWhole(
+    status: number,
+    headers: [string, string][],
+    body: Uint8Array | null,
+  ): void;
+  /** Sends the head of a streamed response. */
+  protected abstract openStream(status: number, headers: [string, string][]): void;
+  /** Writes a chunk; returns a promise when the client has not taken the previous ones yet. */
+  protected abstract writeChunk(chunk: Uint8Array): Promise<void> | undefined;
+  /** Writes the last chunk, if any, and ends the streamed response. */
+  protected abstract endStream(last: Uint8Array): void;
+  /**
+   * Ends the exchange abruptly: the connection is closed without completing the response. `status`
+   * is 0 when no head was sent or held.
+   */
+  protected abstract abortResponse(
+    reason: unknown,
+    status: number,
+    headers: [string, string][],
+  ): void;
+  /** Reads the next request body chunk; `null` at the end; rejects when the client has gone. */
+  protected abstract readChunk(): Promise<Uint8Array | null>;
+  /** Starts watching for the client going away; called before `receive` waits for the end. */
+  protected watchClient(): void {}
+  /** Releases what the transport holds once the cycle is over. */
+  protected closeExchange(): void {}
+
+  /** `true` once the response head has been handed to the transport. */
+  protected get headSent(): boolean {
+    return this.#phase === STREAMING || this.#phase === DONE;
+  }
+
+  /** Runs the application for this request. */
+  async run(): Promise<void> {
+    const core = this.core;
+    core.track(this);
+    if (this.#expectedLength > core.maxBodySize) {
+      this.#tooLarge();
+      this.#appDone = true;
+      this.#finish();
+      return;
+    }
+    try {
+      await core.app(this.scope, this.receive, this.send);
+    } catch (error) {
+      this.#appDone = true;
+      this.#raised(error);
+      this.#finish();
+      return;
+    }
+    this.#appDone = true;
+    this.#returned();
+    this.#finish();
+  }
+
+  /** The `receive` callable of this request. */
+  readonly receive = (): Promise<ReceiveMessage> => {
+    if (this.#gone || this.#phase === DONE) return Promise.resolve(disconnect());
+    const body = this.#body;
+    if (body === BODY_EMPTY) {
+      this.#body = BODY_DONE;
+      const message: HttpRequestMessage = { type: "http.request", body: EMPTY, more_body: false };
+      return Promise.resolve(message);
+    }
+    if (body === BODY_DONE) return this.#waitForEnd();
+    if (this.#reading !== null) {
+      // A second concurrent receive(): serve it after the read in progress.
+      return this.#reading.then(this.receive, this.receive);
+    }
+    return this.#read();
+  };
+
+  /** The `send` callable of this request. */
+  readonly send = (message: SendMessage): Promise<void> => {
+    if (this.#gone) return RESOLVED;
+    try {
+      return this.#send(message) ?? RESOLVED;
+    } catch (error) {
+      this.#reported = error;
+      this.core.logger.error(error);
+      return Promise.reject(error);
+    }
+  };
+
+  /** The client has gone: wake every waiting `receive`, make `send` a no-op. */
+  clientGone(): void {
+    if (this.#gone || this.#phase === DONE) return;
+    this.#gone = true;
+    this.#wakeWaiters();
+    if (this.#appDone) this.#finish();
+  }
+
+  /** The server gives up on this request (forced shutdown). */
+  abort(reason: unknown): void {
+    if (!this.#gone && this.#phase !== DONE) {
+      if (this.#phase === AWAIT_START) this.#internalError();
+      else this.abortResponse(reason, this.#status, this.#headers);
+      this.#phase = DONE;
+    }
+    this.#gone = true;
+    this.#wakeWaiters();
+    this.#appDone = true;
+    this.#finish();
+  }
+
+  #read(): Promise<ReceiveMessage> {
+    // No watchClient() here: a body read itself fails when the client goes away mid-upload.
+    const { promise, resolve } = withResolvers<ReceiveMessage>();
+    this.#readWaiter = resolve;
+    const reading = this.readChunk().then(
+      (chunk) => {
+        this.#reading = null;
+        this.#readWaiter = null;
+        if (this.#gone || this.#phase === DONE) return resolve(disconnect());
+        resolve(this.#chunkMessage(chunk));
+      },
+      () => {
+        this.#reading = null;
+        this.#readWaiter = null;
+        this.clientGone();
+        resolve(disconnect());
+      },
+    );
+    this.#reading = reading;
+    return promise;
+  }
+
+  #chunkMessage(chunk: Uint8Array | null): ReceiveMessage {
+    if (chunk === null) {
+      this.#body = BODY_DONE;
+      return { type: "http.request", body: EMPTY, more_body: false };
+    }
+    const received = this.#receivedLength += chunk.length;
+    if (received > this.core.maxBodySize) {
+      this.#tooLarge();
+      return disconnect();
+    }
+    const expected = this.#expectedLength;
+    const more = expected < 0 || received < expected;
+    if (!more) this.#body = BODY_DONE;
+    const message: HttpRequestMessage = { type: "http.request", body: chunk, more_body: more };
+    return message;
+  }
+
+  #waitForEnd(): Promise<ReceiveMessage> {
+    this.watchClient();
+    return new Promise((resolve) => (this.#waiters ??= []).push(resolve));
+  }
+
+  #wakeWaiters(): void {
+    const reader = this.#readWaiter;
+    if (reader !== null) {
+      this.#readWaiter = null;
+      reader(disconnect());
+    }
+    const waiters = this.#waiters;
+    if (waiters === null) return;
+    this.#waiters = null;
+    for (const wake of waiters) wake(disconnect());
+  }
+
+  #send(message: SendMessage): Promise<void> | undefined {
+    if (typeof message !== "object" || message === null) {
+      throw new AsgiProtocolError(
+        `Cannot send ${describe(message)}: a message is an object with a "type" key`,
+      );
+    }
+    const type = message.type;
+    const phase = this.#phase;
+    if (phase === AWAIT_START) {
+      if (type === "http.response.start") {
+        this.#start(message as HttpResponseStartMessage);
+        return;
+      }
+      if (type === "http.response.body") {
+        throw new AsgiProtocolError(
+          'Cannot send "http.response.body" before "http.response.start": start the response first',
+        );
+      }
+      throw new AsgiProtocolError(
+        `Cannot send ${quote(type)} on an HTTP connection: expected "http.response.start"`,
+      );
+    }
+    if (phase === DONE) {
+      throw new AsgiProtocolError(
+        `Cannot send ${
+          quote(type)
+        } after the response completed: the last body message had "more_body" false`,
+      );
+    }
+    if (type === "http.response.body") return this.#sendBody(message as HttpResponseBodyMessage);
+    if (type === "http.response.start") {
+      throw new AsgiProtocolError(
+        'Cannot send "http.response.start" twice: the response has already started',
+      );
+    }
+    throw new AsgiProtocolError(
+      `Cannot send ${quote(type)} on an HTTP connection: expected "http.response.body"`,
+    );
+  }
+
+  #start(message: HttpResponseStartMessage): void {
+    const status = message.status;
+    if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
+      throw new AsgiProtocolError(
+        `Invalid "status" ${
+          quote(status)
+        } in "http.response.start": use an integer from 200 to 599`,
+      );
+    }
+    if (message.trailers !== undefined && message.trailers !== false) {
+      throw new AsgiProtocolError(
+        `Invalid "trailers" ${
+          quote(message.trailers)
+        } in "http.response.start": response trailers are not supported, leave the key out`,
+      );
+    }
+    const raw = message.headers;
+    const headers: [string, string][] = [];
+    let declared = -1;
+    if (raw !== undefined) {
+      if (raw === null || typeof (raw as Iterable<unknown>)[Symbol.iterator] !== "function") {
+        throw new AsgiProtocolError(
+          `Invalid "headers" ${
+            quote(raw)
+          } in "http.response.start": use an array of [Uint8Array, Uint8Array] pairs`,
+        );
+      }
+      for (const pair of raw) {
+        const name = pair?.[0];
+        const value = pair?.[1];
+        if (!(name instanceof Uint8Array) || !(value instanceof Uint8Array) || pair.length !== 2) {
+          throw new AsgiProtocolError(
+            `Invalid header ${
+              quote(pair)
+            } in "http.response.start": each header is a [Uint8Array, Uint8Array] pair`,
+          );
+        }
+        const nameText = headerName(name);
+        const valueText = headerValue(nameText, value);
+        if (nameText.length === 14 && nameText.toLowerCase() === "content-length") {
+          declared = contentLength(valueText);
+        }
+        headers.push([nameText, valueText]);
+      }
+    }
+    this.#status = status;
+    this.#headers = headers;
+    this.#declaredLength = declared;
+    this.#discard = this.scope.method === "HEAD" || isNullBodyStatus(status);
+    this.#phase = STARTED;
+  }
+
+  #sendBody(message: HttpResponseBodyMessage): Promise<void> | undefined {
+    const body = message.body === undefined ? EMPTY : message.body;
+    if (!(body instanceof Uint8Array)) {
+      throw new AsgiProtocolError(
+        `Invalid "body" ${quote(body)} in "http.response.body": use a Uint8Array`,
+      );
+    }
+    const more = message.more_body === undefined ? false : message.more_body;
+    if (typeof more !== "boolean") {
+      throw new AsgiProtocolError(
+        `Invalid "more_body" ${quote(more)} in "http.response.body": use true or false`,
+      );
+    }
+    const discard = this.#discard;
+    const declared = this.#declaredLength;
+    if (declared >= 0 && !discard) {
+      const total = this.#sentLength + body.length;
+      if (total > declared) {
+        throw new AsgiProtocolError(
+          `Response body is longer than its content-length ${declared}: ${total} bytes sent, fix the header or the body`,
+        );
+      }
+      if (!more && total < declared) {
+        throw new AsgiProtocolError(
+          `Response body is shorter than its content-length ${declared}: ${total} bytes sent, fix the header or the body`,
+        );
+      }
+      this.#sentLength = total;
+    }
+    if (this.#phase === STARTED) {
+      if (discard) {
+        this.#phase = more ? STREAMING : DONE;
+        this.sendWhole(this.#status, this.#headers, null);
+      } else if (!more) {
+        this.#phase = DONE;
+        this.sendWhole(this.#status, this.#headers, body);
+      } else {
+        this.#phase = STREAMING;
+        this.openStream(this.#status, this.#headers);
+        return body.length === 0 ? undefined : this.writeChunk(body);
+      }
+    } else if (discard) {
+      if (more) return;
+      this.#phase = DONE;
+    } else if (more) {
+      return body.length === 0 ? undefined : this.writeChunk(body);
+    } else {
+      this.#phase = DONE;
+      this.endStream(body);
+    }
+    this.#wakeWaiters();
+    if (this.#appDone) this.#finish();
+    return;
+  }
+
+  #returned(): void {
+    const phase = this.#phase;
+    if (phase === DONE) return;
+    if (phase === AWAIT_START) {
+      this.core.logger.error("ASGI callable returned without starting response");
+      if (!this.#gone) this.#internalError();
+    } else {
+      this.core.logger.error("ASGI callable returned without completing response");
+      if (!this.#gone) {
+        this.abortResponse(
+          new Error("ASGI callable returned without completing response"),
+          this.#status,
+          this.#headers,
+        );
+      }
+    }
+    this.#phase = DONE;
+  }
+
+  #raised(error: unknown): void {
+    if (error !== this.#reported) this.core.logger.error("Exception in ASGI application\n", error);
+    const phase = this.#phase;
+    if (phase === DONE) return;
+    if (!this.#gone) {
+      if (phase === AWAIT_START) this.#internalError();
+      else this.abortResponse(error, this.#status, this.#headers);
+    }
+    this.#phase = DONE;
+  }
+
+  #internalError(): void {
+    this.sendWhole(500, [
+      ["content-type", "text/plain; charset=utf-8"],
+      ["content-length", "21"],
+    ], utf8Bytes("Internal Server Error"));
+  }
+
+  #tooLarge(): void {
+    if (this.#phase === AWAIT_START) {
+      this.sendWhole(413, [
+        ["content-type", "text/plain; charset=utf-8"],
+        ["content-length", "17"],
+        ["connection", "close"],
+      ], utf8Bytes("Content Too Large"));
+    } else if (this.#phase !== DONE) {
+      this.abortResponse(
+        new RangeError(`Request body exceeds maxBodySize ${this.core.maxBodySize}`),
+        this.#status,
+        this.#headers,
+      );
+    }
+    this.core.logger.warn(
+      `Request body exceeds maxBodySize ${this.core.maxBodySize}: answered 413 and disconnected`,
+    );
+    this.#phase = DONE;
+    this.#gone = true;
+    this.#wakeWaiters();
+  }
+
+  /** Called when the app has returned and after each event that may end the cycle. */
+  #finish(): void {
+    if (this.#finished || !this.#appDone || (this.#phase !== DONE && !this.#gone)) return;
+    this.#finished = true;
+    this.#wakeWaiters();
+    this.closeExchange();
+    this.core.untrack(this);
+  }
+}
+
+function headerName(bytes: Uint8Array): string {
+  if (bytes.length === 0) {
+    throw new AsgiProtocolError(
+      'Invalid header name "": a header name is one or more token characters',
+    );
+  }
+  let text = "";
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (TOKEN[byte] !== 1) {
+      throw new AsgiProtocolError(
+        `Invalid header name ${JSON.stringify(latin1Text(bytes))}: byte 0x${
+          byte.toString(16)
+        } is not allowed in a header name`,
+      );
+    }
+    text += String.fromCharCode(byte);
+  }
+  return text;
+}
+
+function headerValue(name: string, bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (byte === 0x0d || byte === 0x0a || byte === 0) {
+      throw new AsgiProtocolError(
+        `Invalid value for header ${
+          JSON.stringify(name)
+        }: CR, LF and NUL are not allowed in a header value (response splitting)`,
+      );
+    }
+    text += String.fromCharCode(byte);
+  }
+  return text;
+}
+
+function latin1Text(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]!);
+  return text;
+}
+
+function contentLength(value: string): number {
+  const trimmed = value.trim();
+  if (!/^[0-9]{1,15}$/.test(trimmed)) {
+    throw new AsgiProtocolError(
+      `Invalid value ${
+        JSON.stringify(value)
+      } for header "content-length": use a decimal byte count`,
+    );
+  }
+  return Number(trimmed);
+}
+
+/** Parses a request's `content-length`; -1 when absent or unusable. */
+export function parseContentLength(value: string | null | undefined): number {
+  if (value === null || value === undefined) return -1;
+  const n = Number(value);
+  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifespan
+// ---------------------------------------------------------------------------------------------
+
+type LifespanPhase =
+  | "idle"
+  | "starting"
+  | "started"
+  | "stopping"
+  | "stopped"
+  | "off";
+
+/**
+ * Runs the lifespan protocol: one long-lived call of the application with a lifespan scope.
+ * `startup()` and `shutdown()` each run once; later calls return the first call's promise.
+ */
+export class Lifespan {
+  /** The lifespan scope's `state`; HTTP scopes get a shallow copy. */
+  readonly state: Record<string, unknown> = {};
+  readonly #app: AsgiApplication;
+  readonly #mode: "auto" | "on" | "off";
+  readonly #logger: AsgiLogger;
+  #phase: LifespanPhase = "idle";
+  #startup: Promise<void> | null = null;
+  #shutdown: Promise<void> | null = null;
+  #receives = 0;
+  #shutdownRequested = withResolvers<void>();
+  #outcome: PromiseWithResolvers<void> | null = null;
+  #ready = false;
+
+  /**
+   * Creates the runner.
+   *
+   * @param app The application.
+   * @param mode The lifespan mode.
+   * @param logger Where log lines go.
+   */
+  constructor(app: AsgiApplication, mode: "auto" | "on" | "off", logger: AsgiLogger) {
+    this.#app = app;
+    this.#mode = mode;
+    this.#logger = logger;
+  }
+
+  /** Runs startup once. Rejects with `LifespanError` when it fails. */
+  startup(): Promise<void> {
+    return this.#startup ??= this.#runStartup();
+  }
+
+  /** Runs shutdown once (after startup, if startup is running). */
+  shutdown(): Promise<void> {
+    return this.#shutdown ??= this.#runShutdown();
+  }
+
+  async #runStartup(): Promise<void> {
+    if (this.#mode === "off") {
+      this.#phase = "off";
+      this.#ready = true;
+      return;
+    }
+    this.#phase = "starting";
+    this.#outcome = withResolvers<void>();
+    const scope: LifespanScope = {
+      type: "lifespan",
+      asgi: { version: "3.0", spec_version: "2.0" },
+      state: this.state,
+    };
+    this.#main(scope);
+    await this.#outcome.promise;
+    this.#ready = true;
+  }
+
+  /** `true` once startup has succeeded and requests may be served. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  async #main(scope: LifespanScope): Promise<void> {
+    try {
+      await this.#app(scope, this.#receive, this.#send);
+    } catch (error) {
+      this.#raised(error);
+      return;
+    }
+    this.#returned();
+  }
+
+  async #runShutdown(): Promise<void> {
+    if (this.#startup !== null) {
+      try {
+        await this.#startup;
+      } catch {
+        return;
+      }
+    }
+    if (this.#phase !== "started") {
+      if (this.#phase === "idle") this.#phase = "stopped";
+      return;
+    }
+    this.#phase = "stopping";
+    this.#outcome = withResolvers<void>();
+    this.#shutdownRequested.resolve();
+    await this.#outcome.promise;
+  }
+
+  #receive = (): Promise<ReceiveMessage> => {
+    this.#receives++;
+    if (this.#receives === 1) return Promise.resolve({ type: "lifespan.startup" });
+    if (this.#receives === 2) {
+      return this.#shutdownRequested.promise.then(() => ({ type: "lifespan.shutdown" }));
+    }
+    // The protocol has no third event: the application waits for ever, as in uvicorn.
+    return new Promise<ReceiveMessage>(() => {});
+  };
+
+  #send = (message: SendMessage): Promise<void> => {
+    try {
+      this.#handle(message);
+      return RESOLVED;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+
+  #handle(message: SendMessage): void {
+    if (typeof message !== "object" || message === null) {
+      throw new AsgiProtocolError(
+        `Cannot send ${describe(message)}: a message is an object with a "type" key`,
+      );
+    }
+    const type = message.type;
+    const phase = this.#phase;
+    switch (type) {
+      case "lifespan.startup.complete":
+      case "lifespan.startup.failed":
+        if (phase !== "starting") {
+          throw new AsgiProtocolError(
+            `Cannot send ${JSON.stringify(type)} ${
+              phase === "stopping" ? "during shutdown" : "after startup"
+            }: startup messages answer "lifespan.startup" once`,
+          );
+        }
+        if (type === "lifespan.startup.complete") {
+          this.#phase = "started";
+          this.#outcome!.resolve();
+        } else {
+          const text = failureMessage(message.message, "startup");
+          this.#phase = "stopped";
+          this.#outcome!.reject(new LifespanError("startup", text || "Lifespan startup failed"));
+        }
+        return;
+      case "lifespan.shutdown.complete":
+      case "lifespan.shutdown.failed":
+        if (phase !== "stopping") {
+          throw new AsgiProtocolError(
+            `Cannot send ${
+              JSON.stringify(type)
+            } before "lifespan.shutdown" was received: shutdown messages answer it once`,
+          );
+        }
+        this.#phase = "stopped";
+        if (type === "lifespan.shutdown.complete") {
+          this.#outcome!.resolve();
+        } else {
+          const text = failureMessage(message.message, "shutdown");
+          this.#outcome!.reject(new LifespanError("shutdown", text || "Lifespan shutdown failed"));
+        }
+        return;
+      default:
+        throw new AsgiProtocolError(
+          `Cannot send ${
+            quote(type)
+          } on the lifespan connection: expected a "lifespan.startup.*" or "lifespan.shutdown.*" message`,
+        );
+    }
+  }
+
+  #raised(error: unknown): void {
+    const phase = this.#phase;
+    if (phase === "starting") {
+      this.#phase = "off";
+      if (this.#mode === "auto") {
+        this.#logger.info("ASGI 'lifespan' protocol appears unsupported");
+        this.#outcome!.resolve();
+      } else {
+        this.#logger.error("Exception in 'lifespan' protocol\n", error);
+        this.#outcome!.reject(
+          new LifespanError("startup", `Exception in lifespan startup: ${errorText(error)}`, {
+            cause: error,
+          }),
+        );
+      }
+    } else if (phase === "stopping") {
+      this.#phase = "stopped";
+      this.#logger.error("Exception in 'lifespan' protocol\n", error);
+      this.#outcome!.reject(
+        new LifespanError("shutdown", `Exception in lifespan shutdown: ${errorText(error)}`, {
+          cause: error,
+        }),
+      );
+    } else if (phase !== "stopped") {
+      // "stopped": the application already reported startup.failed or shutdown.*; uvicorn is
+      // silent about an exception after that too.
+      this.#phase = "off";
+      this.#logger.error("Exception in 'lifespan' protocol\n", error);
+    }
+  }
+
+  #returned(): void {
+    const phase = this.#phase;
+    if (phase === "starting") {
+      this.#phase = "off";
+      this.#logger.warn("ASGI lifespan callable returned without completing startup");
+      this.#outcome!.resolve();
+    } else if (phase === "stopping") {
+      this.#phase = "stopped";
+      this.#outcome!.resolve();
+    } else if (phase === "started") {
+      this.#phase = "off";
+    }
+  }
+}
+
+function failureMessage(message: unknown, phase: string): string {
+  if (message === undefined) return "";
+  if (typeof message !== "string") {
+    throw new AsgiProtocolError(
+      `Invalid "message" ${quote(message)} in "lifespan.${phase}.failed": use a string`,
+    );
+  }
+  return message;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

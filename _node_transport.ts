@@ -1,0 +1,225 @@
+/**
+ * The `node:http` transport of the ASGI bridge. Loaded lazily by `serve` when `transport: "node"`
+ * is chosen. Unlike `Deno.serve` it delivers GET and HEAD request bodies and keeps repeated
+ * request headers apart, in the order the client sent them. It uses only `node:http` and the core,
+ * so the bridge also runs on Node.js itself (bundled to JavaScript, for Node.js versions that
+ * cannot strip types).
+ *
+ * @module
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { HttpScope } from "./asgi.ts";
+import {
+  type Core,
+  EMPTY,
+  HttpCycle,
+  latin1Bytes,
+  type Listener,
+  parseContentLength,
+  utf8Bytes,
+} from "./_asgi_core.ts";
+
+/** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
+interface ServerState {
+  closing: boolean;
+  closeIdle(): void;
+}
+
+function flatten(headers: [string, string][]): string[] {
+  const flat: string[] = [];
+  for (const [name, value] of headers) flat.push(name, value);
+  return flat;
+}
+
+/** A cycle whose exchange is a Node.js request and response. */
+class NodeCycle extends HttpCycle {
+  #request: IncomingMessage;
+  #response: ServerResponse;
+  #state: ServerState;
+  #iterator: AsyncIterator<Uint8Array> | null = null;
+  #drained: (() => void) | null = null;
+
+  constructor(
+    core: Core,
+    request: IncomingMessage,
+    response: ServerResponse,
+    state: ServerState,
+    scope: HttpScope,
+    hasBody: boolean,
+    expectedLength: number,
+  ) {
+    super(core, scope, hasBody, expectedLength);
+    this.#request = request;
+    this.#response = response;
+    this.#state = state;
+    response.on("drain", () => this.#wakeWriter());
+    response.on("close", () => {
+      this.#wakeWriter();
+      // "close" follows "finish" after a complete response; without it the client went away.
+      if (!response.writableFinished) this.clientGone();
+      else if (state.closing) setImmediate(state.closeIdle);
+    });
+  }
+
+  #wakeWriter(): void {
+    const drained = this.#drained;
+    if (drained !== null) {
+      this.#drained = null;
+      drained();
+    }
+  }
+
+  #writeHead(status: number, headers: [string, string][]): void {
+    if (this.#state.closing) this.#response.shouldKeepAlive = false;
+    this.#response.writeHead(status, flatten(headers));
+  }
+
+  protected override sendWhole(
+    status: number,
+    headers: [string, string][],
+    body: Uint8Array | null,
+  ): void {
+    if (body !== null && !headers.some(([name]) => name.toLowerCase() === "content-length")) {
+      // writeHead() fixes the head, so Node would otherwise chunk even a body it holds whole.
+      headers.push(["content-length", String(body.length)]);
+    }
+    this.#writeHead(status, headers);
+    this.#response.end(body ?? undefined);
+  }
+
+  protected override openStream(status: number, headers: [string, string][]): void {
+    this.#writeHead(status, headers);
+  }
+
+  protected override writeChunk(chunk: Uint8Array): Promise<void> | undefined {
+    const response = this.#response;
+    if (response.destroyed || response.writableEnded) return;
+    if (response.write(chunk)) return;
+    return new Promise((resolve) => (this.#drained = resolve));
+  }
+
+  protected override endStream(last: Uint8Array): void {
+    const response = this.#response;
+    if (response.destroyed || response.writableEnded) return;
+    response.end(last.length > 0 ? last : undefined);
+  }
+
+  protected override abortResponse(
+    _reason: unknown,
+    status: number,
+    headers: [string, string][],
+  ): void {
+    const response = this.#response;
+    if (response.destroyed) return;
+    if (!response.headersSent && status !== 0) {
+      this.#writeHead(status, headers);
+      response.flushHeaders();
+    }
+    // Flush what was written, then close without finishing the response: the client sees a
+    // truncated body, as after uvicorn's transport.close().
+    const socket = response.socket;
+    if (socket !== null) socket.destroySoon();
+    else response.destroy();
+  }
+
+  protected override readChunk(): Promise<Uint8Array | null> {
+    const iterator = this.#iterator ??= this.#request[Symbol.asyncIterator]();
+    return iterator.next().then((result) => {
+      if (result.done) return null;
+      const chunk = result.value;
+      // Node hands out Buffers; the ASGI body is a plain Uint8Array.
+      return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    });
+  }
+
+  protected override closeExchange(): void {
+    this.#wakeWriter();
+    if (!this.#response.writableEnded) this.#response.destroy();
+  }
+}
+
+function handleNode(
+  core: Core,
+  state: ServerState,
+  request: IncomingMessage,
+  response: ServerResponse,
+): void {
+  let target = request.url ?? "/";
+  if (target.charCodeAt(0) !== 47 /* "/" */) {
+    // Absolute form ("http://host/path"): the path starts after the authority.
+    const authority = target.indexOf("://");
+    if (authority !== -1) {
+      const pathStart = target.indexOf("/", authority + 3);
+      target = pathStart === -1 ? "/" : target.slice(pathStart);
+    }
+  }
+  const queryStart = target.indexOf("?");
+  const rawPath = queryStart === -1 ? target : target.slice(0, queryStart);
+  const [path, rawPathBytes] = core.paths(rawPath);
+  const raw = request.rawHeaders;
+  const headers: [Uint8Array, Uint8Array][] = [];
+  let expectedLength = -1;
+  let hasBody = false;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    if (name === "content-length") {
+      expectedLength = parseContentLength(value);
+      hasBody = true;
+    } else if (name === "transfer-encoding") {
+      hasBody = true;
+    }
+    headers.push([latin1Bytes(name), latin1Bytes(value)]);
+  }
+  const socket = request.socket;
+  const scope: HttpScope = {
+    type: "http",
+    asgi: { version: "3.0", spec_version: "2.1" },
+    http_version: request.httpVersion,
+    method: request.method ?? "GET",
+    scheme: "http",
+    path,
+    raw_path: rawPathBytes,
+    query_string: queryStart === -1 ? EMPTY : utf8Bytes(target.slice(queryStart + 1)),
+    root_path: core.rootPath,
+    headers,
+    client: socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
+    server: socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
+    state: { ...core.lifespan.state },
+    extensions: {},
+  };
+  new NodeCycle(core, request, response, state, scope, hasBody, expectedLength).run();
+}
+
+/**
+ * Starts a `node:http` server for the core.
+ *
+ * @param core The shared state.
+ * @param hostname The interface.
+ * @param port The port.
+ * @returns The listener, once it listens.
+ */
+export async function listenNode(core: Core, hostname: string, port: number): Promise<Listener> {
+  const state: ServerState = { closing: false, closeIdle: () => {} };
+  const server = createServer((request, response) => handleNode(core, state, request, response));
+  state.closeIdle = () => server.closeIdleConnections();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, hostname, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const info = server.address() as AddressInfo;
+  return {
+    addr: { transport: "tcp", hostname: info.address, port: info.port },
+    close: () =>
+      new Promise<void>((resolve) => {
+        state.closing = true;
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+    forceClose: () => server.closeAllConnections(),
+  };
+}
