@@ -1,9 +1,1645 @@
+// Copyright the stellarator authors. MIT license.
 /**
- * A radix-tree HTTP path router for ASGI-style applications. Dependency-free and
- * free of Deno APIs.
+ * A radix-tree path router for ASGI-style applications: no dependencies, no Deno APIs (it runs
+ * unchanged in Node, Bun and browsers), all conflicts found when a route is added, and lookups
+ * that never throw and allocate nothing but the result.
+ *
+ * ```ts
+ * import { AsgiRouter, Route } from "./router.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const router = new AsgiRouter({
+ *   routes: [
+ *     new Route("/users/new", { handler: () => "form" }),
+ *     new Route("/users/{id}", { handler: () => "user", methods: ["GET", "DELETE"] }),
+ *   ],
+ * });
+ * assertEquals(router.match("/users/new")?.routes[0]?.path, "/users/new");
+ * assertEquals(router.match("/users/42")?.context, { id: "42" });
+ * assertEquals(router.match("/users/42")?.allowed, ["DELETE", "GET"]);
+ * ```
+ *
+ * ## Patterns
+ *
+ * A pattern is literal text plus variables and must start with `/`:
+ *
+ * | Variable        | Matches                                                              |
+ * | --------------- | -------------------------------------------------------------------- |
+ * | `{name}`        | one non-empty path segment: `[^/]+`                                  |
+ * | `{name:regex}`  | what the JavaScript regex (compiled with the `u` flag) matches there; it may span `/` if the regex allows it (`{path:.+}`) |
+ * | `{name:*}`      | catch-all: the non-empty rest of the path, slashes included; must end the pattern |
+ *
+ * Regexes may hold balanced braces (`{uid:[0-9a-f]{8}}`), braces inside character classes and
+ * groups of their own; backreferences and named groups are refused, because the regex is
+ * embedded in a larger one. Names match `[A-Za-z_][A-Za-z0-9_]*` and are unique within a route.
+ * Several variables may share a segment when literal text separates them (`/{name}.{ext}`,
+ * `/compare/{base}...{head}`); `{a}{b}` is refused. `{` and `}` cannot be literal text.
+ *
+ * ## Matching rules
+ *
+ * 1. **Reference semantics.** A route matches a path exactly when its whole pattern, read as
+ *    one anchored regex (`^…$`, flag `u`, literal text escaped, `{x}` as `([^/]+)`, `{x:re}` as
+ *    `(re)`, `{x:*}` as `([^]+)`), matches the whole path; the context holds what that regex's
+ *    groups capture, with the engine's usual greedy, left-to-right backtracking. So
+ *    `/{name}.{ext}` gives `{name: "a.b", ext: "c"}` for `/a.b.c`. The tree is only an
+ *    optimisation of this rule and never disagrees with it.
+ * 2. **Priority.** When several routes match, the first in this order wins. Compare two
+ *    patterns token by token (a token is one literal character, one variable, or the end of
+ *    the pattern); at the first token where they differ:
+ *    - literal text or the end of the pattern beats a constrained variable `{x:re}`, which
+ *      beats a plain `{x}`, which beats a catch-all `{x:*}`;
+ *    - two constrained variables with different regexes: the one whose regex was registered
+ *      first at that place wins;
+ *    - two different literal characters, or a character against the end of the pattern (this
+ *      only matters after a variable that can end at several places): the side whose routes
+ *      carry the most literal characters from that token on wins, then the side registered
+ *      first. So `/{user1}:{branch1}...{user2}:{branch2}` beats `/{base}...{head}` and
+ *      `/{name}.{ext}` beats `/{name}`.
+ *
+ *    Hence `/users/new` beats `/users/{id}` whatever the registration order, while
+ *    `/users/{id}` still matches `/users/newer`.
+ * 3. **Backtracking.** If the preferred branch fails deeper down, the next candidate is tried:
+ *    with `/text/hello`, `/text/{e}/test` and `/{c}`, the path `/text/hellos/test` gives
+ *    `{e: "hellos"}`; with `/{object}/{id}` and `/secret/{id}/path`, `/secret/978` gives
+ *    `{object: "secret", id: "978"}`.
+ * 4. **A failed regex is an unknown endpoint**: `/other_handler/{name:[a-z1-9]+}` does not
+ *    match `/other_handler/Bob`.
+ * 5. **Empty variables never match** unless their regex matches the empty string: `/u//posts`
+ *    does not match `/u/{id}/posts`, and `/` does not match `/{id}`.
+ * 6. **Trailing slash.** `"relaxed"` (default) drops one trailing slash from every pattern and
+ *    every path before matching, except from the root `/`: `/claw/` and `/claw` are one route
+ *    and both paths reach it. `"strict"` keeps them apart.
+ * 7. **No decoding.** The router matches the string it is given, code unit by code unit; any
+ *    Unicode works. Percent-decoding is the caller's job (the ASGI bridge passes the decoded
+ *    `path`).
+ * 8. **Length cap.** Paths longer than `maxPathLength` (default 8192 UTF-16 code units) match
+ *    nothing, so no hostile path can keep a regex busy for long.
+ * 9. **Context objects** have no `Object.prototype` in their chain: every variable name,
+ *    `__proto__` and `constructor` included, is an ordinary own key, and `ctx.toString` is
+ *    `undefined` unless a variable has that name. Use `Object.hasOwn` rather than
+ *    `ctx.hasOwnProperty`.
+ *
+ * ## The tree
+ *
+ * Static text is radix-compressed; each variable is a node of its own. For `/`, `/users`,
+ * `/users/new`, `/users/{id}`, `/users/{id}/posts`, `/files/{name}.{ext}` and
+ * `/static/{path:*}`, `router.toString()` prints:
+ *
+ * ```text
+ * / ● GET
+ * ├── users ● GET
+ * │   └── /
+ * │       ├── new ● GET
+ * │       └── {id} ● GET
+ * │           └── /posts ● GET
+ * ├── files/
+ * │   └── {name} ↺
+ * │       └── .
+ * │           └── {ext} ● GET
+ * └── static/
+ *     └── {path:*} ● GET
+ * ```
+ *
+ * At each node the lookup tries the static child for the next character, then constrained
+ * variables in registration order, then the plain variable, then the catch-all. A variable
+ * followed by `/` or by the end ends at the next `/`, so it is found with one `indexOf`. A
+ * variable marked `↺` can end at several places (literal text follows it in its segment, or its
+ * regex can span `/`); below it, the routes are tried one by one in priority order, each with a
+ * linear-time matcher, so `/{user1}:{branch1}...{user2}:{branch2}` cannot be made to
+ * backtrack for long.
+ *
+ * ## Errors
+ *
+ * Everything is checked when a route is added, never while serving: {@linkcode RouteConflict}
+ * for the same shape with overlapping methods, {@linkcode InvalidRoutePattern} for malformed
+ * patterns and ReDoS-prone regexes, `TypeError` for missing handlers and unknown methods.
  *
  * @module
  */
 
-/** The version of the router's matching rules. */
-export const ROUTER_RULES_VERSION = 1;
+import {
+  CATCH_ALL,
+  escapeRegex,
+  LITERAL,
+  parsePattern,
+  PatternError,
+  PLAIN,
+  REGEX,
+  type Token,
+  type VariableToken,
+} from "./_pattern.ts";
+import { hasCode } from "./_redos.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Public types
+
+/**
+ * Any function can be a handler; the router only stores and forwards it.
+ *
+ * @example A low-level ASGI handler
+ * ```ts
+ * import type { AnyHandler } from "./router.ts";
+ *
+ * const handler: AnyHandler = async (context, scope, receive, send) => {
+ *   await send({ type: "http.response.start", status: 200 });
+ * };
+ * ```
+ */
+// deno-lint-ignore no-explicit-any
+export type AnyHandler = (...args: any[]) => unknown;
+
+/**
+ * The variables a path matched: variable name to matched text. Objects created by the router
+ * have no `Object.prototype` in their chain, so any name is a plain key.
+ *
+ * @example Reading a context
+ * ```ts
+ * import { AsgiRouter, Route, type PathContext } from "./router.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const router = new AsgiRouter({ routes: [new Route("/u/{name}", { handler: () => {} })] });
+ * const context: PathContext = router.match("/u/ada")!.context;
+ * assertEquals(context.name, "ada");
+ * ```
+ */
+export type PathContext = Record<string, string>;
+
+/**
+ * Options of a {@linkcode Route}.
+ *
+ * @typeParam H The handler type.
+ *
+ * @example Options for a POST route
+ * ```ts
+ * import { Route, type RouteOptions } from "./router.ts";
+ *
+ * const options: RouteOptions<() => string> = { handler: () => "ok", methods: ["POST"] };
+ * new Route("/items", options);
+ * ```
+ */
+export interface RouteOptions<H> {
+  /** The function called for matching requests. */
+  handler: H;
+  /**
+   * HTTP methods the route serves, case-insensitive, stored upper-case: any of `GET`, `HEAD`,
+   * `POST`, `PUT`, `DELETE`, `CONNECT`, `OPTIONS`, `TRACE`, `PATCH`.
+   *
+   * @default {["GET"]}
+   */
+  methods?: readonly string[];
+}
+
+/**
+ * The options object an {@linkcode EndpointHandler} accepts as its last argument.
+ *
+ * @example Dispatching a POST
+ * ```ts
+ * import { AsgiRouter, Route, type DispatchOptions } from "./router.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const router = new AsgiRouter({
+ *   routes: [new Route("/", { handler: (request: string) => `got ${request}`, methods: ["POST"] })],
+ * });
+ * const [handler] = router.getRoute("/");
+ * const options: DispatchOptions = { method: "POST" };
+ * assertEquals(await handler("body", options), "got body");
+ * ```
+ */
+export interface DispatchOptions {
+  /**
+   * The request method, compared exactly with the routes' (upper-case) methods.
+   *
+   * @default {scope.method if the second argument is an object with a string `method`, else "GET"}
+   */
+  method?: string;
+}
+
+/**
+ * The function {@linkcode AsgiRouter.getRoute} returns for a path: it picks the route of the
+ * path that serves the request method and calls that route's handler with the same arguments.
+ *
+ * The method is found like this:
+ * 1. if there are at least two arguments and the last is a plain object (its prototype is
+ *    `Object.prototype` or `null`) with a string `method`, that string;
+ * 2. else, if the second argument is a non-null object with a string `method` (an ASGI scope in
+ *    `handler(context, scope, receive, send)`), that string;
+ * 3. else `"GET"`.
+ *
+ * The returned promise rejects with {@linkcode MethodNotAllowed} when no route of the path
+ * serves the method, and otherwise settles like the route handler's result.
+ *
+ * @typeParam H The route handler type; the endpoint handler takes its arguments, optionally
+ * followed by {@linkcode DispatchOptions}.
+ *
+ * @example Calling a low-level ASGI handler
+ * ```ts
+ * import { AsgiRouter, Route, type EndpointHandler } from "./router.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * type Low = (context: Record<string, string>, scope: { method: string }) => Promise<string>;
+ * const router = new AsgiRouter<Low>({
+ *   routes: [new Route("/{name}", { handler: async (context) => context.name!, methods: ["POST"] })],
+ * });
+ * const [handler, context]: [EndpointHandler<Low>, Record<string, string>] = router.getRoute("/ada");
+ * assertEquals(await handler(context, { method: "POST" }), "ada");
+ * ```
+ */
+export type EndpointHandler<H extends AnyHandler = AnyHandler> = (
+  ...args: Parameters<H> | [...Parameters<H>, DispatchOptions]
+) => Promise<Awaited<ReturnType<H>>>;
+
+/**
+ * The result of {@linkcode AsgiRouter.match}: the routes registered for the matched pattern,
+ * their methods and the path's variables. Enough to answer 404 and 405 (with `Allow`) without
+ * exceptions.
+ *
+ * @typeParam H The handler type.
+ *
+ * @example Answering 405 with an Allow header
+ * ```ts
+ * import { AsgiRouter, Route, type RouteMatch } from "./router.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const router = new AsgiRouter({ routes: [new Route("/", { handler: () => "home" })] });
+ * const match: RouteMatch | undefined = router.match("/");
+ * assertEquals(match?.routeFor("POST"), undefined);
+ * assertEquals(match?.allowed.join(", "), "GET");
+ * ```
+ */
+export interface RouteMatch<H extends AnyHandler = AnyHandler> {
+  /** Every route registered for the matched pattern, in registration order. */
+  readonly routes: readonly Route<H>[];
+  /** The union of their methods, upper-case and sorted. */
+  readonly allowed: readonly string[];
+  /** The path's variables. A fresh object per match, yours to keep or change. */
+  readonly context: PathContext;
+  /**
+   * The route serving `method`.
+   *
+   * @param method An upper-case HTTP method, compared exactly.
+   * @returns The route, or `undefined` when none serves it (answer 405).
+   */
+  routeFor(method: string): Route<H> | undefined;
+}
+
+/**
+ * Options of an {@linkcode AsgiRouter}.
+ *
+ * @typeParam H The handler type.
+ *
+ * @example A strict router
+ * ```ts
+ * import { AsgiRouter, type AsgiRouterOptions } from "./router.ts";
+ *
+ * const options: AsgiRouterOptions<() => void> = { trailingSlash: "strict" };
+ * new AsgiRouter(options);
+ * ```
+ */
+export interface AsgiRouterOptions<H extends AnyHandler = AnyHandler> {
+  /**
+   * Routes to add, in order, as with {@linkcode AsgiRouter.addRoute}.
+   *
+   * @default {[]}
+   */
+  routes?: Iterable<Route<H>>;
+  /**
+   * `"relaxed"` drops one trailing slash from patterns and paths (not from the root `/`);
+   * `"strict"` matches them as written.
+   *
+   * @default {"relaxed"}
+   */
+  trailingSlash?: "relaxed" | "strict";
+  /**
+   * Longest path, in UTF-16 code units, the router looks at; longer paths match nothing.
+   *
+   * @default {8192}
+   */
+  maxPathLength?: number;
+  /**
+   * Accept regexes the ReDoS guard refuses (nested or overlapping unbounded quantifiers, and
+   * routes where the regex engine would have to place two ambiguous variables). Only for
+   * regexes you trust on paths you trust.
+   *
+   * @default {false}
+   */
+  allowUnsafeRegex?: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/**
+ * Base class of the router's errors.
+ *
+ * @example Catching any router error
+ * ```ts
+ * import { AsgiRouter, RouterError } from "./router.ts";
+ * import { assertInstanceOf, assertThrows } from "@std/assert";
+ *
+ * const error = assertThrows(() => new AsgiRouter().getRoute("/nowhere"));
+ * assertInstanceOf(error, RouterError);
+ * ```
+ */
+export class RouterError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message What went wrong.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * No route matches the path (404).
+ *
+ * @example A miss
+ * ```ts
+ * import { AsgiRouter, UnknownEndpoint } from "./router.ts";
+ * import { assertEquals, assertThrows } from "@std/assert";
+ *
+ * const error = assertThrows(() => new AsgiRouter().getRoute("/x"), UnknownEndpoint);
+ * assertEquals(error.path, "/x");
+ * assertEquals(error.reason, "no-route");
+ * ```
+ */
+export class UnknownEndpoint extends RouterError {
+  /** The path as given. */
+  readonly path: string;
+  /** `"no-route"` when no pattern matches, `"path-too-long"` beyond `maxPathLength`. */
+  readonly reason: "no-route" | "path-too-long";
+  /**
+   * Creates the error.
+   *
+   * @param path The path as given.
+   * @param reason Why nothing matched.
+   * @param maxPathLength The router's limit, quoted when the path exceeds it.
+   */
+  constructor(
+    path: string,
+    reason: "no-route" | "path-too-long" = "no-route",
+    maxPathLength = DEFAULT_MAX_PATH_LENGTH,
+  ) {
+    super(
+      reason === "no-route"
+        ? `No route matches "${shorten(path)}"`
+        : `Path of ${path.length} characters is longer than maxPathLength (${maxPathLength}), ` +
+          `so no route matches it; raise maxPathLength if such paths are legitimate`,
+    );
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
+/**
+ * A route matches the path but none serves the method (405).
+ *
+ * @example The wrong method
+ * ```ts
+ * import { AsgiRouter, MethodNotAllowed, Route } from "./router.ts";
+ * import { assertEquals, assertRejects } from "@std/assert";
+ *
+ * const router = new AsgiRouter({ routes: [new Route("/", { handler: () => "ok" })] });
+ * const [handler] = router.getRoute("/");
+ * const error = await assertRejects(() => handler({ method: "POST" }), MethodNotAllowed);
+ * assertEquals(error.allowed, ["GET"]);
+ * ```
+ */
+export class MethodNotAllowed extends RouterError {
+  /** The method asked for. */
+  readonly method: string;
+  /** The methods the path's routes serve, upper-case and sorted (for an `Allow` header). */
+  readonly allowed: readonly string[];
+  /**
+   * Creates the error.
+   *
+   * @param method The method asked for.
+   * @param allowed The methods served.
+   * @param pattern The matched pattern, quoted in the message.
+   */
+  constructor(method: string, allowed: readonly string[], pattern = "") {
+    super(
+      `Method "${method}" is not allowed${pattern === "" ? "" : ` on route "${pattern}"`}; ` +
+        `use one of ${allowed.join(", ")}`,
+    );
+    this.method = method;
+    this.allowed = allowed;
+  }
+}
+
+/**
+ * A route has the same shape as one already added (variable names aside) and shares a method
+ * with it.
+ *
+ * @example Two GET routes for one shape
+ * ```ts
+ * import { AsgiRouter, Route, RouteConflict } from "./router.ts";
+ * import { assertEquals, assertThrows } from "@std/assert";
+ *
+ * const router = new AsgiRouter({ routes: [new Route("/x/{a}", { handler: () => {} })] });
+ * const error = assertThrows(
+ *   () => router.addRoute(new Route("/x/{b}", { handler: () => {} })),
+ *   RouteConflict,
+ * );
+ * assertEquals(error.conflictsWith.path, "/x/{a}");
+ * assertEquals(error.methods, ["GET"]);
+ * ```
+ */
+export class RouteConflict extends RouterError {
+  /** The route that was being added. */
+  readonly route: Route;
+  /** The route already registered. */
+  readonly conflictsWith: Route;
+  /** The methods both serve, upper-case and sorted. */
+  readonly methods: readonly string[];
+  /**
+   * Creates the error.
+   *
+   * @param route The route being added.
+   * @param conflictsWith The route already registered.
+   * @param methods The shared methods.
+   */
+  constructor(route: Route, conflictsWith: Route, methods: readonly string[]) {
+    super(
+      `Cannot add route "${route.path}" for ${methods.join(", ")}: it conflicts with ` +
+        `"${conflictsWith.path}", which already serves ${methods.length > 1 ? "them" : "it"}; ` +
+        `give one of them other methods or another path`,
+    );
+    this.route = route;
+    this.conflictsWith = conflictsWith;
+    this.methods = methods;
+  }
+}
+
+/**
+ * A malformed route pattern, or a regex the ReDoS guard refuses.
+ *
+ * @example A missing brace
+ * ```ts
+ * import { InvalidRoutePattern, Route } from "./router.ts";
+ * import { assertEquals, assertThrows } from "@std/assert";
+ *
+ * const error = assertThrows(
+ *   () => new Route("/a/{b", { handler: () => {} }),
+ *   InvalidRoutePattern,
+ * );
+ * assertEquals(error.position, 3);
+ * ```
+ */
+export class InvalidRoutePattern extends RouterError {
+  /** The pattern. */
+  readonly pattern: string;
+  /** Index of the offending character in the pattern. */
+  readonly position: number;
+  /** The problem, without the pattern. */
+  readonly reason: string;
+  /**
+   * Creates the error.
+   *
+   * @param pattern The pattern.
+   * @param position Index of the offending character.
+   * @param reason The problem and its fix.
+   */
+  constructor(pattern: string, position: number, reason: string) {
+    super(`Invalid route pattern "${pattern}" at position ${position}: ${reason}`);
+    this.pattern = pattern;
+    this.position = position;
+    this.reason = reason;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routes
+
+const DEFAULT_MAX_PATH_LENGTH = 8192;
+const KNOWN_METHODS = [
+  "CONNECT",
+  "DELETE",
+  "GET",
+  "HEAD",
+  "OPTIONS",
+  "PATCH",
+  "POST",
+  "PUT",
+  "TRACE",
+];
+const SLASH = 0x2f;
+
+/** Parsed patterns, kept out of the public shape of {@linkcode Route}. */
+const parsedPatterns = new WeakMap<Route, Token[]>();
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return `"${value}"`;
+  if (typeof value === "function") return "a function";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : String(value);
+}
+
+function shorten(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/**
+ * A pattern, its handler and the methods it serves. The pattern is checked when the route is
+ * constructed; conflicts and the ReDoS guard when it is added to a router.
+ *
+ * @typeParam H The handler type.
+ *
+ * @example Routes
+ * ```ts
+ * import { Route } from "./router.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const home = new Route("/", { handler: () => "home" });
+ * assertEquals(home.methods, ["GET"]);
+ * const user = new Route("/other_handler/{name:[a-z1-9]+}", {
+ *   handler: () => "user",
+ *   methods: ["post"],
+ * });
+ * assertEquals(user.methods, ["POST"]);
+ * ```
+ */
+export class Route<H extends AnyHandler = AnyHandler> {
+  /** The pattern as written. */
+  readonly path: string;
+  /** The handler. */
+  readonly handler: H;
+  /** The methods served, upper-case, without duplicates, in the order given. */
+  readonly methods: readonly string[];
+
+  /**
+   * Creates a route.
+   *
+   * @param path The pattern, starting with `/`.
+   * @param options The handler and methods.
+   * @throws {TypeError} If `path` is not a string, the handler is not a function, or `methods`
+   * is empty or names an unknown method.
+   * @throws {InvalidRoutePattern} If the pattern is malformed or a regex does not compile.
+   */
+  constructor(path: string, options: RouteOptions<H>) {
+    if (typeof path !== "string") {
+      throw new TypeError(
+        `Route pattern must be a string like "/users/{id}", got ${describe(path)}`,
+      );
+    }
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(
+        `Route "${path}" needs an options object, got ${describe(options)}; ` +
+          `pass { handler: (...args) => ... }`,
+      );
+    }
+    const { handler, methods = ["GET"] } = options;
+    if (typeof handler !== "function") {
+      throw new TypeError(
+        `Route "${path}" needs a handler function, got ${describe(handler)}; ` +
+          `pass { handler: (...args) => ... }`,
+      );
+    }
+    this.path = path;
+    this.handler = handler;
+    this.methods = Object.freeze(checkMethods(path, methods));
+    let tokens: Token[];
+    try {
+      tokens = parsePattern(path);
+    } catch (error) {
+      if (error instanceof PatternError) {
+        throw new InvalidRoutePattern(path, error.position, error.message);
+      }
+      throw error;
+    }
+    parsedPatterns.set(this as Route, tokens);
+    Object.freeze(this);
+  }
+}
+
+function checkMethods(path: string, methods: unknown): string[] {
+  if (!Array.isArray(methods)) {
+    throw new TypeError(
+      `Route "${path}" needs methods as an array, got ${describe(methods)}; ` +
+        `pass e.g. { methods: ["GET"] }`,
+    );
+  }
+  if (methods.length === 0) {
+    throw new TypeError(
+      `Route "${path}" has no methods; pass at least one, e.g. { methods: ["GET"] }`,
+    );
+  }
+  const out: string[] = [];
+  for (const method of methods) {
+    if (typeof method !== "string" || method === "") {
+      throw new TypeError(
+        `Route "${path}" has an empty or non-string method ${describe(method)}; ` +
+          `use one of ${KNOWN_METHODS.join(", ")}`,
+      );
+    }
+    const upper = method.toUpperCase();
+    if (!KNOWN_METHODS.includes(upper)) {
+      throw new TypeError(
+        `Route "${path}" has an unknown method "${method}"; use one of ${KNOWN_METHODS.join(", ")}`,
+      );
+    }
+    if (!out.includes(upper)) out.push(upper);
+  }
+  return out;
+}
+
+/** Drops one trailing slash from the last literal (relaxed mode), except from the root. */
+function relaxTokens(tokens: Token[]): Token[] {
+  const last = tokens[tokens.length - 1];
+  if (
+    last === undefined || last.kind !== LITERAL || !last.text.endsWith("/") ||
+    (tokens.length === 1 && last.text === "/")
+  ) return tokens;
+  const text = last.text.slice(0, -1);
+  const out = tokens.slice(0, -1);
+  if (text !== "") out.push({ ...last, text });
+  return out;
+}
+
+/** A key equal for patterns of the same shape: variable names left out. */
+function shapeKey(tokens: readonly Token[]): string {
+  let key = "";
+  for (const token of tokens) {
+    if (token.kind === LITERAL) key += token.text;
+    else if (token.kind === PLAIN) key += "{}";
+    else if (token.kind === CATCH_ALL) key += "{*}";
+    else key += `{:${token.regex}}`;
+  }
+  return key;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Endpoints: everything registered for one shape
+
+/** Builds contexts without `Object.prototype` in the chain, in fast (non-dictionary) mode. */
+class ContextObject {}
+Object.setPrototypeOf(ContextObject.prototype, null);
+delete (ContextObject.prototype as { constructor?: unknown }).constructor;
+Object.freeze(ContextObject.prototype);
+
+class Endpoint<H extends AnyHandler> {
+  /** The routes of this shape, registration order; replaced (never mutated) on change. */
+  routes: readonly Route<H>[] = [];
+  /** Union of their methods, sorted; replaced on change. */
+  allowed: readonly string[] = [];
+  /** Method of each route method pair, parallel to {@linkcode byMethod}. */
+  methods: string[] = [];
+  byMethod: Route<H>[] = [];
+  /** Context keys and the capture slot each reads: first route's names first. */
+  keys: string[] = [];
+  slots: number[] = [];
+  /** The normalized tokens of the shape (names from the first route). */
+  readonly tokens: readonly Token[];
+  /** Registration index of the first route: the tie-breaker "registered first". */
+  readonly order: number;
+  readonly handler: EndpointHandler<H>;
+
+  constructor(tokens: readonly Token[], order: number) {
+    this.tokens = tokens;
+    this.order = order;
+    this.handler = makeEndpointHandler(this);
+  }
+
+  add(route: Route<H>, tokens: readonly Token[]): void {
+    this.routes = Object.freeze([...this.routes, route]);
+    this.allowed = Object.freeze([...new Set([...this.allowed, ...route.methods])].sort());
+    for (const method of route.methods) {
+      this.methods.push(method);
+      this.byMethod.push(route);
+    }
+    let slot = 0;
+    for (const token of tokens) {
+      if (token.kind === LITERAL) continue;
+      if (!this.keys.includes(token.name)) {
+        this.keys.push(token.name);
+        this.slots.push(slot);
+      }
+      slot++;
+    }
+  }
+
+  routeFor(method: string): Route<H> | undefined {
+    const methods = this.methods;
+    for (let i = 0; i < methods.length; i++) {
+      if (methods[i] === method) return this.byMethod[i];
+    }
+    return undefined;
+  }
+
+  /** The context for `path`, read from the capture slots of the last lookup. */
+  context(path: string, caps: Int32Array): PathContext {
+    const context = new ContextObject() as PathContext;
+    const keys = this.keys;
+    const slots = this.slots;
+    for (let i = 0; i < keys.length; i++) {
+      const slot = slots[i]! << 1;
+      context[keys[i]!] = path.slice(caps[slot]!, caps[slot + 1]!);
+    }
+    return context;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function dispatchMethod(args: unknown[]): string {
+  const n = args.length;
+  if (n >= 2) {
+    const last = args[n - 1];
+    if (isPlainObject(last) && typeof last.method === "string") return last.method;
+  }
+  const scope = args[1];
+  if (typeof scope === "object" && scope !== null) {
+    const method = (scope as { method?: unknown }).method;
+    if (typeof method === "string") return method;
+  }
+  return "GET";
+}
+
+function makeEndpointHandler<H extends AnyHandler>(endpoint: Endpoint<H>): EndpointHandler<H> {
+  async function endpointHandler(...args: unknown[]): Promise<unknown> {
+    const method = dispatchMethod(args);
+    const route = endpoint.routeFor(method);
+    if (route === undefined) {
+      throw new MethodNotAllowed(method, endpoint.allowed, endpoint.routes[0]?.path);
+    }
+    return await route.handler(...args);
+  }
+  return endpointHandler as EndpointHandler<H>;
+}
+
+class Match<H extends AnyHandler> implements RouteMatch<H> {
+  readonly context: PathContext;
+  readonly #endpoint: Endpoint<H>;
+  constructor(endpoint: Endpoint<H>, context: PathContext) {
+    this.#endpoint = endpoint;
+    this.context = context;
+  }
+  get routes(): readonly Route<H>[] {
+    return this.#endpoint.routes;
+  }
+  get allowed(): readonly string[] {
+    return this.#endpoint.allowed;
+  }
+  routeFor(method: string): Route<H> | undefined {
+    return this.#endpoint.routeFor(method);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matchers for the routes below a variable that can end at several places
+
+/** Matches the rest of one route from the start of its first variable. */
+interface SuffixMatcher {
+  /** Whether the suffix matches `path` from `pos` to the end; writes its capture slots. */
+  run(path: string, pos: number, caps: Int32Array): boolean;
+}
+
+const UNKNOWN = -2;
+
+/**
+ * Matches a suffix made of plain variables, catch-alls and literal text, exactly as the
+ * backtracking regex `([^/]+)L0([^/]+)L1…$` would (each variable greedy), in linear time.
+ *
+ * A plain variable never contains `/`, so the segment each variable starts in is fixed by the
+ * slashes of the literal text before it. Whether the rest matches from an end `e` of variable
+ * `j` does not depend on where `j` started, so the greedy choice for `j` is one number per
+ * lookup: the largest valid end in its segment (`best[j]`), found by scanning the occurrences
+ * of the following literal from the right and computed at most once. The regex engine instead
+ * re-explores the same ends for every start and takes seconds on crafted 2 KB paths.
+ */
+class GreedyMatcher implements SuffixMatcher {
+  /** Literal text after each variable; `""` only after the last. */
+  readonly #literals: string[];
+  readonly #catchAll: boolean;
+  /** Capture slot of the first variable. */
+  readonly #slot: number;
+  /** Per lookup: the greedy end of each variable in its segment, -1 for none. */
+  readonly #best: Int32Array;
+
+  constructor(suffix: readonly Token[], slot: number) {
+    const literals: string[] = [];
+    for (let i = 0; i < suffix.length; i++) {
+      if (suffix[i]!.kind === LITERAL) continue;
+      const next = suffix[i + 1];
+      literals.push(next !== undefined && next.kind === LITERAL ? next.text : "");
+    }
+    this.#literals = literals;
+    this.#catchAll = suffix[suffix.length - 1]!.kind === CATCH_ALL;
+    this.#slot = slot;
+    this.#best = new Int32Array(literals.length);
+  }
+
+  run(path: string, pos: number, caps: Int32Array): boolean {
+    this.#best.fill(UNKNOWN);
+    if (this.#end(0, pos, path) <= pos) return false;
+    const best = this.#best;
+    const literals = this.#literals;
+    let start = pos;
+    let slot = this.#slot << 1;
+    for (let j = 0; j < literals.length; j++) {
+      caps[slot++] = start;
+      caps[slot++] = best[j]!;
+      start = best[j]! + literals[j]!.length;
+    }
+    return true;
+  }
+
+  /** The greedy end of variable `j`, given any start `q` in its segment; -1 if none. */
+  #end(j: number, q: number, path: string): number {
+    const best = this.#best;
+    if (best[j] !== UNKNOWN) return best[j]!;
+    const n = path.length;
+    const literals = this.#literals;
+    const literal = literals[j]!;
+    const last = j === literals.length - 1;
+    let result = -1;
+    if (last && this.#catchAll) result = n;
+    else {
+      let segEnd = path.indexOf("/", q);
+      if (segEnd === -1) segEnd = n;
+      if (last) {
+        const e = n - literal.length;
+        if (literal === "") result = segEnd === n ? n : -1;
+        else if (e >= 0 && e <= segEnd && path.startsWith(literal, e)) result = e;
+      } else {
+        const segStart = path.lastIndexOf("/", q - 1) + 1;
+        let e = path.lastIndexOf(literal, segEnd);
+        while (e > segStart) {
+          const next = e + literal.length;
+          if (this.#end(j + 1, next, path) > next) {
+            result = e;
+            break;
+          }
+          e = path.lastIndexOf(literal, e - 1);
+        }
+      }
+    }
+    best[j] = result;
+    return result;
+  }
+}
+
+/**
+ * Matches a suffix containing a constrained variable with the regex engine itself (sticky,
+ * `d` flag for positions): exactly the reference semantics. The ReDoS guard admits only
+ * suffixes with at most one variable of ambiguous length.
+ */
+class RegexMatcher implements SuffixMatcher {
+  readonly #regex: RegExp;
+  readonly #groups: number[];
+  readonly #slot: number;
+
+  constructor(suffix: readonly Token[], slot: number) {
+    let source = "";
+    let group = 1;
+    const groups: number[] = [];
+    for (const token of suffix) {
+      if (token.kind === LITERAL) {
+        source += escapeRegex(token.text);
+        continue;
+      }
+      groups.push(group);
+      if (token.kind === PLAIN) source += "([^/]+)";
+      else if (token.kind === CATCH_ALL) source += "([^]+)";
+      else {
+        source += `(${token.regex})`;
+        group += token.facts!.groups;
+      }
+      group++;
+    }
+    this.#regex = new RegExp(source + "$", "dyu");
+    this.#groups = groups;
+    this.#slot = slot;
+  }
+
+  run(path: string, pos: number, caps: Int32Array): boolean {
+    const regex = this.#regex;
+    regex.lastIndex = pos;
+    const match = regex.exec(path);
+    if (match === null) return false;
+    const indices = match.indices!;
+    const groups = this.#groups;
+    let slot = this.#slot << 1;
+    for (let i = 0; i < groups.length; i++) {
+      const span = indices[groups[i]!]!;
+      caps[slot++] = span[0];
+      caps[slot++] = span[1];
+    }
+    return true;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tree
+
+/** Branch kinds of a variable that can end at several places. */
+const AT_SLASH = 0; // ends at the next "/" and continues in the static child starting with "/"
+const AT_END = 1; // ends at the end of the path: the endpoint of the variable node
+const LIST = 2; // the routes of a static child not starting with "/", tried one by one
+
+interface Branch<H extends AnyHandler> {
+  readonly kind: typeof AT_SLASH | typeof AT_END | typeof LIST;
+  /** For {@linkcode LIST}: the routes in priority order, each with its matcher. */
+  readonly endpoints: readonly Endpoint<H>[];
+  readonly matchers: readonly SuffixMatcher[];
+}
+
+/**
+ * A tree node. Static nodes hold radix-compressed literal text; a variable node matches one
+ * variable. Children are tried in priority order: the static child for the next character,
+ * constrained variables in registration order, the plain variable, the catch-all.
+ */
+class Node<H extends AnyHandler> {
+  /** {@linkcode LITERAL} for static nodes, else the variable kind. */
+  readonly kind: number;
+  /** Static: the non-empty text on the edge into this node. Variable: its display text. */
+  label: string;
+  /** Constrained variables: the regex source, which identifies the node among siblings. */
+  readonly regex: string;
+  /** Variables: the capture slot (number of variables before this one in the route). */
+  readonly slot: number;
+  /** Constrained variables: sticky `(?:regex)(?=/|$)`, used when the end is the next "/". */
+  readonly sticky: RegExp | undefined;
+  /** Constrained variables: whether the regex can match "/" (then the end is not fixed). */
+  readonly canMatchSlash: boolean;
+  /** The routes ending here, if any. */
+  endpoint: Endpoint<H> | undefined;
+  /** First character code of each static child, parallel to {@linkcode kids}. */
+  readonly codes: number[] = [];
+  readonly kids: Node<H>[] = [];
+  /** Constrained-variable children, in registration order. */
+  readonly regexKids: Node<H>[] = [];
+  plainKid: Node<H> | undefined;
+  catchAllKid: Node<H> | undefined;
+  /** Variables (after finalizing): the static child starting with "/". */
+  slashKid: Node<H> | undefined;
+  /** Variables (after finalizing): undefined when the end is fixed, else the branches. */
+  branches: Branch<H>[] | undefined;
+  /** Scratch for finalizing: most literal characters of a route from this node on. */
+  weight = 0;
+  /** Scratch for finalizing: earliest registration in this subtree. */
+  first = 0;
+
+  constructor(kind: number, label: string, token?: VariableToken, slot = 0) {
+    this.kind = kind;
+    this.label = label;
+    this.regex = token?.regex ?? "";
+    this.slot = slot;
+    this.canMatchSlash = token?.facts?.canMatchSlash ?? false;
+    this.sticky = kind === REGEX ? new RegExp(`(?:${this.regex})(?=/|$)`, "uy") : undefined;
+  }
+}
+
+function staticKid<H extends AnyHandler>(node: Node<H>, code: number): Node<H> | undefined {
+  const codes = node.codes;
+  for (let i = 0; i < codes.length; i++) {
+    if (codes[i] === code) return node.kids[i];
+  }
+  return undefined;
+}
+
+/** Finds the endpoint for `path` below static node `node`, whose text ends at `pos`. */
+function searchStatic<H extends AnyHandler>(
+  node: Node<H>,
+  path: string,
+  pos: number,
+  caps: Int32Array,
+): Endpoint<H> | undefined {
+  const n = path.length;
+  if (pos === n) {
+    if (node.endpoint !== undefined) return node.endpoint;
+  } else {
+    const kid = staticKid(node, path.charCodeAt(pos));
+    if (kid !== undefined) {
+      const label = kid.label;
+      if (label.length === 1 || path.startsWith(label, pos)) {
+        const found = searchStatic(kid, path, pos + label.length, caps);
+        if (found !== undefined) return found;
+      }
+    }
+  }
+  const regexKids = node.regexKids;
+  for (let i = 0; i < regexKids.length; i++) {
+    const found = searchVariable(regexKids[i]!, path, pos, caps);
+    if (found !== undefined) return found;
+  }
+  if (pos === n) return undefined;
+  if (node.plainKid !== undefined) {
+    const found = searchVariable(node.plainKid, path, pos, caps);
+    if (found !== undefined) return found;
+  }
+  const catchAll = node.catchAllKid;
+  if (catchAll !== undefined) {
+    const slot = catchAll.slot << 1;
+    caps[slot] = pos;
+    caps[slot + 1] = n;
+    return catchAll.endpoint;
+  }
+  return undefined;
+}
+
+/** Finds the endpoint for `path` below variable node `node`, whose variable starts at `pos`. */
+function searchVariable<H extends AnyHandler>(
+  node: Node<H>,
+  path: string,
+  pos: number,
+  caps: Int32Array,
+): Endpoint<H> | undefined {
+  const branches = node.branches;
+  if (branches === undefined) return atSegmentEnd(node, path, pos, caps, 3);
+  for (let b = 0; b < branches.length; b++) {
+    const branch = branches[b]!;
+    if (branch.kind === LIST) {
+      const matchers = branch.matchers;
+      for (let i = 0; i < matchers.length; i++) {
+        if (matchers[i]!.run(path, pos, caps)) return branch.endpoints[i];
+      }
+    } else {
+      const found = atSegmentEnd(node, path, pos, caps, branch.kind === AT_END ? 2 : 1);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The variable ends where its segment ends: continue in the "/" child (`allow & 1`) or finish
+ * at the endpoint (`allow & 2`).
+ */
+function atSegmentEnd<H extends AnyHandler>(
+  node: Node<H>,
+  path: string,
+  pos: number,
+  caps: Int32Array,
+  allow: number,
+): Endpoint<H> | undefined {
+  const e = path.indexOf("/", pos);
+  if (node.kind === REGEX) {
+    const sticky = node.sticky!;
+    sticky.lastIndex = pos;
+    if (!sticky.test(path)) return undefined;
+  } else if (e === pos) return undefined;
+  const slot = node.slot << 1;
+  if (e === -1) {
+    if ((allow & 2) === 0) return undefined;
+    caps[slot] = pos;
+    caps[slot + 1] = path.length;
+    return node.endpoint;
+  }
+  const kid = node.slashKid;
+  if (kid === undefined || (allow & 1) === 0) return undefined;
+  const label = kid.label;
+  if (label.length !== 1 && !path.startsWith(label, e)) return undefined;
+  caps[slot] = pos;
+  caps[slot + 1] = e;
+  return searchStatic(kid, path, e + label.length, caps);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Priority order of the routes below a variable (rule 2 of the module doc)
+
+/** Token keys of a shape, one per literal character, variable, and the end (`""`). */
+function priorityKeys(tokens: readonly Token[]): string[] {
+  const keys: string[] = [];
+  for (const token of tokens) {
+    if (token.kind === LITERAL) keys.push(...token.text.split(""));
+    else keys.push(`\0${token.kind}${token.regex}`);
+  }
+  keys.push("");
+  return keys;
+}
+
+function keyClass(key: string): number {
+  return key.length === 1 || key === "" ? LITERAL : key.charCodeAt(1) - 0x30;
+}
+
+/** Sorts endpoints by rule 2: a depth-first walk of the token trie, children ranked. */
+function priorityOrder<H extends AnyHandler>(
+  endpoints: readonly Endpoint<H>[],
+): Endpoint<H>[] {
+  const keyed = endpoints.map((endpoint) => {
+    const keys = priorityKeys(endpoint.tokens);
+    const literalsFrom: number[] = new Array(keys.length + 1).fill(0);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      literalsFrom[i] = literalsFrom[i + 1]! + (keys[i]!.length === 1 ? 1 : 0);
+    }
+    return { endpoint, keys, literalsFrom };
+  });
+  const out: Endpoint<H>[] = [];
+  const visit = (group: typeof keyed, depth: number): void => {
+    if (group.length === 1) {
+      out.push(group[0]!.endpoint);
+      return;
+    }
+    const byKey = new Map<string, typeof keyed>();
+    for (const item of group) {
+      const key = item.keys[depth]!;
+      const list = byKey.get(key);
+      if (list === undefined) byKey.set(key, [item]);
+      else list.push(item);
+    }
+    const ranked = [...byKey].map(([key, items]) => ({
+      key,
+      items,
+      cls: keyClass(key),
+      weight: Math.max(...items.map((item) => item.literalsFrom[depth]!)),
+      first: Math.min(...items.map((item) => item.endpoint.order)),
+    }));
+    ranked.sort((a, b) =>
+      a.cls - b.cls || (a.cls === LITERAL ? b.weight - a.weight : 0) || a.first - b.first
+    );
+    for (const { items } of ranked) visit(items, depth + 1);
+  };
+  visit(keyed, 0);
+  return out;
+}
+
+/** The index of the first token of a route at or after variable number `slot`. */
+function tokenIndexOfSlot(tokens: readonly Token[], slot: number): number {
+  let seen = 0;
+  for (let i = 0; i < tokens.length; i++) {
+    if (tokens[i]!.kind === LITERAL) continue;
+    if (seen === slot) return i;
+    seen++;
+  }
+  return tokens.length;
+}
+
+/**
+ * The index of the first variable whose end is not fixed by the next "/" (literal text other
+ * than "/" follows it in its segment, or its regex can match "/"), or -1.
+ */
+function firstAmbiguousVariable(tokens: readonly Token[]): number {
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token.kind === LITERAL || token.kind === CATCH_ALL) continue;
+    if (token.kind === REGEX && token.facts!.canMatchSlash) return i;
+    const next = tokens[i + 1];
+    if (next !== undefined && next.kind === LITERAL && next.text.charCodeAt(0) !== SLASH) return i;
+  }
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The router
+
+/**
+ * A radix-tree router: add {@linkcode Route}s, then look paths up with
+ * {@linkcode AsgiRouter.match} (never throws) or {@linkcode AsgiRouter.getRoute} (throws
+ * {@linkcode UnknownEndpoint}). The matching rules are in the module documentation.
+ *
+ * @typeParam H The handler type shared by the routes.
+ *
+ * @example The seed's example routes
+ * ```ts
+ * import { AsgiRouter, MethodNotAllowed, Route, UnknownEndpoint } from "./router.ts";
+ * import { assertEquals, assertRejects, assertThrows } from "@std/assert";
+ *
+ * const router = new AsgiRouter({
+ *   routes: [
+ *     new Route("/", { handler: async () => "OK" }),
+ *     new Route("/other_handler/{name:[a-z1-9]+}", {
+ *       handler: async (context: Record<string, string>) => context.name,
+ *       methods: ["POST"],
+ *     }),
+ *   ],
+ * });
+ * const [handler, context] = router.getRoute("/other_handler/bob1");
+ * assertEquals(context, { name: "bob1" });
+ * assertEquals(await handler(context, { method: "POST" }), "bob1");
+ * await assertRejects(() => handler(context, { method: "GET" }), MethodNotAllowed);
+ * assertThrows(() => router.getRoute("/other_handler/Bob"), UnknownEndpoint);
+ * ```
+ */
+export class AsgiRouter<H extends AnyHandler = AnyHandler> {
+  readonly #relaxed: boolean;
+  readonly #maxPathLength: number;
+  readonly #allowUnsafeRegex: boolean;
+  readonly #root: Node<H> = new Node(LITERAL, "/");
+  /** Endpoints of variable-free shapes by path (and path + "/" when relaxed). */
+  readonly #static = new Map<string, Endpoint<H>>();
+  readonly #byShape = new Map<string, Endpoint<H>>();
+  #routes: Route<H>[] = [];
+  #routesView: readonly Route<H>[] = Object.freeze([]);
+  /** Capture slots of the current lookup: start and end index of each variable. */
+  #caps = new Int32Array(16);
+  /** The string the last lookup matched: the path, without its trailing slash if relaxed. */
+  #target = "";
+  /** Whether routes were added since the variable nodes' branches were computed. */
+  #dirty = false;
+
+  /**
+   * Creates a router.
+   *
+   * @param options Routes and matching options.
+   * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
+   * @throws {RouteConflict} If two of `routes` conflict.
+   * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
+   */
+  constructor(options: AsgiRouterOptions<H> = {}) {
+    const {
+      routes = [],
+      trailingSlash = "relaxed",
+      maxPathLength = DEFAULT_MAX_PATH_LENGTH,
+      allowUnsafeRegex = false,
+    } = options;
+    if (trailingSlash !== "relaxed" && trailingSlash !== "strict") {
+      throw new RangeError(
+        `Invalid trailingSlash ${describe(trailingSlash)}; use "relaxed" or "strict"`,
+      );
+    }
+    if (!Number.isSafeInteger(maxPathLength) || maxPathLength < 1) {
+      throw new RangeError(
+        `Invalid maxPathLength ${describe(maxPathLength)}; use a positive integer such as 8192`,
+      );
+    }
+    this.#relaxed = trailingSlash === "relaxed";
+    this.#maxPathLength = maxPathLength;
+    this.#allowUnsafeRegex = allowUnsafeRegex;
+    for (const route of routes) this.addRoute(route);
+  }
+
+  /**
+   * Every route added, in registration order.
+   *
+   * @example Listing routes
+   * ```ts
+   * import { AsgiRouter, Route } from "./router.ts";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const router = new AsgiRouter({ routes: [new Route("/a", { handler: () => {} })] });
+   * assertEquals(router.routes.map((route) => route.path), ["/a"]);
+   * ```
+   *
+   * @returns A frozen array.
+   */
+  get routes(): readonly Route<H>[] {
+    return this.#routesView;
+  }
+
+  /**
+   * Adds a route. Routes of the same shape (same pattern, variable names aside) share one
+   * endpoint and must serve disjoint methods.
+   *
+   * @param route The route.
+   * @throws {TypeError} If `route` is not a {@linkcode Route}.
+   * @throws {RouteConflict} If a route of the same shape serves one of its methods.
+   * @throws {InvalidRoutePattern} If the ReDoS guard refuses it (see `allowUnsafeRegex`).
+   *
+   * @example Adding routes
+   * ```ts
+   * import { AsgiRouter, Route } from "./router.ts";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const router = new AsgiRouter();
+   * router.addRoute(new Route("/items/{id}", { handler: () => "read" }));
+   * router.addRoute(new Route("/items/{id}", { handler: () => "write", methods: ["PUT"] }));
+   * assertEquals(router.match("/items/7")?.allowed, ["GET", "PUT"]);
+   * ```
+   */
+  addRoute(route: Route<H>): void {
+    const parsed = route instanceof Route ? parsedPatterns.get(route) : undefined;
+    if (parsed === undefined) {
+      throw new TypeError(
+        `addRoute() needs a Route, got ${describe(route)}; pass new Route(path, { handler })`,
+      );
+    }
+    const tokens = this.#relaxed ? relaxTokens(parsed) : parsed;
+    this.#checkSafety(route, tokens);
+    const key = shapeKey(tokens);
+    let endpoint = this.#byShape.get(key);
+    if (endpoint !== undefined) {
+      for (const other of endpoint.routes) {
+        const shared = other.methods.filter((method) => route.methods.includes(method));
+        if (shared.length > 0) throw new RouteConflict(route, other, shared.sort());
+      }
+    } else {
+      endpoint = new Endpoint<H>(tokens, this.#routes.length);
+      this.#byShape.set(key, endpoint);
+      this.#insert(tokens, endpoint);
+    }
+    endpoint.add(route, tokens);
+    this.#routes.push(route);
+    this.#routesView = Object.freeze([...this.#routes]);
+    this.#dirty = true;
+  }
+
+  /**
+   * Looks a path up. Never throws; allocates only the result and its context.
+   *
+   * @param path The (percent-decoded) request path.
+   * @returns The match, or `undefined` when no route matches or the path is longer than
+   * `maxPathLength`.
+   *
+   * @example 404, 405 or a handler
+   * ```ts
+   * import { AsgiRouter, Route } from "./router.ts";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const router = new AsgiRouter({ routes: [new Route("/files/{path:*}", { handler: () => "file" })] });
+   * const match = router.match("/files/a/b.txt");
+   * assertEquals(match?.context, { path: "a/b.txt" });
+   * assertEquals(match?.routeFor("GET")?.handler(), "file");
+   * assertEquals(router.match("/nope"), undefined);
+   * ```
+   */
+  match(path: string): RouteMatch<H> | undefined {
+    const endpoint = this.#find(path);
+    if (endpoint === undefined) return undefined;
+    return new Match(endpoint, endpoint.context(this.#target, this.#caps));
+  }
+
+  /**
+   * Looks a path up, as the Python original's `get_route`.
+   *
+   * @param path The (percent-decoded) request path.
+   * @returns The endpoint handler (see {@linkcode EndpointHandler}) and the path's context.
+   * @throws {UnknownEndpoint} If no route matches; `reason` tells a miss from a path longer
+   * than `maxPathLength`.
+   *
+   * @example Calling the endpoint handler
+   * ```ts
+   * import { AsgiRouter, Route } from "./router.ts";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const router = new AsgiRouter({
+   *   routes: [new Route("/hi/{name}", { handler: (context: Record<string, string>) => `hi ${context.name}` })],
+   * });
+   * const [handler, context] = router.getRoute("/hi/ada");
+   * assertEquals(await handler(context, { method: "GET" }), "hi ada");
+   * ```
+   */
+  getRoute(path: string): [EndpointHandler<H>, PathContext] {
+    const endpoint = this.#find(path);
+    if (endpoint === undefined) {
+      throw path.length > this.#maxPathLength
+        ? new UnknownEndpoint(path, "path-too-long", this.#maxPathLength)
+        : new UnknownEndpoint(path);
+    }
+    return [endpoint.handler, endpoint.context(this.#target, this.#caps)];
+  }
+
+  /**
+   * Draws the tree, one node a line: static text, `{name}`, `{name:regex}` or `{name:*}`;
+   * `● METHODS` where routes end; `↺` on variables that can end at several places.
+   *
+   * @returns The drawing.
+   *
+   * @example Drawing a small tree
+   * ```ts
+   * import { AsgiRouter, Route } from "./router.ts";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const router = new AsgiRouter({
+   *   routes: [
+   *     new Route("/users", { handler: () => {} }),
+   *     new Route("/users/{id}", { handler: () => {}, methods: ["GET", "PUT"] }),
+   *   ],
+   * });
+   * assertEquals(router.toString(), "/\n└── users ● GET\n    └── /\n        └── {id} ● GET, PUT");
+   * ```
+   */
+  toString(): string {
+    if (this.#dirty) this.#finalize();
+    const lines = [this.#root.label + marker(this.#root)];
+    drawKids(this.#root, "", lines);
+    return lines.join("\n");
+  }
+
+  /** The endpoint for `path`, leaving the matched string in `#target` and spans in `#caps`. */
+  #find(path: string): Endpoint<H> | undefined {
+    if (this.#dirty) this.#finalize();
+    if (path.length > this.#maxPathLength) return undefined;
+    this.#target = path;
+    const found = this.#static.get(path);
+    if (found !== undefined) return found;
+    const n = path.length;
+    if (this.#relaxed && n > 1 && path.charCodeAt(n - 1) === SLASH) {
+      this.#target = path = path.slice(0, -1);
+    }
+    if (path.charCodeAt(0) !== SLASH) return undefined;
+    return searchStatic(this.#root, path, 1, this.#caps);
+  }
+
+  #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
+    if (this.#allowUnsafeRegex) return;
+    for (const token of tokens) {
+      if (token.kind === REGEX && token.facts!.risk !== undefined) {
+        const risk = token.facts!.risk;
+        throw new InvalidRoutePattern(
+          route.path,
+          token.regexPosition + risk.position,
+          `${risk.message}; rewrite the regex or pass allowUnsafeRegex: true if you trust it`,
+        );
+      }
+    }
+    // Routes handed to the regex engine (see RegexMatcher): at most one ambiguous variable.
+    const from = firstAmbiguousVariable(tokens);
+    if (from === -1 || !tokens.slice(from).some((token) => token.kind === REGEX)) return;
+    let seen: VariableToken | undefined;
+    for (let i = from; i < tokens.length; i++) {
+      const token = tokens[i]!;
+      const next = tokens[i + 1];
+      if (token.kind === LITERAL || next === undefined || next.kind !== LITERAL) continue;
+      const code = next.text.codePointAt(0)!;
+      const ambiguous = token.kind === PLAIN
+        ? code !== SLASH
+        : token.kind === REGEX && hasCode(token.facts!.consumes, code);
+      if (!ambiguous) continue;
+      if (seen !== undefined) {
+        throw new InvalidRoutePattern(
+          route.path,
+          token.position,
+          `variables "${seen.name}" and "${token.name}" can both end in several places, and ` +
+            `with a regex variable in the route the regex engine would have to try every ` +
+            `combination on hostile paths; exclude the following text from one of them (e.g. ` +
+            `[^.]+ before ".") or pass allowUnsafeRegex: true`,
+        );
+      }
+      seen = token;
+    }
+  }
+
+  #insert(tokens: readonly Token[], endpoint: Endpoint<H>): void {
+    let node = this.#root;
+    let slot = 0;
+    for (let t = 0; t < tokens.length; t++) {
+      const token = tokens[t]!;
+      if (token.kind === LITERAL) {
+        const text = t === 0 ? token.text.slice(1) : token.text;
+        if (text !== "") node = insertText(node, text);
+        continue;
+      }
+      node = variableKid(node, token, slot++);
+    }
+    node.endpoint = endpoint;
+    if (slot === 0) {
+      const path = shapeKey(tokens);
+      this.#static.set(path, endpoint);
+      if (this.#relaxed && path !== "/") this.#static.set(path + "/", endpoint);
+    }
+    if (slot * 2 > this.#caps.length) this.#caps = new Int32Array(slot * 4);
+  }
+
+  /** Computes the branches of every variable node that can end at several places. */
+  #finalize(): void {
+    weigh(this.#root);
+    const visit = (node: Node<H>): void => {
+      if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
+      for (const kid of allKids(node)) visit(kid);
+    };
+    visit(this.#root);
+    this.#dirty = false;
+  }
+}
+
+function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> {
+  while (text !== "") {
+    const code = text.charCodeAt(0);
+    const index = node.codes.indexOf(code);
+    if (index === -1) {
+      const kid = new Node<H>(LITERAL, text);
+      node.codes.push(code);
+      node.kids.push(kid);
+      return kid;
+    }
+    let kid = node.kids[index]!;
+    const label = kid.label;
+    let common = 1;
+    while (common < label.length && common < text.length && label[common] === text[common]) {
+      common++;
+    }
+    if (common < label.length) {
+      const middle = new Node<H>(LITERAL, label.slice(0, common));
+      kid.label = label.slice(common);
+      middle.codes.push(kid.label.charCodeAt(0));
+      middle.kids.push(kid);
+      node.kids[index] = middle;
+      kid = middle;
+    }
+    node = kid;
+    text = text.slice(common);
+  }
+  return node;
+}
+
+function variableKid<H extends AnyHandler>(
+  node: Node<H>,
+  token: VariableToken,
+  slot: number,
+): Node<H> {
+  if (token.kind === PLAIN) {
+    return node.plainKid ??= new Node<H>(PLAIN, `{${token.name}}`, token, slot);
+  }
+  if (token.kind === CATCH_ALL) {
+    return node.catchAllKid ??= new Node<H>(CATCH_ALL, `{${token.name}:*}`, token, slot);
+  }
+  let kid = node.regexKids.find((kid) => kid.regex === token.regex);
+  if (kid === undefined) {
+    kid = new Node<H>(REGEX, `{${token.name}:${token.regex}}`, token, slot);
+    node.regexKids.push(kid);
+  }
+  return kid;
+}
+
+function allKids<H extends AnyHandler>(node: Node<H>): Node<H>[] {
+  const kids = [...node.kids, ...node.regexKids];
+  if (node.plainKid !== undefined) kids.push(node.plainKid);
+  if (node.catchAllKid !== undefined) kids.push(node.catchAllKid);
+  return kids;
+}
+
+/** Fills `weight` and `first` of every node below `node` (post-order). */
+function weigh<H extends AnyHandler>(node: Node<H>): void {
+  let weight = 0;
+  let first = node.endpoint?.order ?? Infinity;
+  for (const kid of allKids(node)) {
+    weigh(kid);
+    weight = Math.max(weight, kid.weight);
+    first = Math.min(first, kid.first);
+  }
+  node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
+  node.first = first;
+}
+
+function endpointsBelow<H extends AnyHandler>(
+  node: Node<H>,
+  out: Endpoint<H>[] = [],
+): Endpoint<H>[] {
+  if (node.endpoint !== undefined) out.push(node.endpoint);
+  for (const kid of allKids(node)) endpointsBelow(kid, out);
+  return out;
+}
+
+function listBranch<H extends AnyHandler>(variable: Node<H>, endpoints: Endpoint<H>[]): Branch<H> {
+  const ordered = priorityOrder(endpoints);
+  const matchers = ordered.map((endpoint) => {
+    const suffix = endpoint.tokens.slice(tokenIndexOfSlot(endpoint.tokens, variable.slot));
+    return suffix.some((token) => token.kind === REGEX)
+      ? new RegexMatcher(suffix, variable.slot)
+      : new GreedyMatcher(suffix, variable.slot);
+  });
+  return { kind: LIST, endpoints: ordered, matchers };
+}
+
+function finalizeVariable<H extends AnyHandler>(node: Node<H>): void {
+  const slashIndex = node.codes.indexOf(SLASH);
+  node.slashKid = slashIndex === -1 ? undefined : node.kids[slashIndex];
+  if (node.kind === REGEX && node.canMatchSlash) {
+    const below = endpointsBelow(node);
+    node.branches = below.length === 0 ? [] : [listBranch(node, below)];
+    return;
+  }
+  if (node.kids.length === (node.slashKid === undefined ? 0 : 1)) {
+    node.branches = undefined;
+    return;
+  }
+  const ranked: { branch: Branch<H>; weight: number; first: number }[] = [];
+  const none: readonly never[] = [];
+  if (node.slashKid !== undefined) {
+    ranked.push({
+      branch: { kind: AT_SLASH, endpoints: none, matchers: none },
+      weight: node.slashKid.weight,
+      first: node.slashKid.first,
+    });
+  }
+  if (node.endpoint !== undefined) {
+    ranked.push({
+      branch: { kind: AT_END, endpoints: none, matchers: none },
+      weight: 0,
+      first: node.endpoint.order,
+    });
+  }
+  for (const kid of node.kids) {
+    if (kid === node.slashKid) continue;
+    ranked.push({
+      branch: listBranch(node, endpointsBelow(kid)),
+      weight: kid.weight,
+      first: kid.first,
+    });
+  }
+  ranked.sort((a, b) => b.weight - a.weight || a.first - b.first);
+  node.branches = ranked.map((item) => item.branch);
+}
+
+function marker<H extends AnyHandler>(node: Node<H>): string {
+  let text = node.branches !== undefined ? " ↺" : "";
+  if (node.endpoint !== undefined) text += ` ● ${node.endpoint.allowed.join(", ")}`;
+  return text;
+}
+
+function drawKids<H extends AnyHandler>(node: Node<H>, indent: string, lines: string[]): void {
+  const kids = allKids(node);
+  kids.forEach((kid, i) => {
+    const last = i === kids.length - 1;
+    lines.push(`${indent}${last ? "└── " : "├── "}${kid.label}${marker(kid)}`);
+    drawKids(kid, indent + (last ? "    " : "│   "), lines);
+  });
+}

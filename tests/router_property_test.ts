@@ -1,0 +1,174 @@
+// Copyright the stellarator authors. MIT license.
+import fc from "npm:fast-check@4.10.2";
+import { assertEquals } from "@std/assert";
+import { AsgiRouter, InvalidRoutePattern, Route, RouteConflict } from "../router.ts";
+import { ReferenceRouter } from "./_reference.ts";
+
+/** Regexes for constrained variables: greedy, lazy-ish, alternations, own groups, "/"-spanning. */
+const REGEXES = [
+  "[0-9]+",
+  "[a-z]+",
+  "[ab]+",
+  "a|ab",
+  "ab|a",
+  "[a-z0-9.]+",
+  ".+",
+  "[^/]*",
+  "(a)b?",
+  "b*",
+  "[0-9]{2}",
+  "[a-z]+?",
+  "(?:x|[0-9])+",
+  "(?!new)[a-z]+",
+];
+
+/** Segments of patterns: literals, lone variables, and segments where variables share. */
+const patternSegment = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "") },
+  { weight: 3, arbitrary: fc.constant("{v}") },
+  { weight: 2, arbitrary: fc.constantFrom(...REGEXES).map((regex) => `{v:${regex}}`) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      "{v}.{v}",
+      "{v}-{v}",
+      "a{v}",
+      "{v}.b",
+      "{v}b",
+      "{v}.png",
+      "{v:[0-9]+}.png",
+      "{v:[0-9]+}.{v}",
+      "{v:[a-z.]+}.{v}",
+      "{v:.+}.b",
+      "{v}...{v}",
+      "{v}:{v}...{v}:{v}",
+      "{v}_x",
+      "x{v}x",
+    ),
+  },
+);
+
+/** A pattern with variables named v0, v1… in order, so equal shapes get equal names. */
+const pattern = fc.tuple(
+  fc.array(patternSegment, { maxLength: 4 }),
+  fc.boolean(),
+  fc.boolean(),
+).map(([segments, catchAll, slash]) => {
+  let text = "/" + segments.join("/");
+  if (catchAll) text += (segments.length > 0 ? "/" : "") + "{v:*}";
+  else if (slash && text !== "/") text += "/";
+  let n = 0;
+  return text.replace(/\{v/g, () => `{v${n++}`);
+});
+
+const VALUES = ["a", "b", "ab", "abc", "a.b", "a.b.c", "x", "1", "12", "123", "1.png", "a.png"];
+const pathSegment = fc.constantFrom(
+  ...VALUES,
+  "new",
+  "newer",
+  "a-b",
+  "a:b...c:d",
+  "a...b",
+  "ab_x",
+  "xax",
+  "",
+  "é",
+  "12.b",
+  "a.b.png",
+  "x1",
+);
+
+const randomPath = fc.tuple(fc.array(pathSegment, { maxLength: 5 }), fc.boolean()).map(
+  ([segments, slash]) => "/" + segments.join("/") + (slash && segments.length > 0 ? "/" : ""),
+);
+
+/** A path made from a pattern, its variables filled in: mostly hits, sometimes near misses. */
+const derivedPath = fc.tuple(
+  pattern,
+  fc.array(fc.constantFrom(...VALUES, "a/b", "", "1/2.png"), { minLength: 8, maxLength: 8 }),
+).map(([text, values]) => {
+  let n = 0;
+  return text.replace(/\{v\d+(?::(?:[^{}]|\{[^}]*\})*)?\}/g, () => values[n++ % values.length]!);
+});
+
+interface Registered {
+  router: AsgiRouter;
+  reference: ReferenceRouter;
+  added: number;
+}
+
+/** Adds every pattern the router accepts to both routers; refused ones to neither. */
+function build(
+  specs: readonly [string, string][],
+  trailingSlash: "relaxed" | "strict",
+): Registered {
+  const router = new AsgiRouter({ trailingSlash });
+  const accepted: string[] = [];
+  for (const [path, method] of specs) {
+    try {
+      router.addRoute(new Route(path, { handler: () => path, methods: [method] }));
+      accepted.push(path);
+    } catch (error) {
+      if (!(error instanceof RouteConflict || error instanceof InvalidRoutePattern)) throw error;
+    }
+  }
+  return {
+    router,
+    reference: new ReferenceRouter(accepted, { trailingSlash }),
+    added: accepted.length,
+  };
+}
+
+function check({ router, reference }: Registered, path: string): void {
+  const want = reference.match(path);
+  const got = router.match(path);
+  if (want === undefined) {
+    assertEquals(got?.routes.map((route) => route.path), undefined, `path ${path}`);
+    return;
+  }
+  assertEquals(got?.routes.map((route) => route.path), want.patterns, `path ${path}`);
+  assertEquals({ ...got!.context }, want.context, `context of ${path}`);
+}
+
+const RUNS = 2500;
+let lookups = 0;
+
+Deno.test("AsgiRouter.match() agrees with the whole-route regex reference on random route sets", () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(pattern, fc.constantFrom("GET", "GET", "POST")), {
+        minLength: 1,
+        maxLength: 10,
+      }),
+      fc.array(fc.oneof(randomPath, derivedPath), { minLength: 4, maxLength: 16 }),
+      fc.constantFrom("relaxed" as const, "strict" as const),
+      (specs, paths, trailingSlash) => {
+        const built = build(specs, trailingSlash);
+        // Paths built from the registered patterns themselves are mostly hits.
+        for (const path of paths) check(built, path);
+        lookups += paths.length;
+      },
+    ),
+    { numRuns: RUNS },
+  );
+});
+
+Deno.test("AsgiRouter.match() agrees with the reference whatever the registration order", () => {
+  fc.assert(
+    fc.property(
+      fc.array(pattern, { minLength: 2, maxLength: 8 }),
+      fc.array(fc.oneof(randomPath, derivedPath), { minLength: 4, maxLength: 12 }),
+      (patterns, paths) => {
+        const forward = build(patterns.map((p) => [p, "GET"]), "relaxed");
+        const backward = build([...patterns].reverse().map((p) => [p, "GET"]), "relaxed");
+        for (const path of paths) {
+          check(forward, path);
+          check(backward, path);
+        }
+        lookups += 2 * paths.length;
+      },
+    ),
+    { numRuns: RUNS / 2 },
+  );
+  console.log(`${lookups} lookups compared with the reference`);
+});
