@@ -68,8 +68,15 @@ export function parsePattern(pattern: string): Token[] {
   }
   const tokens: Token[] = [];
   const names = new Set<string>();
-  let literal = "";
-  let literalStart = 0;
+  // Literal text runs from literalStart to i; it is sliced, not concatenated, because the tree
+  // compares these strings on every lookup and a flat string reads faster than a rope.
+  let literalStart = -1;
+  const flush = (end: number) => {
+    if (literalStart === -1) return false;
+    tokens.push({ kind: LITERAL, text: pattern.slice(literalStart, end), position: literalStart });
+    literalStart = -1;
+    return true;
+  };
   let i = 0;
   while (i < pattern.length) {
     const c = pattern[i]!;
@@ -77,16 +84,12 @@ export function parsePattern(pattern: string): Token[] {
       throw new PatternError('unbalanced "}"; remove it or open a variable with "{"', i);
     }
     if (c !== "{") {
-      if (literal === "") literalStart = i;
-      literal += c;
+      if (literalStart === -1) literalStart = i;
       i++;
       continue;
     }
     const open = i;
-    if (literal !== "") {
-      tokens.push({ kind: LITERAL, text: literal, position: literalStart });
-      literal = "";
-    } else if (tokens.length > 0) {
+    if (!flush(open) && tokens.length > 0) {
       throw new PatternError(
         "two variables with nothing between them; separate them with literal text",
         open,
@@ -165,7 +168,7 @@ export function parsePattern(pattern: string): Token[] {
       regexPosition: regexStart,
     });
   }
-  if (literal !== "") tokens.push({ kind: LITERAL, text: literal, position: literalStart });
+  flush(pattern.length);
   return tokens;
 }
 
