@@ -8,6 +8,10 @@
  * it, and it has a Fetch handler (`app.fetch`), so `Deno.serve(app.fetch)` and
  * `export default app` with `deno serve` work too.
  *
+ * Unknown paths get `404`, a method no route of the path serves gets `405` with an `Allow` header,
+ * both answered from `router.match()` with no exception thrown. A `HEAD` request is served by the
+ * path's `GET` route when no route lists `HEAD`, without the body.
+ *
  * ## Time limits and cancellation
  *
  * Limits are in seconds, fractions allowed; a limit left out means no limit.
@@ -408,6 +412,7 @@ async function sendFixed(send: Send, response: Response): Promise<void> {
 }
 
 async function sendMethodNotAllowed(send: Send, allowed: readonly string[]): Promise<void> {
+  if (allowed.includes("GET") && !allowed.includes("HEAD")) allowed = [...allowed, "HEAD"].sort();
   await send({
     type: "http.response.start",
     status: STATUS_CODE.MethodNotAllowed,
@@ -1078,7 +1083,9 @@ export class AppBase<A extends object = Record<never, never>> {
     // The hot path: answer 404 and 405 from the match itself, with no exception thrown.
     const match = this.router.match(scope.path);
     if (match === undefined) return await sendFixed(send, NOT_FOUND_RESPONSE);
-    const route = match.routeFor(scope.method);
+    // HEAD is GET without the body (RFC 9110, 9.3.2); the bridge drops the body.
+    const route = match.routeFor(scope.method) ??
+      (scope.method === "HEAD" ? match.routeFor("GET") : undefined);
     if (route === undefined) return await sendMethodNotAllowed(send, match.allowed);
     const webScope = scope as WebScope<A>;
     webScope.app = this.#self;

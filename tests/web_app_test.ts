@@ -123,8 +123,14 @@ Deno.test("App answers 404 for an unknown path and 405 with an Allow header", as
   await t.step("wrong method", async () => {
     const response = await fetch(`${served.base}/things/1`, { method: "DELETE" });
     assertEquals(response.status, 405);
-    assertEquals(response.headers.get("allow"), "GET, POST");
+    assertEquals(response.headers.get("allow"), "GET, HEAD, POST");
     assertEquals(await response.text(), "Method Not Allowed");
+  });
+  await t.step("HEAD is served by the GET route, without the body", async () => {
+    const response = await fetch(`${served.base}/things/1`, { method: "HEAD" });
+    assertEquals(response.status, 200);
+    assertEquals(response.headers.get("content-length"), "2");
+    assertEquals(await response.text(), "");
   });
   await t.step("right method", async () => {
     const response = await fetch(`${served.base}/things/1`, { method: "POST" });

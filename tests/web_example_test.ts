@@ -93,9 +93,9 @@ Deno.test("examples/web_app.ts answers every row of seed 4.3 on both transports"
 
       await t.step("a wrong method gets 405 with Allow", async () => {
         const deleted = await rawRequest(served.port, "DELETE", "/info/bob");
-        assertEquals([deleted.status, deleted.header("allow")], [405, "GET, POST"]);
+        assertEquals([deleted.status, deleted.header("allow")], [405, "GET, HEAD, POST"]);
         const posted = await rawRequest(served.port, "POST", "/", "{}");
-        assertEquals([posted.status, posted.header("allow")], [405, "GET"]);
+        assertEquals([posted.status, posted.header("allow")], [405, "GET, HEAD"]);
       });
 
       await t.step("a malformed JSON body gets 500 and the server stays up", async () => {
