@@ -1,0 +1,322 @@
+// Copyright the stellarator authors. MIT license.
+// Every error the router raises, by class and message: all at registration, none while serving.
+import { assertEquals, assertInstanceOf, assertThrows } from "@std/assert";
+import {
+  AsgiRouter,
+  type AsgiRouterOptions,
+  InvalidRoutePattern,
+  Route,
+  RouteConflict,
+  RouterError,
+} from "../router.ts";
+
+function noop(): void {}
+
+function invalid(fn: () => unknown): InvalidRoutePattern {
+  return assertThrows(fn, InvalidRoutePattern) as InvalidRoutePattern;
+}
+
+Deno.test("new Route() rejects malformed patterns with InvalidRoutePattern and a position", async (t) => {
+  const cases: [string, string, number, string][] = [
+    ["missing leading slash", "users", 0, 'it must start with "/"'],
+    ["empty pattern", "", 0, 'it must start with "/"'],
+    ["unbalanced {", "/a/{b", 3, 'unbalanced "{"; close the variable with "}"'],
+    ["unbalanced { in a regex", "/a/{b:[0-9]{2}", 3, 'unbalanced "{"; close the variable with "}"'],
+    ["unbalanced }", "/a/b}", 4, 'unbalanced "}"; remove it or open a variable with "{"'],
+    ["empty name", "/a/{}", 4, 'empty variable name; write "{name}" or "{name:regex}"'],
+    [
+      "empty name with regex",
+      "/a/{:[0-9]+}",
+      4,
+      'empty variable name; write "{name}" or "{name:regex}"',
+    ],
+    [
+      "invalid name",
+      "/a/{1st}",
+      4,
+      'invalid variable name "1st"; use letters, digits and "_", not starting with a digit',
+    ],
+    [
+      "name with a dash",
+      "/a/{user-id}",
+      4,
+      'invalid variable name "user-id"; use letters, digits and "_", not starting with a digit',
+    ],
+    [
+      "duplicate names",
+      "/a/{x}/{x:[0-9]+}",
+      8,
+      'duplicate variable name "x"; give each variable its own name',
+    ],
+    [
+      "adjacent variables",
+      "/a/{x}{y}",
+      6,
+      "two variables with nothing between them; separate them with literal text",
+    ],
+    ["empty regex", "/a/{x:}", 6, 'empty regex for "x"; write "{x}" for a plain variable'],
+    [
+      "catch-all before the end",
+      "/a/{rest:*}/b",
+      11,
+      'the catch-all "{rest:*}" must end the pattern; move it to the end',
+    ],
+    [
+      "backreference",
+      "/a/{x:(a)\\1}",
+      9,
+      "backreferences are not supported; the router embeds the regex in a larger one",
+    ],
+    [
+      "named group",
+      "/a/{x:(?<n>a)}",
+      6,
+      "named groups are not supported; use an unnamed group (...) or (?:...)",
+    ],
+  ];
+  for (const [name, pattern, position, reason] of cases) {
+    await t.step(name, () => {
+      const error = invalid(() => new Route(pattern, { handler: noop }));
+      assertInstanceOf(error, RouterError);
+      assertEquals(error.pattern, pattern);
+      assertEquals(error.position, position);
+      assertEquals(error.reason, reason);
+      assertEquals(
+        error.message,
+        `Invalid route pattern "${pattern}" at position ${position}: ${reason}`,
+      );
+    });
+  }
+});
+
+Deno.test("new Route() quotes the engine's message for a regex that does not compile", async (t) => {
+  const cases: [string, number][] = [["/a/{x:(a}", 6], ["/a/{x:a**}", 6], ["/v/{x:[z-a]}", 6]];
+  for (const [pattern, position] of cases) {
+    await t.step(pattern, () => {
+      const error = invalid(() => new Route(pattern, { handler: noop }));
+      const regex = pattern.slice(position, -1);
+      let engine = "";
+      try {
+        new RegExp(regex, "u");
+      } catch (e) {
+        engine = (e as Error).message;
+      }
+      assertEquals(error.position, position);
+      assertEquals(error.reason, `the regex does not compile: ${engine}`);
+    });
+  }
+});
+
+Deno.test("AsgiRouter.addRoute() refuses regexes prone to catastrophic backtracking", async (t) => {
+  const nested = "nested unbounded quantifiers can backtrack exponentially on hostile paths";
+  const alternatives = "alternatives that can start with the same character, under an unbounded " +
+    "quantifier, can backtrack exponentially on hostile paths";
+  const three = "three unbounded quantifiers over the same characters can backtrack for a very " +
+    "long time on hostile paths";
+  const fix = "; rewrite the regex or pass allowUnsafeRegex: true if you trust it";
+  const cases: [string, number, string][] = [
+    ["/a/{x:(a+)+$}", 7, nested],
+    ["/a/{x:(a*)*}", 7, nested],
+    ["/a/{x:(.*)*}", 7, nested],
+    ["/a/{x:(\\w+\\s?)+}", 7, nested],
+    ["/a/{x:(?:[a-z]+[0-9]*)+}", 9, nested],
+    ["/a/{x:(?:a|a)*}", 9, alternatives],
+    ["/a/{x:(a|ab)+}", 7, alternatives],
+    ["/a/{x:.*.*.*}", 10, three],
+    ["/a/{x:\\d+\\d*\\d+}", 12, three],
+  ];
+  for (const [pattern, position, reason] of cases) {
+    await t.step(pattern, () => {
+      const route = new Route(pattern, { handler: noop });
+      const error = invalid(() => new AsgiRouter({ routes: [route] }));
+      assertEquals(error.position, position);
+      assertEquals(
+        error.message,
+        `Invalid route pattern "${pattern}" at position ${position}: ${reason}${fix}`,
+      );
+      const unsafe = new AsgiRouter({ routes: [route], allowUnsafeRegex: true });
+      assertEquals(unsafe.routes, [route]);
+    });
+  }
+  await t.step("a 30-character attack on (a+)+$ would hang the engine", () => {
+    // Not run against the regex: the point is that the router never gets to run it.
+    const error = invalid(() =>
+      new AsgiRouter({ routes: [new Route("/{x:(a+)+$}", { handler: noop })] })
+    );
+    assertEquals(error.position, 5);
+  });
+});
+
+Deno.test("AsgiRouter.addRoute() accepts common safe regexes", () => {
+  const patterns = [
+    "/slug/{slug:[a-z0-9]+(?:-[a-z0-9]+)*}",
+    "/uid/{uid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}}",
+    "/v/{version:v[0-9]+(?:\\.[0-9]+)*}",
+    "/d/{date:\\d{4}-\\d{2}-\\d{2}}",
+    "/p/{path:.+}",
+    "/e/{email:[^@/]+@[^@/]+}",
+    "/w/{word:(?:foo|bar)+}",
+  ];
+  const router = new AsgiRouter({
+    routes: patterns.map((pattern) => new Route(pattern, { handler: noop })),
+  });
+  assertEquals(router.match("/slug/a-b-c")?.context, { slug: "a-b-c" });
+  assertEquals(router.match("/v/v1.2.3")?.context, { version: "v1.2.3" });
+  assertEquals(router.match("/e/ada@example.org")?.context, { email: "ada@example.org" });
+});
+
+Deno.test("AsgiRouter.addRoute() refuses two ambiguous variables in a route with a regex", () => {
+  const route = new Route("/a/{x:.+}.{y}.{z}", { handler: noop });
+  const error = invalid(() => new AsgiRouter({ routes: [route] }));
+  assertEquals(error.position, 10);
+  assertEquals(
+    error.reason,
+    'variables "x" and "y" can both end in several places, and with a regex variable in the ' +
+      "route the regex engine would have to try every combination on hostile paths; exclude " +
+      'the following text from one of them (e.g. [^.]+ before ".") or pass allowUnsafeRegex: true',
+  );
+  new AsgiRouter({ routes: [route], allowUnsafeRegex: true });
+  // Without a constrained variable the router's own linear matcher handles any number.
+  new AsgiRouter({ routes: [new Route("/a/{w}.{x}.{y}.{z}", { handler: noop })] });
+  // A constrained variable that cannot run over the following text is not ambiguous.
+  new AsgiRouter({ routes: [new Route("/a/{n:[0-9]+}.{x}.{y}", { handler: noop })] });
+});
+
+Deno.test("AsgiRouter.addRoute() raises RouteConflict for one shape with shared methods", async (t) => {
+  const cases: [string, string[], string, string[], string[], AsgiRouterOptions?][] = [
+    ["/x/{a}", ["GET"], "/x/{b}", ["GET"], ["GET"]],
+    ["/x/{a}", ["GET", "POST"], "/x/{b}", ["PUT", "POST", "GET"], ["GET", "POST"]],
+    ["/claw/", ["GET"], "/claw", ["GET"], ["GET"]],
+    ["/f/{n:[0-9]+}", ["GET"], "/f/{m:[0-9]+}", ["GET"], ["GET"]],
+    ["/s/{p:*}", ["DELETE"], "/s/{q:*}", ["delete"], ["DELETE"]],
+  ];
+  for (const [first, firstMethods, second, secondMethods, shared, options] of cases) {
+    await t.step(`${first} then ${second}`, () => {
+      const existing = new Route(first, { handler: noop, methods: firstMethods });
+      const router = new AsgiRouter({ ...options, routes: [existing] });
+      const route = new Route(second, { handler: noop, methods: secondMethods });
+      const error = assertThrows(() => router.addRoute(route), RouteConflict) as RouteConflict;
+      assertEquals(error.route, route);
+      assertEquals(error.conflictsWith, existing);
+      assertEquals(error.methods, shared);
+      assertEquals(
+        error.message,
+        `Cannot add route "${second}" for ${shared.join(", ")}: it conflicts with "${first}", ` +
+          `which already serves ${shared.length > 1 ? "them" : "it"}; give one of them other ` +
+          `methods or another path`,
+      );
+      // The failed route left nothing behind.
+      assertEquals(router.routes, [existing]);
+    });
+  }
+  await t.step("disjoint methods share one endpoint", () => {
+    const router = new AsgiRouter({
+      routes: [
+        new Route("/x/{a}", { handler: noop }),
+        new Route("/x/{b}", { handler: noop, methods: ["POST"] }),
+      ],
+    });
+    assertEquals(router.match("/x/1")?.allowed, ["GET", "POST"]);
+  });
+  await t.step("strict mode keeps trailing slashes apart", () => {
+    new AsgiRouter({
+      trailingSlash: "strict",
+      routes: [new Route("/claw/", { handler: noop }), new Route("/claw", { handler: noop })],
+    });
+  });
+  await t.step("different regexes are different shapes", () => {
+    new AsgiRouter({
+      routes: [
+        new Route("/f/{n:[0-9]+}", { handler: noop }),
+        new Route("/f/{n:\\d+}", { handler: noop }),
+      ],
+    });
+  });
+});
+
+Deno.test("new Route() raises TypeError for bad handlers, methods and paths", async (t) => {
+  const known = "CONNECT, DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT, TRACE";
+  const cases: [string, () => unknown, string][] = [
+    [
+      "missing handler",
+      () => new Route("/a", {} as never),
+      'Route "/a" needs a handler function, got undefined; pass { handler: (...args) => ... }',
+    ],
+    [
+      "non-function handler",
+      () => new Route("/a", { handler: "index" as never }),
+      'Route "/a" needs a handler function, got "index"; pass { handler: (...args) => ... }',
+    ],
+    [
+      "missing options",
+      () => new Route("/a", undefined as never),
+      'Route "/a" needs an options object, got undefined; pass { handler: (...args) => ... }',
+    ],
+    [
+      "no methods",
+      () => new Route("/a", { handler: noop, methods: [] }),
+      'Route "/a" has no methods; pass at least one, e.g. { methods: ["GET"] }',
+    ],
+    [
+      "unknown method",
+      () => new Route("/a", { handler: noop, methods: ["GET", "FETCH"] }),
+      `Route "/a" has an unknown method "FETCH"; use one of ${known}`,
+    ],
+    [
+      "empty method",
+      () => new Route("/a", { handler: noop, methods: [""] }),
+      `Route "/a" has an empty or non-string method ""; use one of ${known}`,
+    ],
+    [
+      "non-string method",
+      () => new Route("/a", { handler: noop, methods: [1 as never] }),
+      `Route "/a" has an empty or non-string method 1; use one of ${known}`,
+    ],
+    [
+      "methods not an array",
+      () => new Route("/a", { handler: noop, methods: "GET" as never }),
+      'Route "/a" needs methods as an array, got "GET"; pass e.g. { methods: ["GET"] }',
+    ],
+    [
+      "non-string path",
+      () => new Route(42 as never, { handler: noop }),
+      'Route pattern must be a string like "/users/{id}", got 42',
+    ],
+  ];
+  for (const [name, fn, message] of cases) {
+    await t.step(name, () => {
+      assertThrows(fn, TypeError, message);
+      assertEquals((assertThrows(fn) as Error).message, message);
+    });
+  }
+});
+
+Deno.test("new Route() stores methods upper-case, once each, in the order given", () => {
+  const route = new Route("/a", { handler: noop, methods: ["post", "GET", "Post"] });
+  assertEquals(route.methods, ["POST", "GET"]);
+  assertEquals(new Route("/a", { handler: noop }).methods, ["GET"]);
+});
+
+Deno.test("AsgiRouter() raises TypeError and RangeError for bad arguments", async (t) => {
+  await t.step("addRoute() with something else than a Route", () => {
+    const router = new AsgiRouter();
+    const message = "addRoute() needs a Route, got an object; pass new Route(path, { handler })";
+    assertThrows(() => router.addRoute({ path: "/a" } as never), TypeError, message);
+  });
+  await t.step("an unknown trailingSlash", () => {
+    assertThrows(
+      () => new AsgiRouter({ trailingSlash: "loose" as never }),
+      RangeError,
+      'Invalid trailingSlash "loose"; use "relaxed" or "strict"',
+    );
+  });
+  await t.step("a maxPathLength that is not a positive integer", () => {
+    for (const value of [0, -1, 1.5, Infinity]) {
+      assertThrows(
+        () => new AsgiRouter({ maxPathLength: value }),
+        RangeError,
+        `Invalid maxPathLength ${value}; use a positive integer such as 8192`,
+      );
+    }
+  });
+});

@@ -1,0 +1,485 @@
+// Copyright the stellarator authors. MIT license.
+// The matching rules of router.ts's module doc, one test per rule, plus the public API.
+import { assert, assertEquals, assertInstanceOf, assertRejects, assertThrows } from "@std/assert";
+import {
+  AsgiRouter,
+  type AsgiRouterOptions,
+  MethodNotAllowed,
+  Route,
+  type RouteMatch,
+  UnknownEndpoint,
+} from "../router.ts";
+
+function noop(): void {}
+
+/** A router of GET routes, in the order given. */
+function routerOf(patterns: readonly string[], options: AsgiRouterOptions = {}): AsgiRouter {
+  return new AsgiRouter({
+    ...options,
+    routes: patterns.map((pattern) => new Route(pattern, { handler: noop })),
+  });
+}
+
+/** The matched pattern and the context as a plain object, or undefined. */
+function lookup(router: AsgiRouter, path: string): [string, Record<string, string>] | undefined {
+  const match = router.match(path);
+  return match === undefined ? undefined : [match.routes[0]!.path, { ...match.context }];
+}
+
+Deno.test("AsgiRouter.match() reads a pattern as one anchored regex with greedy variables", async (t) => {
+  const router = routerOf([
+    "/files/{name}.{ext}",
+    "/compare/{base}...{head}",
+    "/archive/{archive}_format/{ref}",
+  ]);
+  const cases: [string, [string, Record<string, string>] | undefined][] = [
+    ["/files/a.b.c", ["/files/{name}.{ext}", { name: "a.b", ext: "c" }]],
+    ["/files/a.b", ["/files/{name}.{ext}", { name: "a", ext: "b" }]],
+    ["/files/ab", undefined],
+    ["/files/.b", undefined],
+    ["/compare/a...b...c", ["/compare/{base}...{head}", { base: "a...b", head: "c" }]],
+    ["/compare/a....b", ["/compare/{base}...{head}", { base: "a.", head: "b" }]],
+    ["/archive/zip_format_format/main", [
+      "/archive/{archive}_format/{ref}",
+      { archive: "zip_format", ref: "main" },
+    ]],
+  ];
+  for (const [path, expected] of cases) {
+    await t.step(path, () => assertEquals(lookup(router, path), expected));
+  }
+});
+
+Deno.test("AsgiRouter.match() gives regexes of variables the engine's own semantics", async (t) => {
+  await t.step("a lazy quantifier keeps its lazy choice", () => {
+    const router = routerOf(["/{a:[a-z.]+?}.{b}"]);
+    assertEquals(lookup(router, "/x.y.z"), ["/{a:[a-z.]+?}.{b}", { a: "x", b: "y.z" }]);
+  });
+  await t.step("alternation order decides, not length", () => {
+    const router = routerOf(["/{a:x|xy}{b:[a-z]*}/end".replace("}{", "}-{")]);
+    assertEquals(lookup(router, "/xy-z/end"), ["/{a:x|xy}-{b:[a-z]*}/end", { a: "xy", b: "z" }]);
+  });
+  await t.step("braces, classes and groups of its own", () => {
+    const router = routerOf([
+      "/uid/{uid:[0-9a-f]{8}-[0-9a-f]{4}}",
+      "/set/{set:[{}]+}",
+      "/g/{a:(x)(y)?}.{b:(z+)}",
+    ]);
+    assertEquals(lookup(router, "/uid/0123abcd-ef01"), [
+      "/uid/{uid:[0-9a-f]{8}-[0-9a-f]{4}}",
+      { uid: "0123abcd-ef01" },
+    ]);
+    assertEquals(lookup(router, "/set/{}{"), ["/set/{set:[{}]+}", { set: "{}{" }]);
+    assertEquals(lookup(router, "/g/xy.zz"), ["/g/{a:(x)(y)?}.{b:(z+)}", { a: "xy", b: "zz" }]);
+  });
+  await t.step("a regex that allows / spans segments", () => {
+    const router = routerOf(["/docs/{page:.+}/edit", "/docs/{page:.+}"]);
+    assertEquals(lookup(router, "/docs/a/b/edit"), ["/docs/{page:.+}/edit", { page: "a/b" }]);
+    assertEquals(lookup(router, "/docs/a/b"), ["/docs/{page:.+}", { page: "a/b" }]);
+  });
+  await t.step("lookarounds see the whole path", () => {
+    const router = routerOf(["/u/{id:(?!new$)[a-z]+}", "/u/{other}"]);
+    assertEquals(lookup(router, "/u/new"), ["/u/{other}", { other: "new" }]);
+    assertEquals(lookup(router, "/u/newer"), ["/u/{id:(?!new$)[a-z]+}", { id: "newer" }]);
+  });
+});
+
+Deno.test("AsgiRouter.match() prefers a static segment over a variable, whatever the order", async (t) => {
+  for (const patterns of [["/users/new", "/users/{id}"], ["/users/{id}", "/users/new"]]) {
+    await t.step(patterns.join(" then "), () => {
+      const router = routerOf(patterns);
+      assertEquals(lookup(router, "/users/new"), ["/users/new", {}]);
+      assertEquals(lookup(router, "/users/newer"), ["/users/{id}", { id: "newer" }]);
+      assertEquals(lookup(router, "/users/ne"), ["/users/{id}", { id: "ne" }]);
+    });
+  }
+});
+
+Deno.test("AsgiRouter.match() ranks constrained, then plain variables, then catch-alls", async (t) => {
+  for (
+    const patterns of [
+      ["/f/{n:[0-9]+}", "/f/{name}", "/f/{rest:*}"],
+      ["/f/{rest:*}", "/f/{name}", "/f/{n:[0-9]+}"],
+    ]
+  ) {
+    await t.step(patterns.join(" then "), () => {
+      const router = routerOf(patterns);
+      assertEquals(lookup(router, "/f/42"), ["/f/{n:[0-9]+}", { n: "42" }]);
+      assertEquals(lookup(router, "/f/x42"), ["/f/{name}", { name: "x42" }]);
+      assertEquals(lookup(router, "/f/x/42"), ["/f/{rest:*}", { rest: "x/42" }]);
+    });
+  }
+});
+
+Deno.test("AsgiRouter.match() prefers the constrained variable registered first at a place", () => {
+  const router = routerOf(["/v/{hex:[0-9a-f]+}", "/v/{num:[0-9]+}"]);
+  assertEquals(lookup(router, "/v/123"), ["/v/{hex:[0-9a-f]+}", { hex: "123" }]);
+  const reversed = routerOf(["/v/{num:[0-9]+}", "/v/{hex:[0-9a-f]+}"]);
+  assertEquals(lookup(reversed, "/v/123"), ["/v/{num:[0-9]+}", { num: "123" }]);
+  assertEquals(lookup(reversed, "/v/12f"), ["/v/{hex:[0-9a-f]+}", { hex: "12f" }]);
+});
+
+Deno.test("AsgiRouter.match() prefers the branch with more literal text after a variable", async (t) => {
+  const hard = [
+    "/c/{base}...{head}",
+    "/c/{user1}:{branch1}...{user2}:{branch2}",
+  ];
+  for (const patterns of [hard, [...hard].reverse()]) {
+    await t.step(patterns.join(" then "), () => {
+      const router = routerOf(patterns);
+      assertEquals(lookup(router, "/c/a:b...c:d"), [
+        "/c/{user1}:{branch1}...{user2}:{branch2}",
+        { user1: "a", branch1: "b", user2: "c", branch2: "d" },
+      ]);
+      assertEquals(lookup(router, "/c/a...c:d"), ["/c/{base}...{head}", {
+        base: "a",
+        head: "c:d",
+      }]);
+    });
+  }
+  await t.step("literal text beats the end of the pattern", () => {
+    for (const patterns of [["/{name}", "/{name}.{ext}"], ["/{name}.{ext}", "/{name}"]]) {
+      const router = routerOf(patterns);
+      assertEquals(lookup(router, "/a.b"), ["/{name}.{ext}", { name: "a", ext: "b" }]);
+      assertEquals(lookup(router, "/ab"), ["/{name}", { name: "ab" }]);
+    }
+  });
+});
+
+Deno.test("AsgiRouter.match() breaks a literal tie by registration order", () => {
+  // "-" and "." carry one literal character each after {a}, and "/x-y.z" matches both.
+  const dashFirst = routerOf(["/{a}-{b}", "/{a}.{b}"]);
+  assertEquals(lookup(dashFirst, "/x-y.z"), ["/{a}-{b}", { a: "x", b: "y.z" }]);
+  const dotFirst = routerOf(["/{a}.{b}", "/{a}-{b}"]);
+  assertEquals(lookup(dotFirst, "/x-y.z"), ["/{a}.{b}", { a: "x-y", b: "z" }]);
+});
+
+Deno.test("AsgiRouter.match() backtracks to the next candidate when a deeper branch fails", async (t) => {
+  await t.step("/text/hellos/test", () => {
+    const router = routerOf(["/text/hello", "/text/{e}/test", "/{c}"]);
+    assertEquals(lookup(router, "/text/hellos/test"), ["/text/{e}/test", { e: "hellos" }]);
+    assertEquals(lookup(router, "/text/hello"), ["/text/hello", {}]);
+    assertEquals(lookup(router, "/text"), ["/{c}", { c: "text" }]);
+  });
+  await t.step("/secret/978", () => {
+    const router = routerOf(["/{object}/{id}", "/secret/{id}/path"]);
+    assertEquals(lookup(router, "/secret/978"), ["/{object}/{id}", {
+      object: "secret",
+      id: "978",
+    }]);
+    assertEquals(lookup(router, "/secret/978/path"), ["/secret/{id}/path", { id: "978" }]);
+  });
+  await t.step("/files/123.png", () => {
+    const router = routerOf(["/files/{name:[0-9]+}.png", "/files/{other}"]);
+    assertEquals(lookup(router, "/files/123.png"), ["/files/{name:[0-9]+}.png", { name: "123" }]);
+    assertEquals(lookup(router, "/files/abc.png"), ["/files/{other}", { other: "abc.png" }]);
+  });
+});
+
+Deno.test("AsgiRouter.getRoute() treats a regex failure as an unknown endpoint", () => {
+  const router = routerOf(["/other_handler/{name:[a-z1-9]+}"]);
+  assertEquals(lookup(router, "/other_handler/bob1"), [
+    "/other_handler/{name:[a-z1-9]+}",
+    { name: "bob1" },
+  ]);
+  const error = assertThrows(
+    () => router.getRoute("/other_handler/Bob"),
+    UnknownEndpoint,
+    'No route matches "/other_handler/Bob"',
+  ) as UnknownEndpoint;
+  assertEquals(error.path, "/other_handler/Bob");
+  assertEquals(error.reason, "no-route");
+});
+
+Deno.test("AsgiRouter.match() never matches an empty variable unless its regex allows it", () => {
+  const router = routerOf(["/u/{id}/posts", "/{id}", "/opt/{x:[a-z]*}/end"]);
+  assertEquals(lookup(router, "/u//posts"), undefined);
+  assertEquals(lookup(router, "/"), undefined);
+  assertEquals(lookup(router, "/opt//end"), ["/opt/{x:[a-z]*}/end", { x: "" }]);
+  assertEquals(routerOf(["/files/{rest:*}"]).match("/files/"), undefined);
+});
+
+Deno.test("AsgiRouter.match() ignores one trailing slash when relaxed, not when strict", async (t) => {
+  await t.step("relaxed", () => {
+    const router = routerOf(["/", "/claw/", "/paw", "/v/{id}/"]);
+    assertEquals(lookup(router, "/claw"), ["/claw/", {}]);
+    assertEquals(lookup(router, "/claw/"), ["/claw/", {}]);
+    assertEquals(lookup(router, "/paw/"), ["/paw", {}]);
+    assertEquals(lookup(router, "/v/1"), ["/v/{id}/", { id: "1" }]);
+    assertEquals(lookup(router, "/v/1/"), ["/v/{id}/", { id: "1" }]);
+    assertEquals(lookup(router, "/"), ["/", {}]);
+    assertEquals(lookup(router, "/paw//"), undefined);
+  });
+  await t.step("strict", () => {
+    const router = routerOf(["/", "/claw/", "/paw"], { trailingSlash: "strict" });
+    assertEquals(lookup(router, "/claw"), undefined);
+    assertEquals(lookup(router, "/claw/"), ["/claw/", {}]);
+    assertEquals(lookup(router, "/paw/"), undefined);
+    assertEquals(lookup(router, "/"), ["/", {}]);
+    routerOf(["/claw/", "/claw"], { trailingSlash: "strict" });
+  });
+});
+
+Deno.test("AsgiRouter.match() matches the string it is given, without decoding", () => {
+  const router = routerOf(["/café/{name}", "/emoji/{e:.}"]);
+  assertEquals(lookup(router, "/café/zoë"), ["/café/{name}", { name: "zoë" }]);
+  assertEquals(lookup(router, "/caf%C3%A9/zoe"), undefined);
+  assertEquals(lookup(router, "/café/a%2Fb"), ["/café/{name}", { name: "a%2Fb" }]);
+  // The regexes use the u flag: "." is one code point, not one UTF-16 unit.
+  assertEquals(lookup(router, "/emoji/🦀"), ["/emoji/{e:.}", { e: "🦀" }]);
+});
+
+Deno.test("AsgiRouter.match() ignores paths longer than maxPathLength", async (t) => {
+  const router = routerOf(["/{a}/{b:.+}", "/c/{x}...{y}", "/d/{x}:{y}...{z}:{w}"]);
+  await t.step("a 100 KB path returns undefined promptly", () => {
+    const start = performance.now();
+    assertEquals(router.match("/" + "a/".repeat(50_000)), undefined);
+    assert(performance.now() - start < 50, "took too long");
+  });
+  await t.step("getRoute() says why", () => {
+    const path = "/x".repeat(5000);
+    const error = assertThrows(() => router.getRoute(path), UnknownEndpoint) as UnknownEndpoint;
+    assertEquals(error.reason, "path-too-long");
+    assertEquals(
+      error.message,
+      "Path of 10000 characters is longer than maxPathLength (8192), so no route matches it; " +
+        "raise maxPathLength if such paths are legitimate",
+    );
+  });
+  await t.step("the limit is an option", () => {
+    const small = routerOf(["/{a}"], { maxPathLength: 4 });
+    assertEquals(lookup(small, "/abc"), ["/{a}", { a: "abc" }]);
+    assertEquals(small.match("/abcd"), undefined);
+  });
+});
+
+Deno.test("AsgiRouter.match() stays fast on hostile paths of maximal length", async (t) => {
+  const router = routerOf([
+    "/repos/{owner}/{repo}/compare/{base}...{head}",
+    "/repos/{owner}/{repo}/compare/{user1}:{branch1}...{user2}:{branch2}",
+    "/n/{a}.{b}.{c}.{d}",
+    "/r/{file:[a-z.]+}.{ext}",
+    "/s/{file:.+}.{ext}",
+  ]);
+  // Near misses of about 8 KiB: the whole-route regexes of the first two routes take seconds
+  // on 2 KB of ":..." (the engine retries every split); the tree's matchers stay linear, and
+  // routes handed to the engine (a constrained variable followed by text) stay quadratic.
+  const n = 8150;
+  const hostile = [
+    "/repos/o/r/compare/" + ":...".repeat(n / 4) + "/x",
+    "/repos/o/r/compare/" + "a:".repeat(n / 2 - 100) + "...".repeat(60) + "x/",
+    "/n/" + ".".repeat(n) + "/x",
+    "/r/" + ".".repeat(n) + "/x",
+    "/s/" + ".".repeat(n) + "/x",
+  ];
+  for (const path of hostile) {
+    await t.step(`${path.slice(0, 24)}… (${path.length} characters)`, () => {
+      const start = performance.now();
+      router.match(path);
+      const elapsed = performance.now() - start;
+      assert(elapsed < 500, `took ${elapsed} ms`);
+    });
+  }
+});
+
+Deno.test("AsgiRouter.match() builds contexts where any variable name is a plain key", async (t) => {
+  const check = (router: AsgiRouter) => {
+    const context = router.match("/p/a/b/c")!.context;
+    assertEquals(Object.getPrototypeOf(context), Object.prototype);
+    assertEquals(Object.keys(context), ["__proto__", "constructor", "toString"]);
+    assertEquals(Object.getOwnPropertyDescriptor(context, "__proto__")?.value, "a");
+    assertEquals(context.constructor, "b");
+    assertEquals(JSON.stringify(context), '{"__proto__":"a","constructor":"b","toString":"c"}');
+    assertEquals(context, { ["__proto__"]: "a", constructor: "b", toString: "c" });
+    assertEquals(router.match("/q/x")!.context.hasOwnProperty, "x");
+    assertEquals(router.match("/")!.context, {});
+    assertEquals(Object.hasOwn(router.match("/")!.context, "constructor"), false);
+  };
+  const patterns = ["/p/{__proto__}/{constructor}/{toString}", "/q/{hasOwnProperty}", "/"];
+  await t.step("with generated builders", () => check(routerOf(patterns)));
+  // Deno has no Object.prototype.__proto__ accessor, so this step cannot tell defineProperty
+  // from plain assignment; in Node and browsers only defineProperty keeps "__proto__" a key.
+  await t.step("where new Function is forbidden", () => {
+    const original = globalThis.Function;
+    globalThis.Function = function () {
+      throw new EvalError("code generation from strings disallowed for this context");
+    } as unknown as FunctionConstructor;
+    let router: AsgiRouter;
+    try {
+      router = routerOf(patterns);
+    } finally {
+      globalThis.Function = original;
+    }
+    check(router);
+  });
+});
+
+Deno.test("AsgiRouter.match() returns a fresh context per lookup", () => {
+  const router = routerOf(["/u/{id}", "/"]);
+  const first = router.match("/u/1")!;
+  first.context.id = "changed";
+  assertEquals(router.match("/u/1")!.context, { id: "1" });
+  router.match("/")!.context.extra = "x";
+  assertEquals(router.match("/")!.context, {});
+});
+
+Deno.test("AsgiRouter.match() gives every route of a shape, their methods and routeFor()", () => {
+  const get = new Route("/items/{id}", { handler: () => "get" });
+  const write = new Route("/items/{id}", { handler: () => "write", methods: ["put", "PATCH"] });
+  const router = new AsgiRouter({ routes: [get, write] });
+  const match: RouteMatch = router.match("/items/7")!;
+  assertEquals(match.routes, [get, write]);
+  assertEquals(match.allowed, ["GET", "PATCH", "PUT"]);
+  assertEquals(match.routeFor("PUT"), write);
+  assertEquals(match.routeFor("GET"), get);
+  assertEquals(match.routeFor("DELETE"), undefined);
+  assertEquals(match.routeFor("put"), undefined);
+});
+
+Deno.test("AsgiRouter.match() fills a shared shape's context under every route's names", () => {
+  const router = new AsgiRouter({
+    routes: [
+      new Route("/x/{a}/{b}", { handler: noop }),
+      new Route("/x/{b}/{c}", { handler: noop, methods: ["POST"] }),
+    ],
+  });
+  // The first route's names win a clash: "b" is its second variable.
+  assertEquals(router.match("/x/1/2")!.context, { a: "1", b: "2", c: "2" });
+});
+
+Deno.test("AsgiRouter.match() sees routes added after earlier lookups", () => {
+  const router = routerOf(["/{id}"]);
+  assertEquals(lookup(router, "/new"), ["/{id}", { id: "new" }]);
+  router.addRoute(new Route("/new", { handler: noop }));
+  router.addRoute(new Route("/{id}.json", { handler: noop }));
+  assertEquals(lookup(router, "/new"), ["/new", {}]);
+  assertEquals(lookup(router, "/a.json"), ["/{id}.json", { id: "a" }]);
+});
+
+Deno.test("AsgiRouter.routes lists routes in registration order", () => {
+  const routes = ["/b", "/a", "/{x}"].map((path) => new Route(path, { handler: noop }));
+  const router = new AsgiRouter({ routes });
+  assertEquals(router.routes, routes);
+  assert(Object.isFrozen(router.routes));
+  const extra = new Route("/c", { handler: noop });
+  router.addRoute(extra);
+  assertEquals(router.routes, [...routes, extra]);
+});
+
+Deno.test("AsgiRouter.getRoute() handles the seed's example routes", async (t) => {
+  const calls: unknown[][] = [];
+  const router = new AsgiRouter({
+    routes: [
+      new Route("/", { handler: (...args: unknown[]) => calls.push(["root", ...args]) }),
+      new Route("/other_handler/{name:[a-z1-9]+}", {
+        handler: (...args: unknown[]) => calls.push(["other", ...args]),
+        methods: ["POST"],
+      }),
+    ],
+  });
+  const scope = { type: "http", method: "POST", path: "/other_handler/bob" };
+  await t.step("the root has an empty context", async () => {
+    const [handler, context] = router.getRoute("/");
+    assertEquals(context, {});
+    await handler(context, { ...scope, method: "GET" }, noop, noop);
+    assertEquals(calls.pop()?.[0], "root");
+  });
+  await t.step("a variable route gets its context and the method", async () => {
+    const [handler, context] = router.getRoute("/other_handler/bob");
+    assertEquals(context, { name: "bob" });
+    await handler(context, scope, noop, noop, { method: "POST" });
+    assertEquals(calls.pop(), ["other", context, scope, noop, noop, { method: "POST" }]);
+  });
+  await t.step("the wrong method rejects with MethodNotAllowed", async () => {
+    const [handler, context] = router.getRoute("/other_handler/bob");
+    const error = await assertRejects(
+      () => handler(context, scope, noop, noop, { method: "GET" }),
+      MethodNotAllowed,
+      'Method "GET" is not allowed on route "/other_handler/{name:[a-z1-9]+}"; use one of POST',
+    ) as MethodNotAllowed;
+    assertEquals(error.method, "GET");
+    assertEquals(error.allowed, ["POST"]);
+    const [root] = router.getRoute("/");
+    await assertRejects(() => root({}, scope, noop, noop), MethodNotAllowed);
+  });
+  await t.step("a capital letter is an unknown endpoint", () => {
+    assertThrows(() => router.getRoute("/other_handler/Bob"), UnknownEndpoint);
+  });
+});
+
+Deno.test("AsgiRouter.getRoute() endpoint handlers find the method by a documented rule", async (t) => {
+  const seen: string[] = [];
+  const router = new AsgiRouter({
+    routes: ["GET", "POST", "PUT"].map((method) =>
+      new Route("/", { handler: () => seen.push(method), methods: [method] })
+    ),
+  });
+  const [handler] = router.getRoute("/");
+  const cases: [string, unknown[], string][] = [
+    ["options object last", [{}, { method: "PUT" }, noop, noop, { method: "POST" }], "POST"],
+    ["options object alone", [{ method: "PUT" }], "PUT"],
+    ["options without a method, scope second", [{}, { method: "PUT" }, { other: 1 }], "PUT"],
+    ["scope second, send last", [{}, { method: "PUT" }, noop, noop], "PUT"],
+    ["request and options", [new Date(), { method: "POST" }], "POST"],
+    ["neither", [new Date()], "GET"],
+    ["nothing", [], "GET"],
+    ["null-prototype options", [1, Object.assign(Object.create(null), { method: "PUT" })], "PUT"],
+  ];
+  for (const [name, args, method] of cases) {
+    await t.step(name, async () => {
+      await (handler as (...args: unknown[]) => Promise<unknown>)(...args);
+      assertEquals(seen.pop(), method);
+    });
+  }
+});
+
+Deno.test("AsgiRouter.getRoute() endpoint handlers settle like the route handler", async () => {
+  const router = new AsgiRouter<() => unknown>({
+    routes: [
+      new Route("/sync", { handler: () => 1 }),
+      new Route("/async", { handler: async () => 2 }),
+      new Route("/throws", {
+        handler: () => {
+          throw new RangeError("boom");
+        },
+      }),
+    ],
+  });
+  assertEquals(await router.getRoute("/sync")[0](), 1);
+  assertEquals(await router.getRoute("/async")[0](), 2);
+  // A throwing handler becomes a rejection, never a synchronous throw.
+  const pending = router.getRoute("/throws")[0]();
+  assertInstanceOf(pending, Promise);
+  await assertRejects(() => pending, RangeError, "boom");
+});
+
+Deno.test("AsgiRouter.toString() draws the tree with route markers", () => {
+  const router = new AsgiRouter({
+    routes: [
+      new Route("/", { handler: noop }),
+      new Route("/users", { handler: noop }),
+      new Route("/users/new", { handler: noop }),
+      new Route("/users/{id}", { handler: noop, methods: ["GET", "DELETE"] }),
+      new Route("/users/{id}/posts", { handler: noop }),
+      new Route("/files/{name}.{ext}", { handler: noop }),
+      new Route("/static/{path:*}", { handler: noop }),
+    ],
+  });
+  assertEquals(
+    router.toString(),
+    [
+      "/ ● GET",
+      "├── users ● GET",
+      "│   └── /",
+      "│       ├── new ● GET",
+      "│       └── {id} ● DELETE, GET",
+      "│           └── /posts ● GET",
+      "├── files/",
+      "│   └── {name} ↺",
+      "│       └── .",
+      "│           └── {ext} ● GET",
+      "└── static/",
+      "    └── {path:*} ● GET",
+    ].join("\n"),
+  );
+  assertEquals(new AsgiRouter().toString(), "/");
+});
