@@ -436,7 +436,7 @@ Deno.test("AsgiRouter.getRoute() endpoint handlers settle like the route handler
   const router = new AsgiRouter<() => unknown>({
     routes: [
       new Route("/sync", { handler: () => 1 }),
-      new Route("/async", { handler: async () => 2 }),
+      new Route("/async", { handler: () => Promise.resolve(2) }),
       new Route("/throws", {
         handler: () => {
           throw new RangeError("boom");
