@@ -532,8 +532,8 @@ const KNOWN_METHODS = [
 ];
 const SLASH = 0x2f;
 
-/** Parsed patterns, kept out of the public shape of {@linkcode Route}. */
-const parsedPatterns = new WeakMap<Route, Token[]>();
+/** Reads a route's parsed pattern; set by {@linkcode Route}'s static block. */
+let tokensOf: (route: Route) => Token[] | undefined;
 
 function describe(value: unknown): string {
   if (typeof value === "string") return `"${value}"`;
@@ -574,6 +574,11 @@ export class Route<H extends AnyHandler = AnyHandler> {
   readonly handler: H;
   /** The methods served, upper-case, without duplicates, in the order given. */
   readonly methods: readonly string[];
+  readonly #tokens: Token[];
+
+  static {
+    tokensOf = (route) => #tokens in route ? route.#tokens : undefined;
+  }
 
   /**
    * Creates a route.
@@ -606,16 +611,14 @@ export class Route<H extends AnyHandler = AnyHandler> {
     this.path = path;
     this.handler = handler;
     this.methods = Object.freeze(checkMethods(path, methods));
-    let tokens: Token[];
     try {
-      tokens = parsePattern(path);
+      this.#tokens = parsePattern(path);
     } catch (error) {
       if (error instanceof PatternError) {
         throw new InvalidRoutePattern(path, error.position, error.message);
       }
       throw error;
     }
-    parsedPatterns.set(this as Route, tokens);
     Object.freeze(this);
   }
 }
@@ -703,8 +706,12 @@ class Endpoint<H extends AnyHandler> {
   }
 
   add(route: Route<H>, tokens: readonly Token[]): void {
-    this.routes = Object.freeze([...this.routes, route]);
-    this.allowed = Object.freeze([...new Set([...this.allowed, ...route.methods])].sort());
+    const routes = this.routes.slice();
+    routes.push(route);
+    this.routes = Object.freeze(routes);
+    const allowed = this.allowed.slice();
+    for (const method of route.methods) if (!allowed.includes(method)) allowed.push(method);
+    this.allowed = Object.freeze(allowed.sort());
     for (const method of route.methods) {
       this.methods.push(method);
       this.byMethod.push(route);
@@ -718,7 +725,11 @@ class Endpoint<H extends AnyHandler> {
       }
       slot++;
     }
-    this.context = compileContext(this.keys, this.slots);
+    // Compiled on the first match: new Function costs ~10 µs, too much for 10 000 routes at once.
+    this.context = this.keys.length === 0 ? emptyContext : (path, caps) => {
+      this.context = compileContext(this.keys, this.slots);
+      return this.context(path, caps);
+    };
   }
 
   routeFor(method: string): Route<H> | undefined {
@@ -1288,7 +1299,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   readonly #static = new Map<string, Endpoint<H>>();
   readonly #byShape = new Map<string, Endpoint<H>>();
   #routes: Route<H>[] = [];
-  #routesView: readonly Route<H>[] = Object.freeze([]);
+  /** A frozen copy of {@linkcode #routes}, made when asked for, dropped when a route is added. */
+  #routesView: readonly Route<H>[] | undefined;
   /** Capture slots of the current lookup: start and end index of each variable. */
   #caps = new Int32Array(16);
   /** The string the last lookup matched: the path, without its trailing slash if relaxed. */
@@ -1342,7 +1354,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * @returns A frozen array.
    */
   get routes(): readonly Route<H>[] {
-    return this.#routesView;
+    return this.#routesView ??= Object.freeze([...this.#routes]);
   }
 
   /**
@@ -1366,7 +1378,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * ```
    */
   addRoute(route: Route<H>): void {
-    const parsed = route instanceof Route ? parsedPatterns.get(route) : undefined;
+    const parsed = typeof route === "object" && route !== null ? tokensOf(route) : undefined;
     if (parsed === undefined) {
       throw new TypeError(
         `addRoute() needs a Route, got ${describe(route)}; pass new Route(path, { handler })`,
@@ -1388,7 +1400,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     }
     endpoint.add(route, tokens);
     this.#routes.push(route);
-    this.#routesView = Object.freeze([...this.#routes]);
+    this.#routesView = undefined;
     this.#dirty = true;
   }
 
@@ -1549,23 +1561,37 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     if (slot * 2 > this.#caps.length) this.#caps = new Int32Array(slot * 4);
   }
 
-  /** Computes the branches of every variable node that can end at several places. */
+  /** Computes lookup tables, weights and the branches of variables with several ends. */
   #finalize(): void {
-    weigh(this.#root);
-    const visit = (node: Node<H>): void => {
-      node.table = undefined;
-      node.hasVariables = node.regexKids.length > 0 || node.plainKid !== undefined ||
-        node.catchAllKid !== undefined;
-      if (node.codes.length > 4 && node.codes.every((code) => code < 128)) {
-        node.table = new Array(128).fill(undefined);
-        node.codes.forEach((code, i) => node.table![code] = node.kids[i]);
-      }
-      if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
-      for (const kid of allKids(node)) visit(kid);
-    };
-    visit(this.#root);
+    prepare(this.#root);
     this.#dirty = false;
   }
+}
+
+/** Finalizes `node` and everything below it, children first. */
+function prepare<H extends AnyHandler>(node: Node<H>): void {
+  let weight = 0;
+  let first = node.endpoint?.order ?? NO_ROUTE;
+  const visit = (kid: Node<H>): void => {
+    prepare(kid);
+    if (kid.weight > weight) weight = kid.weight;
+    if (kid.first < first) first = kid.first;
+  };
+  node.kids.forEach(visit);
+  node.regexKids.forEach(visit);
+  if (node.plainKid !== undefined) visit(node.plainKid);
+  if (node.catchAllKid !== undefined) visit(node.catchAllKid);
+  node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
+  node.first = first;
+  node.hasVariables = node.regexKids.length > 0 || node.plainKid !== undefined ||
+    node.catchAllKid !== undefined;
+  node.table = undefined;
+  if (node.codes.length > 4 && node.codes.every((code) => code < 128)) {
+    const table: (Node<H> | undefined)[] = new Array(128).fill(undefined);
+    node.codes.forEach((code, i) => table[code] = node.kids[i]);
+    node.table = table;
+  }
+  if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
 }
 
 function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> {
@@ -1622,19 +1648,6 @@ function allKids<H extends AnyHandler>(node: Node<H>): Node<H>[] {
   if (node.plainKid !== undefined) kids.push(node.plainKid);
   if (node.catchAllKid !== undefined) kids.push(node.catchAllKid);
   return kids;
-}
-
-/** Fills `weight` and `first` of every node below `node` (post-order). */
-function weigh<H extends AnyHandler>(node: Node<H>): void {
-  let weight = 0;
-  let first = node.endpoint?.order ?? NO_ROUTE;
-  for (const kid of allKids(node)) {
-    weigh(kid);
-    weight = Math.max(weight, kid.weight);
-    first = Math.min(first, kid.first);
-  }
-  node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
-  node.first = first;
 }
 
 function endpointsBelow<H extends AnyHandler>(
