@@ -399,6 +399,27 @@ Deno.test("App cuts off a streamed response still being sent at requestTimeLimit
   assert(elapsed >= 190 && elapsed < 2000, `cut off after ${elapsed} ms`);
 });
 
+Deno.test("App.asgi is bound to its App, so it can be served on its own", async () => {
+  const app = appWith([["/", ok]]);
+  const asgi = app.asgi;
+  await using served = await startServer(asgi);
+  assertEquals(await (await fetch(served.base)).text(), "ok");
+});
+
+Deno.test("Request.registerBackground() rejects a task that is not a function", async () => {
+  const rejected = Promise.withResolvers<unknown>();
+  async function wrong(request: Request): Promise<void> {
+    await request.registerBackground("later" as unknown as () => void).catch(rejected.resolve);
+    await request.respondWith(new Response({ body: "ok" }));
+  }
+  await using served = await startServer(appWith([["/", wrong]]));
+  assertEquals(await (await fetch(served.base)).text(), "ok");
+  assertEquals(
+    instance(await rejected.promise, TypeError).message,
+    'Cannot register "later" as a background task: give a function, e.g. () => work("argument")',
+  );
+});
+
 Deno.test("App.fetch serves requests through Deno.serve", async () => {
   const app = appWith([["/hello/{name}", async (request) => {
     await request.respondWith(new Response({ body: `hello ${request.context.name}` }));
