@@ -233,7 +233,9 @@ function describe(value: unknown): string {
 }
 
 function quote(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value) : describe(value);
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  return describe(value);
 }
 
 function disconnect(): HttpDisconnectMessage {
@@ -598,19 +600,15 @@ export abstract class HttpCycle {
 
   #returned(): void {
     const phase = this.#phase;
-    if (phase === DONE) return;
+    // A client that went away explains an unfinished response, as in uvicorn: nothing to report.
+    if (phase === DONE || this.#gone) return;
     if (phase === AWAIT_START) {
       this.core.logger.error("ASGI callable returned without starting response");
-      if (!this.#gone) this.#internalError();
+      this.#internalError();
     } else {
-      this.core.logger.error("ASGI callable returned without completing response");
-      if (!this.#gone) {
-        this.abortResponse(
-          new Error("ASGI callable returned without completing response"),
-          this.#status,
-          this.#headers,
-        );
-      }
+      const message = "ASGI callable returned without completing response";
+      this.core.logger.error(message);
+      this.abortResponse(new Error(message), this.#status, this.#headers);
     }
     this.#phase = DONE;
   }

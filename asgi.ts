@@ -478,6 +478,21 @@ export function serve(
   });
 }
 
+/** Resolves `true` if `promise` settles within `ms` milliseconds, `false` otherwise. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  if (ms === Infinity) {
+    await promise;
+    return true;
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  try {
+    return await Promise.race([promise.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function hostForUrl(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
@@ -584,22 +599,16 @@ class Server implements AsgiServer {
     const listener = this.#listener!;
     const drained = Promise.all([listener.close(), core.idle()]);
     const timeout = this.#settings.shutdownTimeout;
-    if (timeout === Infinity) {
-      await drained;
-    } else {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const expired = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), timeout);
-      });
-      const timedOut = await Promise.race([drained.then(() => false), expired]);
-      clearTimeout(timer);
-      if (timedOut) {
-        core.logger.warn(
-          `Graceful shutdown exceeded shutdownTimeout ${timeout} ms: closing the requests in flight`,
-        );
-        core.abortAll(new Error("Server shut down before the response completed"));
-        listener.forceClose();
-        await drained;
+    if (!await within(drained, timeout)) {
+      core.logger.warn(
+        `Graceful shutdown exceeded shutdownTimeout ${timeout} ms: closing the requests in flight`,
+      );
+      core.abortAll(new Error("Server shut down before the response completed"));
+      listener.forceClose();
+      // A response the application has finished can still be on its way to a slow client, and
+      // Deno.serve cannot cut it off: give it one more period, then stop waiting.
+      if (!await within(drained, timeout)) {
+        core.logger.warn("Some connections are still sending; lifespan shutdown runs anyway");
       }
     }
     try {

@@ -1,0 +1,802 @@
+/**
+ * The bridge's HTTP conformance suite: one set of tests over real sockets, run once per transport
+ * (`Deno.serve` and `node:http`). Every test serves on a free port and talks to it with `fetch` or,
+ * where `fetch` would normalise the request, a raw socket.
+ */
+import { assert, assertEquals, assertInstanceOf, assertMatch, assertRejects } from "@std/assert";
+import {
+  AsgiProtocolError,
+  type HttpRequestMessage,
+  type HttpScope,
+  type Receive,
+  type ReceiveMessage,
+  type Scope,
+  type Send,
+  type SendMessage,
+} from "../asgi.ts";
+import {
+  bytes,
+  joinBodies,
+  rawRequest,
+  readBody,
+  sleep,
+  start,
+  text,
+  TRANSPORTS,
+} from "./fixtures/asgi_harness.ts";
+
+/** Responds 200 with `body`. */
+async function reply(send: Send, body: string | Uint8Array, status = 200): Promise<void> {
+  await send({
+    type: "http.response.start",
+    status,
+    headers: [[bytes("content-type"), bytes("text/plain")]],
+  });
+  await send({ type: "http.response.body", body: typeof body === "string" ? bytes(body) : body });
+}
+
+/** A promise with its resolver, for steering an app from the test. */
+function signal<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+for (const transport of TRANSPORTS) {
+  const name = (behaviour: string) => `serve() [${transport}] ${behaviour}`;
+
+  Deno.test(
+    name("fills every scope key for an encoded path, a query and odd headers"),
+    async () => {
+      let seen = undefined as HttpScope | undefined;
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        seen = scope;
+        await readBody(receive);
+        await reply(send, "ok");
+      }, transport);
+      const response = await rawRequest(
+        s.port,
+        "GET /a%2Fb/caf%C3%A9?x=1&y=%20%zz HTTP/1.1\r\n" +
+          "Host: example.test:81\r\n" +
+          "X-Dup: one\r\n" +
+          "x-dup: two\r\n" +
+          "Set-Cookie: a=1\r\n" +
+          "Set-Cookie: b=2\r\n" +
+          "X-Latin: caf\xe9\r\n" +
+          "X-Empty: \r\n" +
+          "Connection: close\r\n\r\n",
+      );
+      assertMatch(response, /^HTTP\/1\.1 200 /);
+      if (seen === undefined) throw new Error("The app never saw the request");
+      assertEquals(Object.keys(seen).sort(), [
+        "asgi",
+        "client",
+        "extensions",
+        "headers",
+        "http_version",
+        "method",
+        "path",
+        "query_string",
+        "raw_path",
+        "root_path",
+        "scheme",
+        "server",
+        "state",
+        "type",
+      ]);
+      assertEquals(seen.type, "http");
+      assertEquals(seen.asgi, { version: "3.0", spec_version: "2.1" });
+      assertEquals(seen.http_version, "1.1");
+      assertEquals(seen.method, "GET");
+      assertEquals(seen.scheme, "http");
+      assertEquals(seen.path, "/a/b/café");
+      assertEquals(seen.raw_path, bytes("/a%2Fb/caf%C3%A9"));
+      assertInstanceOf(seen.raw_path, Uint8Array);
+      assertEquals(seen.query_string, bytes("x=1&y=%20%zz"));
+      assertEquals(seen.root_path, "");
+      assertEquals(seen.client?.[0], "127.0.0.1");
+      assert(Number.isInteger(seen.client?.[1]) && seen.client![1] > 0);
+      assertEquals(seen.server, ["127.0.0.1", s.port]);
+      assertEquals(seen.state, {});
+      assertEquals(seen.extensions, {});
+      const headers = seen.headers.map(([k, v]) => [text(k), String.fromCharCode(...v)]);
+      for (const [k] of headers) assertEquals(k, k!.toLowerCase());
+      if (transport === "deno") {
+        // Deno.serve merges repeated fields (but not set-cookie) and sorts names.
+        assertEquals(headers, [
+          ["connection", "close"],
+          ["host", "example.test:81"],
+          ["set-cookie", "a=1"],
+          ["set-cookie", "b=2"],
+          ["x-dup", "one, two"],
+          ["x-empty", ""],
+          ["x-latin", "caf\xe9"],
+        ]);
+      } else {
+        // node:http keeps the fields as sent.
+        assertEquals(headers, [
+          ["host", "example.test:81"],
+          ["x-dup", "one"],
+          ["x-dup", "two"],
+          ["set-cookie", "a=1"],
+          ["set-cookie", "b=2"],
+          ["x-latin", "caf\xe9"],
+          ["x-empty", ""],
+          ["connection", "close"],
+        ]);
+      }
+    },
+  );
+
+  Deno.test(name("keeps raw_path exactly as sent and decodes path tolerantly"), async (t) => {
+    const seen: HttpScope[] = [];
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      seen.push(scope);
+      await readBody(receive);
+      await reply(send, "ok");
+    }, transport);
+    const cases: [target: string, path: string, raw: string, query: string][] = [
+      ["/%zz/%E0%A4%A", "/%zz/\ufffd%A", "/%zz/%E0%A4%A", ""],
+      ["/a/../b/%7e/./c?q=%7e", "/a/../b/~/./c", "/a/../b/%7e/./c", "q=%7e"],
+      ["//double//slash?", "//double//slash", "//double//slash", ""],
+      ["/100%", "/100%", "/100%", ""],
+      ["/%C3%28%FF", "/\ufffd(\ufffd", "/%C3%28%FF", ""],
+    ];
+    for (const [target, path, raw, query] of cases) {
+      await t.step(`${target} → ${JSON.stringify(path)}`, async () => {
+        const response = await rawRequest(
+          s.port,
+          `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+        );
+        assertMatch(response, /^HTTP\/1\.1 200 /);
+        const scope = seen.at(-1)!;
+        assertEquals(scope.path, path);
+        assertEquals(scope.raw_path, bytes(raw));
+        assertEquals(scope.query_string, bytes(query));
+      });
+    }
+  });
+
+  Deno.test(name("prefixes path and raw_path with rootPath, as uvicorn does"), async () => {
+    let seen = undefined as HttpScope | undefined;
+    await using s = await start(
+      async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        seen = scope;
+        await readBody(receive);
+        await reply(send, "ok");
+      },
+      transport,
+      { rootPath: "/api" },
+    );
+    await (await fetch(`${s.url}/x%20y?z`)).text();
+    assertEquals(seen?.root_path, "/api");
+    assertEquals(seen?.path, "/api/x y");
+    assertEquals(seen?.raw_path, bytes("/api/x%20y"));
+  });
+
+  Deno.test(name("delivers an empty body as one message with more_body false"), async () => {
+    const all: ReceiveMessage[][] = [];
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      all.push(await readBody(receive));
+      await reply(send, "ok");
+    }, transport);
+    await (await fetch(s.url)).text();
+    await (await fetch(s.url, { method: "POST", body: "" })).text();
+    assertEquals(all, [
+      [{ type: "http.request", body: new Uint8Array(), more_body: false }],
+      [{ type: "http.request", body: new Uint8Array(), more_body: false }],
+    ]);
+  });
+
+  Deno.test(name("delivers a chunked upload as several http.request messages"), async () => {
+    let messages: HttpRequestMessage[] = [];
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      messages = await readBody(receive);
+      await reply(send, joinBodies(messages));
+    }, transport);
+    const parts = ["first,", "second,", "third"];
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        for (const part of parts) {
+          controller.enqueue(bytes(part));
+          await sleep(40);
+        }
+        controller.close();
+      },
+    });
+    const response = await fetch(s.url, { method: "POST", body });
+    assertEquals(await response.text(), parts.join(""));
+    assert(messages.length >= 3, `expected one message per chunk, got ${messages.length}`);
+    assertEquals(messages.slice(0, -1).map((m) => m.more_body), messages.slice(1).map(() => true));
+    assertEquals(messages.at(-1)!.more_body, false);
+    assertEquals(text(joinBodies(messages)), parts.join(""));
+  });
+
+  Deno.test(name("ends a content-length body with more_body false on its last bytes"), async () => {
+    let messages: HttpRequestMessage[] = [];
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      messages = await readBody(receive);
+      await reply(send, "ok");
+    }, transport);
+    const payload = "x".repeat(200_000);
+    await (await fetch(s.url, { method: "PUT", body: payload })).text();
+    assertEquals(text(joinBodies(messages)), payload);
+    assertEquals(messages.at(-1)!.more_body, false);
+    assert(
+      messages.at(-1)!.body.length > 0,
+      "the last chunk carries data when the length is known",
+    );
+    assert(messages.slice(0, -1).every((m) => m.more_body));
+  });
+
+  Deno.test(
+    name("returns http.disconnect after the body until the response completes"),
+    async () => {
+      const events: string[] = [];
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        // Starlette-style disconnect listener running alongside the response.
+        const listener = receive().then((m) => events.push(`listener: ${m.type}`));
+        await sleep(30);
+        events.push("sending");
+        await reply(send, "ok");
+        await listener;
+        events.push(`after: ${(await receive()).type}`);
+      }, transport);
+      assertEquals(await (await fetch(s.url)).text(), "ok");
+      await sleep(20);
+      assertEquals(events, ["sending", "listener: http.disconnect", "after: http.disconnect"]);
+    },
+  );
+
+  Deno.test(
+    name("answers a pending receive() with http.disconnect when the client aborts"),
+    async () => {
+      const waiting = signal();
+      const outcome = signal<{ message: string; sendResult: string }>();
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        if (scope.path === "/next") return await reply(send, "next");
+        await readBody(receive);
+        waiting.resolve();
+        const message = await receive();
+        let sendResult = "resolved";
+        try {
+          await reply(send, "too late");
+        } catch (error) {
+          sendResult = String(error);
+        }
+        outcome.resolve({ message: message.type, sendResult });
+      }, transport);
+      const controller = new AbortController();
+      const request = fetch(`${s.url}/slow`, { signal: controller.signal });
+      await waiting.promise;
+      controller.abort();
+      await assertRejects(() => request);
+      assertEquals(await outcome.promise, { message: "http.disconnect", sendResult: "resolved" });
+      assertEquals(await (await fetch(`${s.url}/next`)).text(), "next");
+      assertEquals(s.logger.lines("error"), []);
+    },
+  );
+
+  Deno.test(
+    name("answers receive() with http.disconnect when the client aborts mid-upload"),
+    async () => {
+      const received = signal();
+      const outcome = signal<string[]>();
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        if (scope.path === "/next") return await reply(send, "next");
+        const types: string[] = [];
+        for (;;) {
+          const message = await receive();
+          types.push(message.type);
+          if (message.type === "http.request" && message.body.length > 0) received.resolve();
+          if (message.type !== "http.request" || !message.more_body) break;
+        }
+        outcome.resolve(types);
+      }, transport);
+      const controller = new AbortController();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(c) {
+          c.enqueue(bytes("partial"));
+          await new Promise((resolve) => setTimeout(resolve, 10_000, undefined)).catch(() => {});
+        },
+      });
+      const request = fetch(`${s.url}/upload`, {
+        method: "POST",
+        body,
+        signal: controller.signal,
+      }).catch((error) => error);
+      await received.promise;
+      controller.abort();
+      await request;
+      const types = await outcome.promise;
+      assertEquals(types.at(-1), "http.disconnect");
+      assertEquals(types.filter((t) => t === "http.disconnect").length, 1);
+      assertEquals(await (await fetch(`${s.url}/next`)).text(), "next");
+    },
+  );
+
+  Deno.test(name("streams a response of several chunks in order, chunked"), async () => {
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      await send({ type: "http.response.start", status: 201, headers: [] });
+      for (const part of ["one ", "two ", "three"]) {
+        await send({ type: "http.response.body", body: bytes(part), more_body: true });
+        await sleep(20);
+      }
+      await send({ type: "http.response.body" });
+    }, transport);
+    const raw = await rawRequest(s.port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assertMatch(raw, /^HTTP\/1\.1 201 /);
+    assertMatch(raw, /\r\ntransfer-encoding: chunked\r\n/i);
+    assert(!/\r\ncontent-length:/i.test(raw));
+    const response = await fetch(s.url);
+    const reader = response.body!.getReader();
+    const chunks: string[] = [];
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(text(value));
+    }
+    assertEquals(chunks.join(""), "one two three");
+    assert(chunks.length >= 2, "chunks arrive as they are sent");
+  });
+
+  Deno.test(name("holds send() back until the client takes the chunks"), async () => {
+    let sent = 0;
+    const total = 400;
+    const chunk = new Uint8Array(64 * 1024);
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      await send({ type: "http.response.start", status: 200 });
+      for (let i = 0; i < total; i++) {
+        await send({ type: "http.response.body", body: chunk, more_body: true });
+        sent++;
+      }
+      await send({ type: "http.response.body" });
+    }, transport);
+    const response = await fetch(s.url);
+    await sleep(300);
+    const sentBeforeReading = sent;
+    const body = new Uint8Array(await response.arrayBuffer());
+    assertEquals(body.length, total * chunk.length);
+    assertEquals(sent, total);
+    // 400 × 64 KiB = 25 MiB; only what socket buffers hold may be accepted before the client reads.
+    assert(sentBeforeReading < total / 2, `send() accepted ${sentBeforeReading} unread chunks`);
+  });
+
+  Deno.test(
+    name("tells a streaming app the client cancelled, and send() becomes a no-op"),
+    async () => {
+      const outcome = signal<{ message: string; sendsAfter: number }>();
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        await send({ type: "http.response.start", status: 200 });
+        await send({ type: "http.response.body", body: bytes("first"), more_body: true });
+        const message = await receive();
+        let sendsAfter = 0;
+        for (let i = 0; i < 3; i++) {
+          await send({ type: "http.response.body", body: bytes("more"), more_body: true });
+          sendsAfter++;
+        }
+        await send({ type: "http.response.body" });
+        outcome.resolve({ message: message.type, sendsAfter });
+      }, transport);
+      const response = await fetch(s.url);
+      const reader = response.body!.getReader();
+      assertEquals(text((await reader.read()).value!), "first");
+      await reader.cancel();
+      assertEquals(await outcome.promise, { message: "http.disconnect", sendsAfter: 3 });
+      assertEquals(s.logger.lines("error"), []);
+    },
+  );
+
+  Deno.test(
+    name("answers 500 when the app raises before starting, and logs the stack"),
+    async () => {
+      await using s = await start(async (scope) => {
+        if (scope.type !== "http") return;
+        if (scope.path === "/ok") throw new Error("unreachable");
+        await Promise.resolve();
+        throw new Error("boom before start");
+      }, transport);
+      const response = await fetch(s.url);
+      assertEquals(response.status, 500);
+      assertEquals(response.headers.get("content-type"), "text/plain; charset=utf-8");
+      assertEquals(await response.text(), "Internal Server Error");
+      const [line, ...rest] = s.logger.lines("error");
+      assertEquals(rest, []);
+      assertMatch(line!, /^Exception in ASGI application\n Error: boom before start\n\s+at /);
+    },
+  );
+
+  Deno.test(name("answers 500 when the app returns without starting a response"), async () => {
+    await using s = await start(async (scope, receive) => {
+      if (scope.type !== "http") return;
+      await receive();
+    }, transport);
+    const response = await fetch(s.url);
+    assertEquals([response.status, await response.text()], [500, "Internal Server Error"]);
+    assertEquals(s.logger.lines("error"), ["ASGI callable returned without starting response"]);
+  });
+
+  Deno.test(name("closes the connection when the app raises after starting"), async () => {
+    await using s = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      if (scope.path === "/next") return await reply(send, "next");
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("partial"), more_body: true });
+      await sleep(20);
+      throw new Error("boom after start");
+    }, transport);
+    const failed = await fetch(s.url).then((r) => r.text()).then(() => "read", (e) => e.name);
+    assertEquals(failed, "TypeError", "the client must see a broken body, not a complete response");
+    const raw = await rawRequest(s.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 2000);
+    assertMatch(raw, /^HTTP\/1\.1 200 /);
+    assert(!raw.includes("500"), "no 500 is injected after the start");
+    assert(!raw.endsWith("0\r\n\r\n"), "the chunked body never ends properly");
+    assertEquals(await (await fetch(`${s.url}/next`)).text(), "next");
+    const errors = s.logger.lines("error");
+    assertEquals(errors.length, 2);
+    for (const line of errors) {
+      assertMatch(line, /^Exception in ASGI application\n Error: boom after start/);
+    }
+  });
+
+  Deno.test(name("closes the connection when the app returns mid-response"), async () => {
+    await using s = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("partial"), more_body: true });
+    }, transport);
+    const failed = await fetch(s.url).then((r) => r.text()).then(() => "read", (e) => e.name);
+    assertEquals(failed, "TypeError");
+    assertEquals(s.logger.lines("error"), ["ASGI callable returned without completing response"]);
+  });
+
+  Deno.test(name("closes the connection when the app raises between start and body"), async () => {
+    await using s = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 202 });
+      throw new Error("boom between");
+    }, transport);
+    const outcome = await fetch(s.url).then(
+      async (r) => `${r.status} ${await r.text().then(() => "read", (e) => e.name)}`,
+      (e) => e.name,
+    );
+    assert(outcome === "202 TypeError" || outcome === "TypeError", outcome);
+    assertEquals(s.logger.lines("error").length, 1);
+  });
+
+  Deno.test(name("rejects protocol errors from send() by name and logs them"), async (t) => {
+    const cases: [string, SendMessage[], string][] = [
+      [
+        "body before start",
+        [{ type: "http.response.body", body: bytes("x") }],
+        'Cannot send "http.response.body" before "http.response.start": start the response first',
+      ],
+      [
+        "second start",
+        [
+          { type: "http.response.start", status: 200 },
+          { type: "http.response.start", status: 200 },
+        ],
+        'Cannot send "http.response.start" twice: the response has already started',
+      ],
+      [
+        "anything after the final body",
+        [
+          { type: "http.response.start", status: 200 },
+          { type: "http.response.body", body: bytes("done") },
+          { type: "http.response.body", body: bytes("more") },
+        ],
+        'Cannot send "http.response.body" after the response completed: the last body message had "more_body" false',
+      ],
+      [
+        "a string status",
+        [{ type: "http.response.start", status: "200" as unknown as number }],
+        'Invalid "status" "200" in "http.response.start": use an integer from 200 to 599',
+      ],
+      [
+        "a status out of range",
+        [{ type: "http.response.start", status: 99 }],
+        'Invalid "status" 99 in "http.response.start": use an integer from 200 to 599',
+      ],
+      [
+        "string headers",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: [["content-type", "text/plain"]] as unknown as [Uint8Array, Uint8Array][],
+        }],
+        'Invalid header array in "http.response.start": each header is a [Uint8Array, Uint8Array] pair',
+      ],
+      [
+        "headers that are not iterable",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: 5 as unknown as [Uint8Array, Uint8Array][],
+        }],
+        'Invalid "headers" 5 in "http.response.start": use an array of [Uint8Array, Uint8Array] pairs',
+      ],
+      [
+        "CR LF in a header value",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("x-a"), bytes("1\r\nset-cookie: evil=1")]],
+        }],
+        'Invalid value for header "x-a": CR, LF and NUL are not allowed in a header value (response splitting)',
+      ],
+      [
+        "LF in a header name",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("x-a\nx-b"), bytes("1")]],
+        }],
+        'Invalid header name "x-a\\nx-b": byte 0xa is not allowed in a header name',
+      ],
+      [
+        "a string body",
+        [
+          { type: "http.response.start", status: 200 },
+          { type: "http.response.body", body: "text" as unknown as Uint8Array },
+        ],
+        'Invalid "body" "text" in "http.response.body": use a Uint8Array',
+      ],
+      [
+        "a string more_body",
+        [
+          { type: "http.response.start", status: 200 },
+          { type: "http.response.body", more_body: "yes" as unknown as boolean },
+        ],
+        'Invalid "more_body" "yes" in "http.response.body": use true or false',
+      ],
+      [
+        "trailers",
+        [{ type: "http.response.start", status: 200, trailers: true }],
+        'Invalid "trailers" true in "http.response.start": response trailers are not supported, leave the key out',
+      ],
+      [
+        "an unknown message type",
+        [{ type: "websocket.accept" } as unknown as SendMessage],
+        'Cannot send "websocket.accept" on an HTTP connection: expected "http.response.start"',
+      ],
+      [
+        "a message that is not an object",
+        ["http.response.start" as unknown as SendMessage],
+        'Cannot send string "http.response.start": a message is an object with a "type" key',
+      ],
+      [
+        "a body longer than content-length",
+        [
+          {
+            type: "http.response.start",
+            status: 200,
+            headers: [[bytes("content-length"), bytes("3")]],
+          },
+          { type: "http.response.body", body: bytes("four") },
+        ],
+        "Response body is longer than its content-length 3: 4 bytes sent, fix the header or the body",
+      ],
+    ];
+    let current: SendMessage[] = [];
+    let caught: unknown;
+    let loggedAtCatch: unknown[][] = [];
+    await using s = await start(async (scope: Scope, _receive: Receive, send: Send) => {
+      if (scope.type !== "http") return;
+      caught = undefined;
+      for (const message of current) {
+        try {
+          await send(message);
+        } catch (error) {
+          caught = error;
+          loggedAtCatch = s.logger.entries.map((entry) => entry.data);
+          break;
+        }
+      }
+      // A well-behaved ending where the protocol still allows one.
+      try {
+        await send({ type: "http.response.start", status: 299 });
+      } catch { /* already started */ }
+      try {
+        await send({ type: "http.response.body", body: bytes("end") });
+      } catch { /* already complete */ }
+    }, transport);
+    for (const [label, messages, message] of cases) {
+      await t.step(label, async () => {
+        current = messages;
+        s.logger.entries.length = 0;
+        await (await fetch(s.url)).arrayBuffer();
+        const error = caught;
+        assertInstanceOf(error, AsgiProtocolError);
+        if (!(error instanceof AsgiProtocolError)) return;
+        assertEquals(error.name, "AsgiProtocolError");
+        assertEquals(error.message, message);
+        assertEquals(loggedAtCatch, [[caught]]);
+      });
+    }
+  });
+
+  Deno.test(name("logs a protocol error once when the app lets it escape"), async () => {
+    await using s = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.body", body: bytes("x") });
+    }, transport);
+    const response = await fetch(s.url);
+    assertEquals([response.status, await response.text()], [500, "Internal Server Error"]);
+    const errors = s.logger.entries.filter((e) => e.level === "error");
+    assertEquals(errors.length, 1);
+    assertInstanceOf(errors[0]!.data[0], AsgiProtocolError);
+  });
+
+  Deno.test(name("drops the body of a HEAD response and keeps its headers"), async () => {
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      await send({
+        type: "http.response.start",
+        status: 200,
+        headers: [[bytes("content-length"), bytes("5")], [bytes("x-kept"), bytes("yes")]],
+      });
+      await send({ type: "http.response.body", body: bytes("hello") });
+    }, transport);
+    const response = await fetch(s.url, { method: "HEAD" });
+    assertEquals(response.headers.get("x-kept"), "yes");
+    assertEquals(response.headers.get("content-length"), "5");
+    assertEquals(await response.text(), "");
+    const raw = await rawRequest(
+      s.port,
+      "HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    // The body of the GET follows the HEAD's head directly: no body bytes came in between.
+    assertMatch(raw, /^HTTP\/1\.1 200 [^]*?\r\n\r\nHTTP\/1\.1 200 [^]*\r\n\r\nhello$/);
+  });
+
+  Deno.test(name("drops the body of a 204 response"), async () => {
+    await using s = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 204 });
+      await send({ type: "http.response.body", body: bytes("ignored") });
+    }, transport);
+    const response = await fetch(s.url);
+    assertEquals([response.status, await response.text()], [204, ""]);
+    assertEquals(s.logger.lines(), []);
+  });
+
+  Deno.test(name("sends repeated response headers and Latin-1 bytes as given"), async () => {
+    await using s = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({
+        type: "http.response.start",
+        status: 200,
+        headers: [
+          [bytes("set-cookie"), bytes("a=1")],
+          [bytes("Set-Cookie"), bytes("b=2")],
+          [bytes("x-latin"), Uint8Array.of(0x63, 0x61, 0x66, 0xe9)],
+        ],
+      });
+      await send({ type: "http.response.body", body: bytes("ok") });
+    }, transport);
+    const response = await fetch(s.url);
+    await response.text();
+    assertEquals(response.headers.getSetCookie(), ["a=1", "b=2"]);
+    const raw = await rawRequest(s.port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assertMatch(raw, /\r\nx-latin: caf\xe9\r\n/i);
+  });
+
+  Deno.test(
+    name("answers 413 without calling the app when content-length exceeds maxBodySize"),
+    async () => {
+      let calls = 0;
+      await using s = await start(
+        async (scope, receive, send) => {
+          if (scope.type !== "http") return;
+          calls++;
+          await readBody(receive);
+          await reply(send, "ok");
+        },
+        transport,
+        { maxBodySize: 10 },
+      );
+      const small = await fetch(s.url, { method: "POST", body: "0123456789" });
+      assertEquals([small.status, await small.text()], [200, "ok"]);
+      const large = await fetch(s.url, { method: "POST", body: "0123456789!" });
+      assertEquals([large.status, await large.text()], [413, "Content Too Large"]);
+      assertEquals(calls, 1);
+    },
+  );
+
+  Deno.test(
+    name("answers 413 and disconnects the app when a chunked body exceeds maxBodySize"),
+    async () => {
+      const seen = signal<string[]>();
+      await using s = await start(
+        async (scope, receive, send) => {
+          if (scope.type !== "http") return;
+          const types: string[] = [];
+          for (;;) {
+            const message = await receive();
+            types.push(message.type);
+            if (message.type !== "http.request" || !message.more_body) break;
+          }
+          await reply(send, "too late");
+          seen.resolve(types);
+        },
+        transport,
+        { maxBodySize: 8 },
+      );
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(bytes("12345"));
+          await sleep(30);
+          controller.enqueue(bytes("67890"));
+          await sleep(30);
+          controller.close();
+        },
+      });
+      const outcome = await fetch(s.url, { method: "POST", body }).then(
+        async (r) => `${r.status} ${await r.text()}`,
+        (e) => e.name,
+      );
+      // The 413 may race the rest of the upload; either way the app never saw the excess.
+      assert(outcome === "413 Content Too Large" || outcome === "TypeError", outcome);
+      assertEquals(await seen.promise, ["http.request", "http.disconnect"]);
+    },
+  );
+
+  Deno.test(name("keeps serving other requests while one is slow"), async () => {
+    const release = signal();
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      if (scope.path === "/slow") await release.promise;
+      await reply(send, scope.path);
+    }, transport);
+    const slow = fetch(`${s.url}/slow`).then((r) => r.text());
+    assertEquals(await (await fetch(`${s.url}/fast`)).text(), "/fast");
+    release.resolve();
+    assertEquals(await slow, "/slow");
+  });
+
+  Deno.test(name("answers in-flight requests with 500 when shutdownTimeout runs out"), async () => {
+    const waiting = signal();
+    const seen = signal<string>();
+    await using s = await start(
+      async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        waiting.resolve();
+        const message = await receive();
+        seen.resolve(message.type);
+        await reply(send, "ignored");
+      },
+      transport,
+      { shutdownTimeout: 100 },
+    );
+    const request = fetch(s.url).then((r) => r.status, (e) => e.name);
+    await waiting.promise;
+    const started = performance.now();
+    await s.server.shutdown();
+    const took = performance.now() - started;
+    assert(took >= 90 && took < 3000, `shutdown took ${took} ms`);
+    assertEquals(await seen.promise, "http.disconnect");
+    const status = await request;
+    assert(status === 500 || status === "TypeError", String(status));
+    assertMatch(s.logger.lines("warn").join("\n"), /shutdownTimeout 100 ms/);
+  });
+}
