@@ -1,0 +1,505 @@
+/**
+ * Lifespan protocol, startup/shutdown ordering and server life cycle of `serve` (both transports)
+ * and `createFetchHandler`.
+ */
+import { assert, assertEquals, assertInstanceOf, assertMatch, assertRejects } from "@std/assert";
+import {
+  AsgiProtocolError,
+  type AsgiServer,
+  createFetchHandler,
+  LifespanError,
+  type Receive,
+  type Scope,
+  type Send,
+  serve,
+} from "../asgi.ts";
+import { bytes, readBody, RecordingLogger, sleep, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+async function canConnect(port: number): Promise<boolean> {
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    conn.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function reply(send: Send, body: string): Promise<void> {
+  await send({ type: "http.response.start", status: 200 });
+  await send({ type: "http.response.body", body: bytes(body) });
+}
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/** A well-behaved lifespan handler that records what happens in `events`. */
+async function lifespan(
+  receive: Receive,
+  send: Send,
+  events: string[],
+  startup: Promise<void> = Promise.resolve(),
+): Promise<void> {
+  for (;;) {
+    const message = await receive();
+    events.push(message.type);
+    if (message.type === "lifespan.startup") {
+      await startup;
+      await send({ type: "lifespan.startup.complete" });
+    } else if (message.type === "lifespan.shutdown") {
+      await send({ type: "lifespan.shutdown.complete" });
+      return;
+    }
+  }
+}
+
+for (const transport of TRANSPORTS) {
+  const name = (behaviour: string) => `serve() [${transport}] ${behaviour}`;
+  const options = (logger: RecordingLogger) => ({
+    port: 0,
+    transport,
+    logger,
+    onListen() {},
+  });
+
+  Deno.test(name("runs lifespan startup before it accepts a connection"), async () => {
+    const events: string[] = [];
+    const startup = gate();
+    const port = freePort();
+    const logger = new RecordingLogger();
+    const server = serve(async (scope, receive, send) => {
+      if (scope.type === "lifespan") return await lifespan(receive, send, events, startup.promise);
+      events.push(`request ${scope.path}`);
+      await readBody(receive);
+      await reply(send, "ok");
+    }, { ...options(logger), port });
+    try {
+      await sleep(50);
+      assertEquals(events, ["lifespan.startup"]);
+      assertEquals(await canConnect(port), false, "listening before startup completed");
+      startup.open();
+      assertEquals((await server.addr).port, port);
+      assertEquals(await (await fetch(`http://127.0.0.1:${port}/first`)).text(), "ok");
+      assertEquals(events, ["lifespan.startup", "request /first"]);
+    } finally {
+      startup.open();
+      await server.shutdown();
+    }
+    assertEquals(events, ["lifespan.startup", "request /first", "lifespan.shutdown"]);
+    assertEquals(logger.lines(), []);
+  });
+
+  Deno.test(name("lets in-flight requests finish before lifespan shutdown"), async () => {
+    const events: string[] = [];
+    const arrived = gate();
+    const server = serve(async (scope, receive, send) => {
+      if (scope.type === "lifespan") return await lifespan(receive, send, events);
+      await readBody(receive);
+      arrived.open();
+      await sleep(150);
+      events.push("response");
+      await reply(send, "slow but complete");
+    }, options(new RecordingLogger()));
+    const { port } = await server.addr;
+    const response = fetch(`http://127.0.0.1:${port}/`).then((r) => r.text());
+    await arrived.promise;
+    const stopped = server.shutdown();
+    await sleep(20);
+    assertEquals(await canConnect(port), false, "still accepting after shutdown()");
+    assertEquals(await response, "slow but complete");
+    await stopped;
+    await server.finished;
+    assertEquals(events, ["lifespan.startup", "response", "lifespan.shutdown"]);
+  });
+
+  Deno.test(name("does not start when the app sends lifespan.startup.failed"), async () => {
+    const logger = new RecordingLogger();
+    let httpCalls = 0;
+    const server = serve(async (scope, receive, send) => {
+      if (scope.type !== "lifespan") return void httpCalls++;
+      await receive();
+      await send({ type: "lifespan.startup.failed", message: "Database unreachable" });
+    }, options(logger));
+    const error = await assertRejects(() => server.addr, LifespanError, "Database unreachable");
+    assertEquals((error as LifespanError).phase, "startup");
+    assertEquals(await server.finished.then(() => "resolved", (e) => e), error);
+    assertEquals(logger.lines("error"), ["Application startup failed: Database unreachable"]);
+    await server.shutdown();
+    assertEquals(httpCalls, 0);
+  });
+
+  Deno.test(name("does not start when the app raises on startup with lifespan on"), async () => {
+    const logger = new RecordingLogger();
+    const server = serve(async (scope, receive) => {
+      if (scope.type !== "lifespan") return;
+      await receive();
+      throw new Error("config missing");
+    }, { ...options(logger), lifespan: "on" });
+    const error = await assertRejects(
+      () => server.addr,
+      LifespanError,
+      "Exception in lifespan startup: Error: config missing",
+    );
+    assertInstanceOf((error as LifespanError).cause, Error);
+    const lines = logger.lines("error");
+    assertEquals(lines.length, 2);
+    assertMatch(lines[0]!, /^Exception in 'lifespan' protocol\n Error: config missing\n\s+at /);
+    assertEquals(
+      lines[1],
+      "Application startup failed: Exception in lifespan startup: Error: config missing",
+    );
+  });
+
+  Deno.test(name("serves without lifespan when the app raises on it in auto mode"), async () => {
+    const logger = new RecordingLogger();
+    let lifespanCalls = 0;
+    await using server = serve(async (scope, receive, send) => {
+      if (scope.type === "lifespan") {
+        lifespanCalls++;
+        throw new Error("lifespan not supported");
+      }
+      await readBody(receive);
+      await reply(send, "still served");
+    }, options(logger));
+    const { port } = await server.addr;
+    assertEquals(await (await fetch(`http://127.0.0.1:${port}/`)).text(), "still served");
+    assertEquals(await (await fetch(`http://127.0.0.1:${port}/`)).text(), "still served");
+    await server.shutdown();
+    assertEquals(lifespanCalls, 1);
+    assertEquals(logger.lines(), ["ASGI 'lifespan' protocol appears unsupported"]);
+  });
+
+  Deno.test(name("never calls the app with a lifespan scope when lifespan is off"), async () => {
+    const types: string[] = [];
+    await using server = serve(async (scope, receive, send) => {
+      types.push(scope.type);
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      await reply(send, "ok");
+    }, { ...options(new RecordingLogger()), lifespan: "off" });
+    const { port } = await server.addr;
+    await (await fetch(`http://127.0.0.1:${port}/`)).text();
+    await server.shutdown();
+    assertEquals(types, ["http"]);
+  });
+
+  Deno.test(name("gives every request a shallow copy of the lifespan state"), async () => {
+    const db = { name: "db" };
+    let lifespanState: Record<string, unknown> = {};
+    await using server = serve(async (scope, receive, send) => {
+      if (scope.type === "lifespan") {
+        assertEquals(scope.asgi, { version: "3.0", spec_version: "2.0" });
+        lifespanState = scope.state;
+        scope.state.db = db;
+        return await lifespan(receive, send, []);
+      }
+      await readBody(receive);
+      const seen = `${scope.state.db === db} ${scope.state !== lifespanState}`;
+      scope.state.added = "per request";
+      await reply(send, seen);
+    }, options(new RecordingLogger()));
+    const { port } = await server.addr;
+    assertEquals(await (await fetch(`http://127.0.0.1:${port}/`)).text(), "true true");
+    assertEquals(lifespanState, { db });
+  });
+
+  Deno.test(
+    name("rejects shutdown() and finished when the app sends shutdown.failed"),
+    async () => {
+      const logger = new RecordingLogger();
+      const server = serve(async (scope, receive, send) => {
+        if (scope.type !== "lifespan") return;
+        await receive();
+        await send({ type: "lifespan.startup.complete" });
+        await receive();
+        await send({ type: "lifespan.shutdown.failed", message: "Flush failed" });
+      }, options(logger));
+      await server.addr;
+      const error = await assertRejects(() => server.shutdown(), LifespanError, "Flush failed");
+      assertEquals((error as LifespanError).phase, "shutdown");
+      await assertRejects(() => server.finished, LifespanError, "Flush failed");
+      assertEquals(logger.lines("error"), ["Application shutdown failed: Flush failed"]);
+    },
+  );
+
+  Deno.test(name("shuts down gracefully when its signal aborts"), async () => {
+    const events: string[] = [];
+    const controller = new AbortController();
+    const server = serve(async (scope, receive, send) => {
+      if (scope.type === "lifespan") return await lifespan(receive, send, events);
+      await readBody(receive);
+      await reply(send, "ok");
+    }, { ...options(new RecordingLogger()), signal: controller.signal });
+    const { port } = await server.addr;
+    await (await fetch(`http://127.0.0.1:${port}/`)).text();
+    controller.abort();
+    await server.finished;
+    assertEquals(events, ["lifespan.startup", "lifespan.shutdown"]);
+    assertEquals(await canConnect(port), false);
+  });
+
+  Deno.test(name("never listens when shut down during startup"), async () => {
+    const events: string[] = [];
+    const startup = gate();
+    const port = freePort();
+    const server = serve(async (scope, receive, send) => {
+      if (scope.type === "lifespan") return await lifespan(receive, send, events, startup.promise);
+    }, { ...options(new RecordingLogger()), port });
+    const stopped = server.shutdown();
+    startup.open();
+    await stopped;
+    await server.finished;
+    await assertRejects(
+      () => server.addr,
+      DOMException,
+      "The server was shut down before it listened",
+    );
+    assertEquals(await canConnect(port), false);
+    assertEquals(events, ["lifespan.startup", "lifespan.shutdown"]);
+  });
+
+  Deno.test(name("disposes with await using"), async () => {
+    const events: string[] = [];
+    let port = 0;
+    {
+      await using server: AsgiServer = serve(async (scope, receive, send) => {
+        if (scope.type === "lifespan") return await lifespan(receive, send, events);
+      }, options(new RecordingLogger()));
+      port = (await server.addr).port;
+    }
+    assertEquals(events, ["lifespan.startup", "lifespan.shutdown"]);
+    assertEquals(await canConnect(port), false);
+  });
+}
+
+Deno.test("serve() listens on 127.0.0.1 by default", async () => {
+  await using server = serve(async (scope) => {
+    if (scope.type !== "http") return;
+  }, { port: 0, lifespan: "off", onListen() {} });
+  assertEquals((await server.addr).hostname, "127.0.0.1");
+});
+
+Deno.test("serve() logs the address when no onListen is given", async () => {
+  const logger = new RecordingLogger();
+  await using server = serve(async () => {}, { port: 0, lifespan: "off", logger });
+  const { port } = await server.addr;
+  assertEquals(logger.lines(), [`Listening on http://127.0.0.1:${port}/`]);
+});
+
+Deno.test("serve() rejects a port that is already taken, after lifespan shutdown", async () => {
+  const blocker = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const events: string[] = [];
+  const logger = new RecordingLogger();
+  try {
+    const server = serve(async (scope, receive, send) => {
+      if (scope.type === "lifespan") return await lifespan(receive, send, events);
+    }, { port: blocker.addr.port, logger, onListen() {} });
+    await assertRejects(() => server.addr, Deno.errors.AddrInUse);
+    await assertRejects(() => server.finished, Deno.errors.AddrInUse);
+    assertEquals(events, ["lifespan.startup", "lifespan.shutdown"]);
+    assertMatch(
+      logger.lines("error")[0]!,
+      new RegExp(`^Cannot listen on 127.0.0.1:${blocker.addr.port}: `),
+    );
+  } finally {
+    blocker.close();
+  }
+});
+
+Deno.test("serve() accepts an object with an asgi method and keeps its this", async () => {
+  class Holder {
+    greeting = "bound";
+    async asgi(scope: Scope, receive: Receive, send: Send): Promise<void> {
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      await reply(send, this.greeting);
+    }
+  }
+  await using server = serve(new Holder(), { port: 0, lifespan: "off", onListen() {} });
+  const { port } = await server.addr;
+  assertEquals(await (await fetch(`http://127.0.0.1:${port}/`)).text(), "bound");
+});
+
+Deno.test("serve() rejects bad arguments with built-in errors", async (t) => {
+  const app = async () => {};
+  const cases: [string, () => unknown, ErrorConstructor, string][] = [
+    [
+      "not an app",
+      () => serve(42 as never),
+      TypeError,
+      'Invalid application 42: pass an ASGI callable (scope, receive, send) or an object with an "asgi" method',
+    ],
+    [
+      "port out of range",
+      () => serve(app, { port: 70000 }),
+      RangeError,
+      "Invalid port 70000: use an integer from 0 to 65535",
+    ],
+    [
+      "unknown lifespan mode",
+      () => serve(app, { lifespan: "yes" as never }),
+      TypeError,
+      'Invalid lifespan "yes": use "auto", "on" or "off"',
+    ],
+    [
+      "unknown transport",
+      () => serve(app, { transport: "bun" as never }),
+      TypeError,
+      'Invalid transport "bun": use "deno" or "node"',
+    ],
+    [
+      "root path without a leading slash",
+      () => serve(app, { rootPath: "api" }),
+      RangeError,
+      'Invalid rootPath "api": use "" or a path that starts with "/" and does not end with one',
+    ],
+    [
+      "negative body limit",
+      () => serve(app, { maxBodySize: -1 }),
+      RangeError,
+      "Invalid maxBodySize -1: use a number of 0 or more",
+    ],
+    [
+      "string shutdown timeout",
+      () => serve(app, { shutdownTimeout: "5s" as never }),
+      TypeError,
+      'Invalid shutdownTimeout "5s": use a number',
+    ],
+  ];
+  for (const [label, call, errorClass, message] of cases) {
+    await t.step(label, () => {
+      let caught: unknown;
+      try {
+        call();
+      } catch (error) {
+        caught = error;
+      }
+      assertInstanceOf(caught, errorClass);
+      assertEquals((caught as Error).message, message);
+    });
+  }
+});
+
+Deno.test("createFetchHandler() runs lifespan startup on the first request, once", async () => {
+  const events: string[] = [];
+  const handler = createFetchHandler(async (scope, receive, send) => {
+    if (scope.type === "lifespan") return await lifespan(receive, send, events);
+    events.push(`request ${scope.path}`);
+    await readBody(receive);
+    await reply(send, `server ${JSON.stringify(scope.server)}`);
+  }, { logger: new RecordingLogger() });
+  const [a, b] = await Promise.all([
+    handler.fetch(new Request("http://localhost/a")),
+    handler.fetch(new Request("http://localhost/b")),
+  ]);
+  assertEquals([await a.text(), await b.text()], ["server null", "server null"]);
+  await handler.startup();
+  await handler.shutdown();
+  await handler.shutdown();
+  assertEquals(events, ["lifespan.startup", "request /a", "request /b", "lifespan.shutdown"]);
+});
+
+Deno.test("createFetchHandler() answers 503 when lifespan startup fails", async () => {
+  const logger = new RecordingLogger();
+  const handler = createFetchHandler(async (scope, receive, send) => {
+    if (scope.type !== "lifespan") return;
+    await receive();
+    await send({ type: "lifespan.startup.failed", message: "No database" });
+  }, { logger });
+  for (let i = 0; i < 2; i++) {
+    const response = await handler.fetch(new Request("http://localhost/"));
+    assertEquals([response.status, await response.text()], [503, "Service Unavailable"]);
+  }
+  assertEquals(logger.lines(), ["Application startup failed: No database"]);
+  await assertRejects(() => handler.startup(), LifespanError, "No database");
+});
+
+Deno.test("createFetchHandler() works as the handler of Deno.serve", async () => {
+  const handler = createFetchHandler(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    await readBody(receive);
+    await reply(send, `${scope.client?.[0]} ${scope.method}`);
+  }, { lifespan: "off" });
+  await using server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
+  const response = await fetch(`http://127.0.0.1:${server.addr.port}/`, { method: "DELETE" });
+  assertEquals(await response.text(), "127.0.0.1 DELETE");
+});
+
+Deno.test("createFetchHandler() rejects lifespan messages sent out of order with AsgiProtocolError", async (t) => {
+  const cases: [string, (receive: Receive, send: Send) => Promise<unknown>, string][] = [
+    [
+      "startup.complete twice",
+      async (receive, send) => {
+        await receive();
+        await send({ type: "lifespan.startup.complete" });
+        await send({ type: "lifespan.startup.complete" });
+      },
+      'Cannot send "lifespan.startup.complete" after startup: startup messages answer "lifespan.startup" once',
+    ],
+    [
+      "shutdown.complete before shutdown",
+      async (receive, send) => {
+        await receive();
+        await send({ type: "lifespan.shutdown.complete" });
+      },
+      'Cannot send "lifespan.shutdown.complete" before "lifespan.shutdown" was received: shutdown messages answer it once',
+    ],
+    [
+      "an HTTP message",
+      async (receive, send) => {
+        await receive();
+        await send({ type: "http.response.start", status: 200 });
+      },
+      'Cannot send "http.response.start" on the lifespan connection: expected a "lifespan.startup.*" or "lifespan.shutdown.*" message',
+    ],
+  ];
+  for (const [label, body, message] of cases) {
+    await t.step(label, async () => {
+      let caught: unknown;
+      const handler = createFetchHandler(async (scope, receive, send) => {
+        if (scope.type !== "lifespan") return;
+        try {
+          await body(receive, send);
+        } catch (error) {
+          caught = error;
+        }
+        await send({ type: "lifespan.startup.complete" }).catch(() => {});
+        await receive();
+        await send({ type: "lifespan.shutdown.complete" });
+      }, { logger: new RecordingLogger() });
+      await handler.startup();
+      await handler.shutdown();
+      assertInstanceOf(caught, AsgiProtocolError);
+      assertEquals((caught as Error).message, message);
+    });
+  }
+});
+
+Deno.test("createFetchHandler() keeps receive() pending after lifespan.shutdown", async () => {
+  let third: Promise<unknown> | undefined;
+  const handler = createFetchHandler(async (scope, receive, send) => {
+    if (scope.type !== "lifespan") return;
+    await receive();
+    await send({ type: "lifespan.startup.complete" });
+    await receive();
+    third = receive();
+    await send({ type: "lifespan.shutdown.complete" });
+  });
+  await handler.startup();
+  await handler.shutdown();
+  const outcome = await Promise.race([
+    third!.then(() => "settled"),
+    sleep(30).then(() => "pending"),
+  ]);
+  assert(outcome === "pending");
+});
