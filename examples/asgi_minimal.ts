@@ -1,0 +1,183 @@
+/**
+ * The low-level example: an ASGI application built from an {@linkcode AsgiRouter} with two
+ * routes, served by the bridge.
+ *
+ * | Method | Path                            | Response                                          |
+ * | ------ | ------------------------------- | ------------------------------------------------- |
+ * | GET    | `/`                             | the request body, or `OK` when it is empty        |
+ * | POST   | `/other_handler/{name:[a-z1-9]+}` | the request body, or `{"name":"…"}` when empty  |
+ *
+ * Any other path answers 404 and a known path with another method 405, each with
+ * `Content-Type: text/html; charset=UTF-8` and an HTML body naming the status.
+ *
+ * ```sh
+ * deno task example:asgi                 # PORT=8000, TRANSPORT=deno
+ * PORT=8080 TRANSPORT=node deno task example:asgi
+ * curl -X GET --data hello http://127.0.0.1:8000/   # "hello" with TRANSPORT=node, "OK" with deno
+ * ```
+ *
+ * `Deno.serve` (the default transport) drops the body of a GET request, as Fetch does; the `node`
+ * transport (`node:http`) delivers it, which is what the seed's example shows.
+ *
+ * @module
+ */
+import {
+  AsgiRouter,
+  type EndpointHandler,
+  MethodNotAllowed,
+  type PathContext,
+  Route,
+  UnknownEndpoint,
+} from "../router.ts";
+import { type HttpScope, type Receive, type Scope, type Send, serve } from "../asgi.ts";
+
+/** A handler the router dispatches to: path variables first, then the ASGI triple. */
+type LowLevelHandler = (
+  context: PathContext,
+  scope: HttpScope,
+  receive: Receive,
+  send: Send,
+) => Promise<void>;
+
+const encoder = new TextEncoder();
+const TEXT_PLAIN: [Uint8Array, Uint8Array] = [
+  encoder.encode("content-type"),
+  encoder.encode("text/plain; charset=UTF-8"),
+];
+const APPLICATION_JSON: [Uint8Array, Uint8Array] = [
+  encoder.encode("content-type"),
+  encoder.encode("application/json"),
+];
+const TEXT_HTML: [Uint8Array, Uint8Array] = [
+  encoder.encode("content-type"),
+  encoder.encode("text/html; charset=UTF-8"),
+];
+const OK = encoder.encode("OK");
+
+/** Reads the whole request body; `null` when the client disconnects first. */
+async function readBody(receive: Receive): Promise<Uint8Array | null> {
+  const first = await receive();
+  if (first.type !== "http.request") return null;
+  if (!first.more_body) return first.body;
+  const chunks = [first.body];
+  let length = first.body.length;
+  for (;;) {
+    const message = await receive();
+    if (message.type !== "http.request") return null;
+    chunks.push(message.body);
+    length += message.body.length;
+    if (!message.more_body) break;
+  }
+  const body = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return body;
+}
+
+async function respond(
+  send: Send,
+  status: number,
+  contentType: [Uint8Array, Uint8Array],
+  body: Uint8Array,
+): Promise<void> {
+  await send({ type: "http.response.start", status, headers: [contentType] });
+  await send({ type: "http.response.body", body });
+}
+
+/** `GET /`: echoes the body, or says `OK`. */
+async function home(
+  _context: PathContext,
+  _scope: HttpScope,
+  receive: Receive,
+  send: Send,
+): Promise<void> {
+  const body = await readBody(receive);
+  if (body === null) return; // The client has gone: send nothing.
+  await respond(send, 200, TEXT_PLAIN, body.length > 0 ? body : OK);
+}
+
+/** `POST /other_handler/{name}`: echoes the body, or the path variables as JSON. */
+async function otherHandler(
+  context: PathContext,
+  _scope: HttpScope,
+  receive: Receive,
+  send: Send,
+): Promise<void> {
+  const body = await readBody(receive);
+  if (body === null) return;
+  if (body.length > 0) return await respond(send, 200, TEXT_PLAIN, body);
+  await respond(send, 200, APPLICATION_JSON, encoder.encode(JSON.stringify(context)));
+}
+
+/** The application's fallback pages: status, HTML content type, an HTML body naming the status. */
+function fallback(send: Send, status: number, reason: string): Promise<void> {
+  const html = `<!DOCTYPE html><html><head><title>${status} ${reason}</title></head>` +
+    `<body><h1>${status} ${reason}</h1></body></html>`;
+  return respond(send, status, TEXT_HTML, encoder.encode(html));
+}
+
+/** The router of the example. */
+export const router: AsgiRouter<LowLevelHandler> = new AsgiRouter<LowLevelHandler>({
+  routes: [
+    new Route("/", { handler: home, methods: ["GET"] }),
+    new Route("/other_handler/{name:[a-z1-9]+}", { handler: otherHandler, methods: ["POST"] }),
+  ],
+});
+
+/**
+ * The ASGI application: answers the lifespan protocol, routes HTTP requests, and turns the
+ * router's {@linkcode UnknownEndpoint} and {@linkcode MethodNotAllowed} into 404 and 405.
+ *
+ * @param scope The connection scope.
+ * @param receive Receives events.
+ * @param send Sends events.
+ */
+export async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
+  if (scope.type === "lifespan") {
+    for (;;) {
+      const message = await receive();
+      if (message.type === "lifespan.startup") {
+        await send({ type: "lifespan.startup.complete" });
+      } else if (message.type === "lifespan.shutdown") {
+        await send({ type: "lifespan.shutdown.complete" });
+        return;
+      }
+    }
+  }
+  let route: [EndpointHandler<LowLevelHandler>, PathContext];
+  try {
+    route = router.getRoute(scope.path);
+  } catch (error) {
+    if (error instanceof UnknownEndpoint) return await fallback(send, 404, "Not Found");
+    throw error;
+  }
+  const [handler, context] = route;
+  try {
+    await handler(context, scope, receive, send, { method: scope.method });
+  } catch (error) {
+    if (error instanceof MethodNotAllowed) return await fallback(send, 405, "Method Not Allowed");
+    throw error;
+  }
+}
+
+if (import.meta.main) {
+  const port = Number(Deno.env.get("PORT") ?? "8000");
+  const transport = Deno.env.get("TRANSPORT") ?? "deno";
+  if (transport !== "deno" && transport !== "node") {
+    console.error(`Unknown TRANSPORT "${transport}": use "deno" or "node"`);
+    Deno.exit(2);
+  }
+  const server = serve(app, { port, transport });
+  const stop = () => server.shutdown();
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  try {
+    await server.finished;
+  } finally {
+    Deno.removeSignalListener("SIGINT", stop);
+    Deno.removeSignalListener("SIGTERM", stop);
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * examples/asgi_minimal.ts, the seed's low-level example (spec 4.2): each row of its table on both
+ * transports, run as the program `deno task example:asgi` runs, plus its 404 and 405 fallbacks
+ * with their exact headers, its disconnect rule and its lifespan answers.
+ */
+import { assertEquals, assertMatch } from "@std/assert";
+import { fileURLToPath } from "node:url";
+import type { ReceiveMessage, SendMessage } from "../asgi.ts";
+import { app } from "../examples/asgi_minimal.ts";
+import { rawRequest, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+/** Starts the example as a program and returns its port and a way to stop it. */
+async function runExample(transport: string): Promise<{
+  port: number;
+  stop: () => Promise<{ code: number; stderr: string }>;
+}> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      "--allow-sys",
+      "examples/asgi_minimal.ts",
+    ],
+    cwd: root,
+    env: { PORT: "0", TRANSPORT: transport },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  let port = 0;
+  while (port === 0) {
+    const { done, value } = await lines.read();
+    if (done) throw new Error(`The example exited before listening: ${seen}`);
+    seen += value;
+    const match = seen.match(/Listening on http:\/\/127\.0\.0\.1:(\d+)\//);
+    if (match) port = Number(match[1]);
+  }
+  return {
+    port,
+    async stop() {
+      child.kill("SIGTERM");
+      await lines.cancel();
+      const stderr = await new Response(child.stderr).text();
+      const { code } = await child.status;
+      return { code, stderr };
+    },
+  };
+}
+
+/** The response to `request`, as status line, headers without `date`, and body. */
+async function exchange(
+  port: number,
+  method: string,
+  path: string,
+  body: string,
+): Promise<{ status: string; headers: string[]; body: string }> {
+  const length = body === "" ? "" : `Content-Length: ${body.length}\r\n`;
+  const raw = await rawRequest(
+    port,
+    `${method} ${path} HTTP/1.1\r\nHost: x\r\n${length}Connection: close\r\n\r\n${body}`,
+  );
+  const [head = "", ...rest] = raw.split("\r\n\r\n");
+  const [status = "", ...headers] = head.split("\r\n");
+  return {
+    status,
+    headers: headers.map((h) => h.toLowerCase()).filter((h) => !h.startsWith("date:")).sort(),
+    body: new TextDecoder().decode(Uint8Array.from(rest.join("\r\n\r\n"), (c) => c.charCodeAt(0))),
+  };
+}
+
+for (const transport of TRANSPORTS) {
+  Deno.test(`examples/asgi_minimal.ts [${transport}] answers each row of the seed's table`, async (t) => {
+    const example = await runExample(transport);
+    // Both transports echo the request's "Connection: close"; nothing else is theirs but date.
+    const framing = ["connection: close"];
+    try {
+      const rows: [string, string, string, string, string, string][] = [
+        // method, path, request body, status line, content-type, response body
+        ["GET", "/", "", "HTTP/1.1 200 OK", "text/plain; charset=utf-8", "OK"],
+        // Deno.serve drops a GET body (Fetch semantics); node:http delivers it.
+        [
+          "GET",
+          "/",
+          "hello",
+          "HTTP/1.1 200 OK",
+          "text/plain; charset=utf-8",
+          transport === "node" ? "hello" : "OK",
+        ],
+        [
+          "POST",
+          "/other_handler/abc1",
+          "",
+          "HTTP/1.1 200 OK",
+          "application/json",
+          '{"name":"abc1"}',
+        ],
+        [
+          "POST",
+          "/other_handler/abc1",
+          "payload",
+          "HTTP/1.1 200 OK",
+          "text/plain; charset=utf-8",
+          "payload",
+        ],
+      ];
+      for (const [method, path, body, status, type, expected] of rows) {
+        await t.step(
+          `${method} ${path} ${JSON.stringify(body)} → ${JSON.stringify(expected)}`,
+          async () => {
+            const response = await exchange(example.port, method, path, body);
+            assertEquals(response.status, status);
+            assertEquals(
+              response.headers,
+              [
+                ...framing,
+                `content-length: ${new TextEncoder().encode(expected).length}`,
+                `content-type: ${type}`,
+              ].sort(),
+            );
+            assertEquals(response.body, expected);
+          },
+        );
+      }
+      const fallbacks: [string, string, string][] = [
+        ["GET", "/missing", "404 Not Found"],
+        ["POST", "/other_handler/ABC", "404 Not Found"], // fails [a-z1-9]+: unknown endpoint
+        ["POST", "/", "405 Method Not Allowed"],
+        ["GET", "/other_handler/abc", "405 Method Not Allowed"],
+      ];
+      for (const [method, path, reason] of fallbacks) {
+        await t.step(`${method} ${path} → ${reason}`, async () => {
+          const response = await exchange(example.port, method, path, "");
+          assertEquals(response.status, `HTTP/1.1 ${reason}`);
+          assertEquals(
+            response.headers,
+            [
+              ...framing,
+              `content-length: ${response.body.length}`,
+              "content-type: text/html; charset=utf-8",
+            ].sort(),
+          );
+          assertMatch(response.body, new RegExp(`^<!DOCTYPE html>.*<h1>${reason}</h1>`));
+        });
+      }
+    } finally {
+      const { code, stderr } = await example.stop();
+      assertEquals(stderr, "");
+      assertEquals(code, 0, "SIGTERM shuts the example down gracefully");
+    }
+  });
+}
+
+Deno.test("examples/asgi_minimal.ts app sends nothing when receive() returns http.disconnect", async (t) => {
+  const cases: [string, string][] = [["GET", "/"], ["POST", "/other_handler/abc"]];
+  for (const [method, path] of cases) {
+    await t.step(`${method} ${path}`, async () => {
+      const sent: SendMessage[] = [];
+      await app(
+        {
+          type: "http",
+          asgi: { version: "3.0", spec_version: "2.1" },
+          http_version: "1.1",
+          method,
+          scheme: "http",
+          path,
+          raw_path: new TextEncoder().encode(path),
+          query_string: new Uint8Array(),
+          root_path: "",
+          headers: [],
+          client: null,
+          server: null,
+          state: {},
+          extensions: {},
+        },
+        () => Promise.resolve({ type: "http.disconnect" }),
+        (message) => {
+          sent.push(message);
+          return Promise.resolve();
+        },
+      );
+      assertEquals(sent, []);
+    });
+  }
+});
+
+Deno.test("examples/asgi_minimal.ts app completes lifespan startup and shutdown", async () => {
+  const incoming: ReceiveMessage[] = [{ type: "lifespan.startup" }, { type: "lifespan.shutdown" }];
+  const sent: SendMessage[] = [];
+  await app(
+    { type: "lifespan", asgi: { version: "3.0", spec_version: "2.0" }, state: {} },
+    () => Promise.resolve(incoming.shift()!),
+    (message) => {
+      sent.push(message);
+      return Promise.resolve();
+    },
+  );
+  assertEquals(sent, [{ type: "lifespan.startup.complete" }, {
+    type: "lifespan.shutdown.complete",
+  }]);
+});
