@@ -14,7 +14,9 @@ async function nodeVersion(): Promise<string | undefined> {
   try {
     const output = await new Deno.Command("node", { args: ["--version"], stdout: "piped" })
       .output();
-    return output.success ? new TextDecoder().decode(output.stdout).trim() : undefined;
+    const version = new TextDecoder().decode(output.stdout).trim();
+    // Deno answers for a missing `node` itself ("deno 2.x ..."): only a real Node.js counts.
+    return output.success && /^v\d+\.\d+\.\d+$/.test(version) ? version : undefined;
   } catch {
     return undefined;
   }
@@ -26,7 +28,7 @@ function utf8(latin1: string): string {
 }
 
 const version = await nodeVersion();
-if (version === undefined) console.log("asgi_node_test: skipped, no `node` on PATH");
+if (version === undefined) console.log("asgi_node_test: skipped, no Node.js `node` on PATH");
 
 Deno.test({
   name: `serve() with transport "node" runs on Node.js ${version ?? "(not installed)"}`,
