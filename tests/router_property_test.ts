@@ -101,8 +101,9 @@ interface Registered {
 function build(
   specs: readonly [string, string][],
   trailingSlash: "relaxed" | "strict",
+  compileAfter: number,
 ): Registered {
-  const router = new AsgiRouter({ trailingSlash });
+  const router = new AsgiRouter({ trailingSlash, compileAfter });
   const accepted: string[] = [];
   for (const [path, method] of specs) {
     try {
@@ -142,8 +143,10 @@ Deno.test("AsgiRouter.match() agrees with the whole-route regex reference on ran
       }),
       fc.array(fc.oneof(randomPath, derivedPath), { minLength: 4, maxLength: 16 }),
       fc.constantFrom("relaxed" as const, "strict" as const),
-      (specs, paths, trailingSlash) => {
-        const built = build(specs, trailingSlash);
+      // The generated lookup (compiled at once) and the tree walk (never compiled).
+      fc.constantFrom(0, Infinity),
+      (specs, paths, trailingSlash, compileAfter) => {
+        const built = build(specs, trailingSlash, compileAfter);
         // Paths built from the registered patterns themselves are mostly hits.
         for (const path of paths) check(built, path);
         lookups += paths.length;
@@ -159,8 +162,8 @@ Deno.test("AsgiRouter.match() agrees with the reference whatever the registratio
       fc.array(pattern, { minLength: 2, maxLength: 8 }),
       fc.array(fc.oneof(randomPath, derivedPath), { minLength: 4, maxLength: 12 }),
       (patterns, paths) => {
-        const forward = build(patterns.map((p) => [p, "GET"]), "relaxed");
-        const backward = build([...patterns].reverse().map((p) => [p, "GET"]), "relaxed");
+        const forward = build(patterns.map((p) => [p, "GET"]), "relaxed", 0);
+        const backward = build([...patterns].reverse().map((p) => [p, "GET"]), "relaxed", Infinity);
         for (const path of paths) {
           check(forward, path);
           check(backward, path);

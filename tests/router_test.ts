@@ -355,6 +355,47 @@ Deno.test("AsgiRouter.match() sees routes added after earlier lookups", () => {
   assertEquals(lookup(router, "/a.json"), ["/{id}.json", { id: "a" }]);
 });
 
+Deno.test("AsgiRouter.match() compiles a lookup after compileAfter lookups, same answers", async (t) => {
+  const patterns = ["/users/new", "/users/{id}", "/users/{id}/posts", "/f/{n:[0-9]+}", "/{a}.{b}"];
+  const paths = ["/users/new", "/users/7", "/users/7/posts", "/f/12", "/f/x", "/a.b", "/nope"];
+  const walking = routerOf(patterns, { compileAfter: Infinity });
+  const expected = paths.map((path) => lookup(walking, path));
+  await t.step("switching tiers mid-stream", () => {
+    const router = routerOf(patterns, { compileAfter: 3 });
+    for (let round = 0; round < 3; round++) {
+      assertEquals(paths.map((path) => lookup(router, path)), expected);
+    }
+  });
+  await t.step("recompiling after a route is added", () => {
+    const router = routerOf(patterns, { compileAfter: 0 });
+    assertEquals(lookup(router, "/users/me"), ["/users/{id}", { id: "me" }]);
+    router.addRoute(new Route("/users/me", { handler: noop }));
+    assertEquals(lookup(router, "/users/me"), ["/users/me", {}]);
+  });
+  await t.step("walking the tree where new Function is forbidden", () => {
+    const router = routerOf(patterns, { compileAfter: 1 });
+    const original = globalThis.Function;
+    globalThis.Function = function () {
+      throw new EvalError("code generation from strings disallowed for this context");
+    } as unknown as FunctionConstructor;
+    try {
+      assertEquals(paths.map((path) => lookup(router, path)), expected);
+    } finally {
+      globalThis.Function = original;
+    }
+    assertEquals(paths.map((path) => lookup(router, path)), expected);
+  });
+  await t.step("rejecting a bad value", () => {
+    for (const value of [-1, 0.5, NaN]) {
+      assertThrows(
+        () => new AsgiRouter({ compileAfter: value }),
+        RangeError,
+        `Invalid compileAfter ${value}; use a non-negative integer or Infinity`,
+      );
+    }
+  });
+});
+
 Deno.test("AsgiRouter.routes lists routes in registration order", () => {
   const routes = ["/b", "/a", "/{x}"].map((path) => new Route(path, { handler: noop }));
   const router = new AsgiRouter({ routes });
