@@ -1,0 +1,54 @@
+/**
+ * One run of the router comparison, written to bench/RESULTS.md. Shared by
+ * `router_bench.ts` (under `deno task bench`) and `run_router_bench.ts`.
+ *
+ * @module
+ */
+import { OURS } from "./_ours.ts";
+import { PEER_VERSIONS, PEERS } from "./_peers.ts";
+import { renderRouterResults } from "./_report.ts";
+import { environment, writeSection } from "./_results.ts";
+import {
+  DEFAULT_TIMING,
+  QUICK_TIMING,
+  type RouterResults,
+  runRouterComparison,
+} from "./_runner.ts";
+import { routeSets } from "./_sets.ts";
+
+/** What to run. */
+export interface SummaryOptions {
+  /** Short timing for a smoke run. @default {false} */
+  readonly quick?: boolean;
+  /** Only these sets (names as in the tables). @default {every set} */
+  readonly only?: readonly string[];
+  /** Write bench/RESULTS.md. @default {true} */
+  readonly write?: boolean;
+  /** The command that produced the run, for the header. */
+  readonly command: string;
+}
+
+/**
+ * Runs the router comparison and writes its section of bench/RESULTS.md.
+ *
+ * @param options What to run.
+ * @returns The figures.
+ */
+export async function routerSummary(options: SummaryOptions): Promise<RouterResults> {
+  const sets = routeSets({ only: options.only });
+  const timing = options.quick ? QUICK_TIMING : DEFAULT_TIMING;
+  const results = await runRouterComparison(sets, [OURS, ...PEERS], timing);
+  const peers = Object.entries(PEER_VERSIONS).map(([n, v]) => `${n}@${v}`).join(", ");
+  const header = [
+    environment(),
+    `- Peers: ${peers}`,
+    `- Command: \`${options.command}\`${
+      options.quick ? " (quick smoke timing: not for comparison)" : ""
+    }`,
+    `- Timing: ${timing.batches} interleaved batches of ~${timing.batchMs} ms per router and workload after ${timing.warmupMs} ms warm-up; ${
+      sets[0]?.workloads[0]?.paths.length ?? 0
+    } lookups per workload`,
+  ].join("\n");
+  if (options.write !== false) writeSection("router", renderRouterResults(results, header));
+  return results;
+}

@@ -1,0 +1,37 @@
+/**
+ * The benchmark's two handlers on our `App`, served by our `serve()`.
+ * `REQUEST_TIME_LIMIT` (seconds) sets `requestTimeLimit`, to measure what the
+ * limit costs; without it the App runs without a limit.
+ *
+ * Prints `LISTENING <port>` once it listens on 127.0.0.1 (port from `PORT`, default: any free one).
+ *
+ * @module
+ */
+import { serve } from "../../asgi.ts";
+import { AsgiRouter, Route } from "../../router.ts";
+import { App, type Request, Response, type WebHandler } from "../../web.ts";
+
+async function hello(request: Request): Promise<void> {
+  await request.respondWith(new Response({ body: "hello" }));
+}
+
+async function helloName(request: Request): Promise<void> {
+  await request.respondWith(new Response({ body: `hello ${request.context.name}` }));
+}
+
+const limit = Deno.env.get("REQUEST_TIME_LIMIT");
+const app = new App({
+  router: new AsgiRouter<WebHandler>({
+    routes: [
+      new Route<WebHandler>("/hello", { handler: hello }),
+      new Route<WebHandler>("/hello/{name}", { handler: helloName }),
+    ],
+  }),
+  requestTimeLimit: limit === undefined ? undefined : Number(limit),
+  logger: { error: console.error, warn: console.warn, info: () => {}, debug: () => {} },
+});
+
+serve(app, {
+  port: Number(Deno.env.get("PORT") ?? 0),
+  onListen: ({ port }) => console.log(`LISTENING ${port}`),
+});
