@@ -1591,9 +1591,15 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     }
     node.endpoint = endpoint;
     if (slot === 0) {
+      // Keyed by every raw path that matches it, so lookups need no normalizing first.
       const path = shapeKey(tokens);
-      this.#static.set(path, endpoint);
-      if (this.#relaxed && path !== "/") this.#static.set(path + "/", endpoint);
+      if (!this.#relaxed) this.#static.set(path, endpoint);
+      else {
+        // Relaxed: exactly the paths that lose one trailing slash and become `path`, plus
+        // `path` itself unless it would lose a slash too (`/b//` is stored as `/b/`).
+        if (path.length === 1 || !path.endsWith("/")) this.#static.set(path, endpoint);
+        this.#static.set(path + "/", endpoint);
+      }
     }
     if (slot * 2 > this.#caps.length) this.#caps = new Int32Array(slot * 4);
   }
