@@ -2,7 +2,7 @@
 /**
  * A radix-tree path router for ASGI-style applications: no dependencies, no Deno APIs (it runs
  * unchanged in Node, Bun and browsers), all conflicts found when a route is added, and lookups
- * that never throw and allocate nothing but the result.
+ * that never throw and allocate little more than the result.
  *
  * ```ts
  * import { AsgiRouter, Route } from "./router.ts";
@@ -205,7 +205,9 @@ export interface RouteOptions<H> {
  * import { assertEquals } from "@std/assert";
  *
  * const router = new AsgiRouter({
- *   routes: [new Route("/", { handler: (request: string) => `got ${request}`, methods: ["POST"] })],
+ *   routes: [
+ *     new Route("/", { handler: (request: string) => `got ${request}`, methods: ["POST"] }),
+ *   ],
  * });
  * const [handler] = router.getRoute("/");
  * const options: DispatchOptions = { method: "POST" };
@@ -245,9 +247,12 @@ export interface DispatchOptions {
  *
  * type Low = (context: Record<string, string>, scope: { method: string }) => Promise<string>;
  * const router = new AsgiRouter<Low>({
- *   routes: [new Route("/{name}", { handler: async (context) => context.name!, methods: ["POST"] })],
+ *   routes: [
+ *     new Route("/{name}", { handler: async (context) => context.name!, methods: ["POST"] }),
+ *   ],
  * });
- * const [handler, context]: [EndpointHandler<Low>, Record<string, string>] = router.getRoute("/ada");
+ * const [handler, context]: [EndpointHandler<Low>, Record<string, string>] = router
+ *   .getRoute("/ada");
  * assertEquals(await handler(context, { method: "POST" }), "ada");
  * ```
  */
@@ -1004,10 +1009,10 @@ class RegexMatcher implements SuffixMatcher {
 // ---------------------------------------------------------------------------------------------
 // The tree
 
-/** Branch kinds of a variable that can end at several places. */
-const AT_SLASH = 0; // ends at the next "/" and continues in the static child starting with "/"
-const AT_END = 1; // ends at the end of the path: the endpoint of the variable node
-const LIST = 2; // the routes of a static child not starting with "/", tried one by one
+/** Branch kinds of a variable with several ends; the first two are also bits of a mask. */
+const AT_SLASH = 1; // ends at the next "/" and continues in the static child starting with "/"
+const AT_END = 2; // ends at the end of the path: the endpoint of the variable node
+const LIST = 4; // the routes of a static child not starting with "/", tried one by one
 
 interface Branch<H extends AnyHandler> {
   readonly kind: typeof AT_SLASH | typeof AT_END | typeof LIST;
@@ -1144,7 +1149,7 @@ function searchVariable<H extends AnyHandler>(
   caps: Int32Array,
 ): Endpoint<H> | undefined {
   const branches = node.branches;
-  if (branches === undefined) return atSegmentEnd(node, path, pos, caps, 3);
+  if (branches === undefined) return atSegmentEnd(node, path, pos, caps, AT_SLASH | AT_END);
   for (let b = 0; b < branches.length; b++) {
     const branch = branches[b]!;
     if (branch.kind === LIST) {
@@ -1153,7 +1158,7 @@ function searchVariable<H extends AnyHandler>(
         if (matchers[i]!.run(path, pos, caps)) return branch.endpoints[i];
       }
     } else {
-      const found = atSegmentEnd(node, path, pos, caps, branch.kind === AT_END ? 2 : 1);
+      const found = atSegmentEnd(node, path, pos, caps, branch.kind);
       if (found !== undefined) return found;
     }
   }
@@ -1161,8 +1166,8 @@ function searchVariable<H extends AnyHandler>(
 }
 
 /**
- * The variable ends where its segment ends: continue in the "/" child (`allow & 1`) or finish
- * at the endpoint (`allow & 2`).
+ * The variable ends where its segment ends: continue in the "/" child (`allow & AT_SLASH`) or
+ * finish at the endpoint (`allow & AT_END`).
  */
 function atSegmentEnd<H extends AnyHandler>(
   node: Node<H>,
@@ -1179,13 +1184,13 @@ function atSegmentEnd<H extends AnyHandler>(
   } else if (e === pos) return undefined;
   const slot = node.slot << 1;
   if (e === -1) {
-    if ((allow & 2) === 0) return undefined;
+    if ((allow & AT_END) === 0) return undefined;
     caps[slot] = pos;
     caps[slot + 1] = path.length;
     return node.endpoint;
   }
   const kid = node.slashKid;
-  if (kid === undefined || (allow & 1) === 0) return undefined;
+  if (kid === undefined || (allow & AT_SLASH) === 0) return undefined;
   const label = kid.label;
   if (!labelAt(path, label, e)) return undefined;
   caps[slot] = pos;
@@ -1439,7 +1444,9 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   }
 
   /**
-   * Looks a path up. Never throws; allocates only the result and its context.
+   * Looks a path up. Never throws. Allocates the result and its context, and nothing else
+   * except a path without its trailing slash (relaxed mode) and the regex engine's match for
+   * routes whose constrained variable is followed by more text in its segment.
    *
    * @param path The (percent-decoded) request path.
    * @returns The match, or `undefined` when no route matches or the path is longer than
@@ -1450,7 +1457,9 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * import { AsgiRouter, Route } from "./router.ts";
    * import { assertEquals } from "@std/assert";
    *
-   * const router = new AsgiRouter({ routes: [new Route("/files/{path:*}", { handler: () => "file" })] });
+   * const router = new AsgiRouter({
+   *   routes: [new Route("/files/{path:*}", { handler: () => "file" })],
+   * });
    * const match = router.match("/files/a/b.txt");
    * assertEquals(match?.context, { path: "a/b.txt" });
    * assertEquals(match?.routeFor("GET")?.handler(), "file");
@@ -1477,7 +1486,11 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * import { assertEquals } from "@std/assert";
    *
    * const router = new AsgiRouter({
-   *   routes: [new Route("/hi/{name}", { handler: (context: Record<string, string>) => `hi ${context.name}` })],
+   *   routes: [
+   *     new Route("/hi/{name}", {
+   *       handler: (context: Record<string, string>) => `hi ${context.name}`,
+   *     }),
+   *   ],
    * });
    * const [handler, context] = router.getRoute("/hi/ada");
    * assertEquals(await handler(context, { method: "GET" }), "hi ada");
@@ -1510,7 +1523,10 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *     new Route("/users/{id}", { handler: () => {}, methods: ["GET", "PUT"] }),
    *   ],
    * });
-   * assertEquals(router.toString(), "/\n└── users ● GET\n    └── /\n        └── {id} ● GET, PUT");
+   * assertEquals(
+   *   router.toString(),
+   *   "/\n└── users ● GET\n    └── /\n        └── {id} ● GET, PUT",
+   * );
    * ```
    */
   toString(): string {
@@ -1717,7 +1733,7 @@ class LookupCompiler<H extends AnyHandler> {
     return tests.join(" && ");
   }
 
-  /** Code for static node `node` whose text ends at `pos`: returns on success, else falls through. */
+  /** Code for static node `node` whose text ends at `pos`: returns on success, else falls on. */
   #static(node: Node<H>, pos: string): string {
     let out = "";
     if (node.endpoint !== undefined) {
@@ -1760,7 +1776,9 @@ class LookupCompiler<H extends AnyHandler> {
     const d = this.#next++;
     if (node.branches !== undefined) {
       const index = this.walked.push(node) - 1;
-      return `{ const w${d} = SV(N[${index}], p, ${pos}, c); if (w${d} !== undefined) return w${d}; }`;
+      const found = `w${d}`;
+      return `{ const ${found} = SV(N[${index}], p, ${pos}, c); ` +
+        `if (${found} !== undefined) return ${found}; }`;
     }
     const start = `s${d}`;
     const end = `e${d}`;
