@@ -121,24 +121,67 @@ function firstWrongAnswer(set: RouteSet, built: Built): string | undefined {
 
 /** How long and how often to time. */
 export interface TimingOptions {
-  /** Warm-up per router and workload, in milliseconds. */
+  /** Length of one warm-up window, in milliseconds. */
   readonly warmupMs: number;
+  /** Warm-up stops once two windows in a row are no faster, or after this many milliseconds. */
+  readonly maxWarmupMs: number;
   /** Target length of one timed batch, in milliseconds. */
   readonly batchMs: number;
   /** Timed batches per router and workload; the median is reported. */
   readonly batches: number;
 }
 
-/** Default timing: about 0.1 s per router and workload. */
-export const DEFAULT_TIMING: TimingOptions = { warmupMs: 40, batchMs: 2, batches: 31 };
+/** Default timing: warm up to steady state (at most 3 s), then 31 batches of ~2 ms. */
+export const DEFAULT_TIMING: TimingOptions = {
+  warmupMs: 50,
+  maxWarmupMs: 3_000,
+  batchMs: 2,
+  batches: 31,
+};
 
 /** Short timing for smoke runs. */
-export const QUICK_TIMING: TimingOptions = { warmupMs: 10, batchMs: 1, batches: 7 };
+export const QUICK_TIMING: TimingOptions = {
+  warmupMs: 10,
+  maxWarmupMs: 100,
+  batchMs: 1,
+  batches: 7,
+};
 
 /**
- * Times one workload on every contender. Batches rotate through the routers
- * (A B C, B C A, …) so that drift from other processes on the machine spreads
- * over all of them instead of landing on one.
+ * Runs a contender until its speed stops improving, so every router is timed in
+ * its steady state: V8 tiers code up as it gets hot, and a router whose code is
+ * spread over many functions (or generated at run time) gets there later.
+ *
+ * @returns Milliseconds per pass over `paths` in the fastest window.
+ */
+function warmUp(c: Contender, paths: readonly string[], timing: TimingOptions): number {
+  let best = Infinity;
+  let calm = 0;
+  const end = performance.now() + timing.maxWarmupMs;
+  while (calm < 2 && performance.now() < end) {
+    const start = performance.now();
+    let passes = 0;
+    while (performance.now() - start < timing.warmupMs) {
+      c.loop(c.built.a, c.built.b, paths, 1);
+      passes++;
+    }
+    const perPass = (performance.now() - start) / passes;
+    if (perPass < best * 0.97) {
+      best = perPass;
+      calm = 0;
+    } else {
+      calm++;
+      best = Math.min(best, perPass);
+    }
+  }
+  return best;
+}
+
+/**
+ * Times one workload on every contender. Each is first warmed up to its steady
+ * state; then batches rotate through the routers (A B C, B C A, …) so that drift
+ * from other processes on the machine spreads over all of them instead of
+ * landing on one.
  *
  * @param contenders The routers, already verified.
  * @param workload The paths.
@@ -151,14 +194,9 @@ export function timeWorkload(
   timing: TimingOptions,
 ): Map<string, number> {
   const paths = workload.paths;
-  const reps = contenders.map((c) => {
-    const run = (n: number) => c.loop(c.built.a, c.built.b, paths, n);
-    const start = performance.now();
-    let done = 0;
-    while (performance.now() - start < timing.warmupMs) done += run(1) >= 0 ? 1 : 0;
-    const perRep = (performance.now() - start) / Math.max(done, 1);
-    return Math.max(1, Math.round(timing.batchMs / perRep));
-  });
+  const reps = contenders.map((c) =>
+    Math.max(1, Math.round(timing.batchMs / warmUp(c, paths, timing)))
+  );
   const samples = contenders.map(() => [] as number[]);
   for (let b = 0; b < timing.batches; b++) {
     for (let k = 0; k < contenders.length; k++) {
