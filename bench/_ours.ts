@@ -3,8 +3,23 @@
  *
  * @module
  */
-import { AsgiRouter, Route } from "../router.ts";
+import { AsgiRouter, type AsgiRouterOptions, Route } from "../router.ts";
 import type { Adapter } from "./_adapter.ts";
+
+/**
+ * Extra router options for experiments, as JSON in `BENCH_ROUTER_OPTIONS`
+ * (e.g. `{"compileAfter": 0}`); `Infinity` is not JSON, so the string
+ * `"Infinity"` stands for it. Empty by default: the benchmark times the defaults.
+ */
+export const OUR_OPTIONS: Readonly<Record<string, unknown>> = (() => {
+  const raw = Deno.env.get("BENCH_ROUTER_OPTIONS");
+  if (raw === undefined || raw === "") return {};
+  const parsed = JSON.parse(raw) as Record<string, unknown>;
+  for (const [key, value] of Object.entries(parsed)) {
+    if (value === "Infinity") parsed[key] = Infinity;
+  }
+  return parsed;
+})();
 
 /**
  * Our router, the baseline of every comparison. The timed call resolves the
@@ -19,6 +34,7 @@ export const OURS: Adapter = {
       construct() {
         const handler = () => {};
         const router = new AsgiRouter({
+          ...OUR_OPTIONS as AsgiRouterOptions,
           routes: patterns.map((p) => new Route(p, { handler })),
         });
         const index = new Map(router.routes.map((r, i) => [r, i]));

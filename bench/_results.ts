@@ -36,7 +36,7 @@ export function environment(): string {
 }
 
 /**
- * Replaces (or appends) one section of bench/RESULTS.md.
+ * Replaces (or appends) one section of bench/RESULTS.md, then runs `deno fmt` on it.
  *
  * @param id The section's marker name (`router`, `http`).
  * @param markdown The section's content, heading included.
@@ -60,6 +60,12 @@ export function writeSection(id: string, markdown: string, file: URL = RESULTS_F
     ? text.slice(0, from) + block + text.slice(to + end.length)
     : `${text.trimEnd()}\n\n${block}\n`;
   Deno.writeTextFileSync(file, text);
+  // The file is committed and `deno fmt --check` runs over the repository: format it the same way.
+  new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--quiet", file.pathname],
+    stdout: "null",
+    stderr: "inherit",
+  }).outputSync();
 }
 
 /**

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { OURS } from "./_ours.ts";
+import { OUR_OPTIONS, OURS } from "./_ours.ts";
 import { PEER_VERSIONS, PEERS } from "./_peers.ts";
 import { renderRouterResults } from "./_report.ts";
 import { environment, writeSection } from "./_results.ts";
@@ -42,12 +42,16 @@ export async function routerSummary(options: SummaryOptions): Promise<RouterResu
   const header = [
     environment(),
     `- Peers: ${peers}`,
+    ...(Object.keys(OUR_OPTIONS).length > 0
+      ? [`- Our router's options: \`${Deno.env.get("BENCH_ROUTER_OPTIONS")}\` (not the defaults)`]
+      : []),
     `- Command: \`${options.command}\`${
       options.quick ? " (quick smoke timing: not for comparison)" : ""
     }`,
-    `- Timing: ${timing.batches} interleaved batches of ~${timing.batchMs} ms per router and workload after ${timing.warmupMs} ms warm-up; ${
-      sets[0]?.workloads[0]?.paths.length ?? 0
-    } lookups per workload`,
+    `- Timing: per router and workload, warm-up until two ${timing.warmupMs} ms windows in a row ` +
+    `are no faster (at most ${timing.maxWarmupMs} ms), then ${timing.batches} batches of ` +
+    `~${timing.batchMs} ms interleaved with the other routers; median per lookup; ` +
+    `${sets[0]?.workloads[0]?.paths.length ?? 0} lookups per workload`,
   ].join("\n");
   if (options.write !== false) writeSection("router", renderRouterResults(results, header));
   return results;
