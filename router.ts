@@ -1319,8 +1319,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   readonly #maxPathLength: number;
   readonly #allowUnsafeRegex: boolean;
   readonly #root: Node<H> = new Node(LITERAL, "/");
-  /** Endpoints of variable-free shapes by path (and path + "/" when relaxed). */
-  readonly #static = new Map<string, Endpoint<H>>();
   readonly #byShape = new Map<string, Endpoint<H>>();
   #routes: Route<H>[] = [];
   /** A frozen copy of {@linkcode #routes}, made when asked for, dropped when a route is added. */
@@ -1541,8 +1539,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     if (this.#dirty) this.#finalize();
     if (path.length > this.#maxPathLength) return undefined;
     this.#target = path;
-    const found = this.#static.get(path);
-    if (found !== undefined) return found;
     const n = path.length;
     if (this.#relaxed && n > 1 && path.charCodeAt(n - 1) === SLASH) {
       this.#target = path = path.slice(0, -1);
@@ -1606,17 +1602,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
       node = variableKid(node, token, slot++);
     }
     node.endpoint = endpoint;
-    if (slot === 0) {
-      // Keyed by every raw path that matches it, so lookups need no normalizing first.
-      const path = shapeKey(tokens);
-      if (!this.#relaxed) this.#static.set(path, endpoint);
-      else {
-        // Relaxed: exactly the paths that lose one trailing slash and become `path`, plus
-        // `path` itself unless it would lose a slash too (`/b//` is stored as `/b/`).
-        if (path.length === 1 || !path.endsWith("/")) this.#static.set(path, endpoint);
-        this.#static.set(path + "/", endpoint);
-      }
-    }
     if (slot * 2 > this.#caps.length) this.#caps = new Int32Array(slot * 4);
   }
 
