@@ -53,8 +53,16 @@ const app: AsgiApplication = async (scope, receive, send) => {
 };
 
 const transport = Deno.env.get("TRANSPORT") === "node" ? "node" : "deno";
+// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
+const stop = new AbortController();
+Deno.addSignalListener("SIGTERM", function onTerm() {
+  Deno.removeSignalListener("SIGTERM", onTerm);
+  stop.abort();
+});
 serve(app, {
   port: Number(Deno.env.get("PORT") ?? 0),
+  signal: stop.signal,
+  shutdownTimeout: 2_000,
   transport,
   onListen: ({ port }) => console.log(`LISTENING ${port}`),
 });

@@ -12,8 +12,13 @@ const app = new Hono();
 app.get("/hello", (c) => c.text("hello"));
 app.get("/hello/:name", (c) => c.text(`hello ${c.req.param("name")}`));
 
-Deno.serve({
+const server = Deno.serve({
   hostname: "127.0.0.1",
   port: Number(Deno.env.get("PORT") ?? 0),
   onListen: ({ port }) => console.log(`LISTENING ${port}`),
 }, app.fetch);
+// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
+Deno.addSignalListener("SIGTERM", function stop() {
+  Deno.removeSignalListener("SIGTERM", stop);
+  server.shutdown();
+});

@@ -33,3 +33,9 @@ const server = createServer((req, res) => {
 server.listen(Number(Deno.env.get("PORT") ?? 0), "127.0.0.1", () => {
   console.log(`LISTENING ${(server.address() as AddressInfo).port}`);
 });
+// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
+Deno.addSignalListener("SIGTERM", function stop() {
+  Deno.removeSignalListener("SIGTERM", stop);
+  server.close();
+  server.closeAllConnections();
+});

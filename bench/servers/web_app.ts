@@ -31,7 +31,15 @@ const app = new App({
   logger: { error: console.error, warn: console.warn, info: () => {}, debug: () => {} },
 });
 
+// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
+const stop = new AbortController();
+Deno.addSignalListener("SIGTERM", function onTerm() {
+  Deno.removeSignalListener("SIGTERM", onTerm);
+  stop.abort();
+});
 serve(app, {
   port: Number(Deno.env.get("PORT") ?? 0),
+  signal: stop.signal,
+  shutdownTimeout: 2_000,
   onListen: ({ port }) => console.log(`LISTENING ${port}`),
 });
