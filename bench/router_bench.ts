@@ -18,7 +18,7 @@
  */
 import { OURS } from "./_ours.ts";
 import { PEERS } from "./_peers.ts";
-import { routerSummary } from "./_router_summary.ts";
+import { routerSummary } from "./_summary.ts";
 import { prepareSet } from "./_runner.ts";
 import { routeSets } from "./_sets.ts";
 

@@ -2,7 +2,7 @@
  * The router comparison's summary on its own, without `Deno.bench`:
  *
  * ```sh
- * deno run -A --v8-flags=--expose-gc bench/run_router_bench.ts [--quick] [--sets=github,hono] [--no-write]
+ * deno run -A --v8-flags=--expose-gc bench/router_summary.ts [--quick] [--sets=github,hono] [--no-write]
  * ```
  *
  * It verifies every router on every workload, times them in interleaved batches,
@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { routerSummary } from "./_router_summary.ts";
+import { routerSummary } from "./_summary.ts";
 
 if (import.meta.main) {
   const args = new Set(Deno.args);
@@ -28,7 +28,7 @@ if (import.meta.main) {
     quick: args.has("--quick"),
     only,
     write: !args.has("--no-write"),
-    command: `deno run -A --v8-flags=--expose-gc bench/run_router_bench.ts ${Deno.args.join(" ")}`
+    command: `deno run -A --v8-flags=--expose-gc bench/router_summary.ts ${Deno.args.join(" ")}`
       .trim(),
   });
 }

@@ -1,6 +1,6 @@
 /**
  * One run of the router comparison, written to bench/RESULTS.md. Shared by
- * `router_bench.ts` (under `deno task bench`) and `run_router_bench.ts`.
+ * `router_bench.ts` (under `deno task bench`) and `router_summary.ts`.
  *
  * @module
  */
