@@ -12,12 +12,10 @@ import type { AddressInfo } from "node:net";
 import type { HttpScope } from "./asgi.ts";
 import {
   type Core,
-  EMPTY,
   HttpCycle,
-  latin1Bytes,
+  httpScope,
   type Listener,
   parseContentLength,
-  utf8Bytes,
 } from "./_asgi_core.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
@@ -155,10 +153,8 @@ function handleNode(
     }
   }
   const queryStart = target.indexOf("?");
-  const rawPath = queryStart === -1 ? target : target.slice(0, queryStart);
-  const [path, rawPathBytes] = core.paths(rawPath);
   const raw = request.rawHeaders;
-  const headers: [Uint8Array, Uint8Array][] = [];
+  const fields: string[] = [];
   let expectedLength = -1;
   let hasBody = false;
   for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -170,25 +166,19 @@ function handleNode(
     } else if (name === "transfer-encoding") {
       hasBody = true;
     }
-    headers.push([latin1Bytes(name), latin1Bytes(value)]);
+    fields.push(name, value);
   }
   const socket = request.socket;
-  const scope: HttpScope = {
-    type: "http",
-    asgi: { version: "3.0", spec_version: "2.1" },
-    http_version: request.httpVersion,
+  const scope = httpScope(core, {
     method: request.method ?? "GET",
     scheme: "http",
-    path,
-    raw_path: rawPathBytes,
-    query_string: queryStart === -1 ? EMPTY : utf8Bytes(target.slice(queryStart + 1)),
-    root_path: core.rootPath,
-    headers,
+    httpVersion: request.httpVersion,
+    rawPath: queryStart === -1 ? target : target.slice(0, queryStart),
+    query: queryStart === -1 ? "" : target.slice(queryStart + 1),
+    fields,
     client: socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
     server: socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
-    state: { ...core.lifespan.state },
-    extensions: {},
-  };
+  });
   new NodeCycle(core, request, response, state, scope, hasBody, expectedLength).run();
 }
 

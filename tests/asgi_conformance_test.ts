@@ -699,6 +699,59 @@ for (const transport of TRANSPORTS) {
     assertMatch(raw, /\r\nx-latin: caf\xe9\r\n/i);
   });
 
+  Deno.test(name("sends body bytes as given and adds no content-type of its own"), async (t) => {
+    const cases: [string, Uint8Array, [Uint8Array, Uint8Array][], string | null][] = [
+      ["binary bytes", Uint8Array.of(0, 0xff, 0x80, 0x0a, 0xe9), [], null],
+      ["ASCII without content-type", bytes("plain ascii"), [], null],
+      [
+        "ASCII with content-type",
+        bytes('{"a":1}'),
+        [[bytes("content-type"), bytes("application/json")]],
+        "application/json",
+      ],
+      ["a large body", new Uint8Array(300_000).fill(0x61), [], null],
+    ];
+    let current = cases[0]!;
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      await send({ type: "http.response.start", status: 200, headers: current[2] });
+      await send({ type: "http.response.body", body: current[1] });
+    }, transport);
+    for (const entry of cases) {
+      await t.step(entry[0], async () => {
+        current = entry;
+        const response = await fetch(s.url);
+        assertEquals(new Uint8Array(await response.arrayBuffer()), entry[1]);
+        assertEquals(response.headers.get("content-type"), entry[3]);
+        assertEquals(response.headers.get("content-length"), String(entry[1].length));
+      });
+    }
+  });
+
+  Deno.test(name("keeps the bytes of a scope intact while later requests are served"), async () => {
+    const scopes: HttpScope[] = [];
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      scopes.push(scope);
+      await readBody(receive);
+      await reply(send, "ok");
+    }, transport);
+    // Enough header bytes to go through several of the shared buffers scope bytes are cut from.
+    for (let i = 0; i < 120; i++) {
+      const response = await fetch(`${s.url}/r${i}?q=${i}`, {
+        headers: { "x-index": String(i), "x-padding": "p".repeat(400) },
+      });
+      await response.arrayBuffer();
+    }
+    scopes.forEach((scope, i) => {
+      assertEquals(text(scope.raw_path), `/r${i}`);
+      assertEquals(text(scope.query_string), `q=${i}`);
+      const index = scope.headers.find(([k]) => text(k) === "x-index");
+      assertEquals(index && text(index[1]), String(i));
+    });
+  });
+
   Deno.test(
     name("answers 413 without calling the app when content-length exceeds maxBodySize"),
     async () => {
