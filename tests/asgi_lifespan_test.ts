@@ -283,9 +283,7 @@ for (const transport of TRANSPORTS) {
 }
 
 Deno.test("serve() listens on 127.0.0.1 by default", async () => {
-  await using server = serve(async (scope) => {
-    if (scope.type !== "http") return;
-  }, { port: 0, lifespan: "off", onListen() {} });
+  await using server = serve(async () => {}, { port: 0, lifespan: "off", onListen() {} });
   assertEquals((await server.addr).hostname, "127.0.0.1");
 });
 
