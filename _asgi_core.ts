@@ -80,6 +80,7 @@ export function withResolvers<T>(): PromiseWithResolvers<T> {
   });
   return { promise, resolve, reject };
 }
+
 const utf8Encoder = new TextEncoder();
 
 /** UTF-8 bytes of a string, with a fast path for ASCII. */
