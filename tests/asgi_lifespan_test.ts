@@ -14,13 +14,7 @@ import {
   serve,
 } from "../asgi.ts";
 import { bytes, readBody, RecordingLogger, sleep, TRANSPORTS } from "./fixtures/asgi_harness.ts";
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
+import { freePort } from "./fixtures/net.ts";
 
 async function canConnect(port: number): Promise<boolean> {
   try {

@@ -4,15 +4,9 @@
  */
 import { assertEquals, assertMatch } from "@std/assert";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./fixtures/net.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
 
 async function get(url: string): Promise<string | undefined> {
   try {

@@ -1,15 +1,9 @@
 import { assertEquals } from "@std/assert";
 import { delay } from "@std/async/delay";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./fixtures/net.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
 
 Deno.test("App as the default export answers requests under `deno serve`", async () => {
   const port = freePort();
