@@ -8,7 +8,8 @@
  * | POST   | `/other_handler/{name:[a-z1-9]+}` | the request body, or `{"name":"…"}` when empty  |
  *
  * Any other path answers 404 and a known path with another method 405, each with
- * `Content-Type: text/html; charset=UTF-8` and an HTML body naming the status.
+ * `Content-Type: text/html; charset=UTF-8` and an HTML body naming the status; the 405 also
+ * lists the path's methods in `Allow`.
  *
  * ```sh
  * deno task example:asgi                 # PORT=8000, TRANSPORT=deno
@@ -82,8 +83,9 @@ async function respond(
   status: number,
   contentType: [Uint8Array, Uint8Array],
   body: Uint8Array,
+  extraHeaders: [Uint8Array, Uint8Array][] = [],
 ): Promise<void> {
-  await send({ type: "http.response.start", status, headers: [contentType] });
+  await send({ type: "http.response.start", status, headers: [contentType, ...extraHeaders] });
   await send({ type: "http.response.body", body });
 }
 
@@ -112,11 +114,22 @@ async function otherHandler(
   await respond(send, 200, APPLICATION_JSON, encoder.encode(JSON.stringify(context)));
 }
 
-/** The application's fallback pages: status, HTML content type, an HTML body naming the status. */
-function fallback(send: Send, status: number, reason: string): Promise<void> {
+/**
+ * The application's fallback pages: status, HTML content type, an HTML body naming the status.
+ * A 405 also lists the path's methods in `Allow`, which HTTP (RFC 9110) requires of it.
+ */
+function fallback(
+  send: Send,
+  status: number,
+  reason: string,
+  allowed?: readonly string[],
+): Promise<void> {
   const html = `<!DOCTYPE html><html><head><title>${status} ${reason}</title></head>` +
     `<body><h1>${status} ${reason}</h1></body></html>`;
-  return respond(send, status, TEXT_HTML, encoder.encode(html));
+  const allow: [Uint8Array, Uint8Array][] = allowed
+    ? [[encoder.encode("allow"), encoder.encode(allowed.join(", "))]]
+    : [];
+  return respond(send, status, TEXT_HTML, encoder.encode(html), allow);
 }
 
 /** The router of the example. */
@@ -158,7 +171,9 @@ export async function app(scope: Scope, receive: Receive, send: Send): Promise<v
   try {
     await handler(context, scope, receive, send, { method: scope.method });
   } catch (error) {
-    if (error instanceof MethodNotAllowed) return await fallback(send, 405, "Method Not Allowed");
+    if (error instanceof MethodNotAllowed) {
+      return await fallback(send, 405, "Method Not Allowed", error.allowed);
+    }
     throw error;
   }
 }

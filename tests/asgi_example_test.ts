@@ -126,13 +126,14 @@ for (const transport of TRANSPORTS) {
           },
         );
       }
-      const fallbacks: [string, string, string][] = [
-        ["GET", "/missing", "404 Not Found"],
-        ["POST", "/other_handler/ABC", "404 Not Found"], // fails [a-z1-9]+: unknown endpoint
-        ["POST", "/", "405 Method Not Allowed"],
-        ["GET", "/other_handler/abc", "405 Method Not Allowed"],
+      const fallbacks: [string, string, string, string[]][] = [
+        ["GET", "/missing", "404 Not Found", []],
+        // Fails [a-z1-9]+: an unknown endpoint.
+        ["POST", "/other_handler/ABC", "404 Not Found", []],
+        ["POST", "/", "405 Method Not Allowed", ["allow: get"]],
+        ["GET", "/other_handler/abc", "405 Method Not Allowed", ["allow: post"]],
       ];
-      for (const [method, path, reason] of fallbacks) {
+      for (const [method, path, reason, allow] of fallbacks) {
         await t.step(`${method} ${path} → ${reason}`, async () => {
           const response = await exchange(example.port, method, path, "");
           assertEquals(response.status, `HTTP/1.1 ${reason}`);
@@ -140,6 +141,7 @@ for (const transport of TRANSPORTS) {
             response.headers,
             [
               ...framing,
+              ...allow,
               `content-length: ${response.body.length}`,
               "content-type: text/html; charset=utf-8",
             ].sort(),
