@@ -1,6 +1,6 @@
 // Copyright the stellarator authors. MIT license.
 import fc from "npm:fast-check@4.10.2";
-import { assertEquals } from "@std/assert";
+import { assert, assertEquals } from "@std/assert";
 import { AsgiRouter, InvalidRoutePattern, Route, RouteConflict } from "../router.ts";
 import { ReferenceRouter } from "./_reference.ts";
 
@@ -82,14 +82,19 @@ const randomPath = fc.tuple(fc.array(pathSegment, { maxLength: 5 }), fc.boolean(
   ([segments, slash]) => "/" + segments.join("/") + (slash && segments.length > 0 ? "/" : ""),
 );
 
-/** A path made from a pattern, its variables filled in: mostly hits, sometimes near misses. */
-const derivedPath = fc.tuple(
-  pattern,
-  fc.array(fc.constantFrom(...VALUES, "a/b", "", "1/2.png"), { minLength: 8, maxLength: 8 }),
-).map(([text, values]) => {
+const fillValues = fc.array(fc.constantFrom(...VALUES, "a/b", "", "1/2.png"), {
+  minLength: 8,
+  maxLength: 8,
+});
+
+/** The pattern with its variables replaced by `values`, in turn. */
+function fill(text: string, values: readonly string[]): string {
   let n = 0;
   return text.replace(/\{v\d+(?::(?:[^{}]|\{[^}]*\})*)?\}/g, () => values[n++ % values.length]!);
-});
+}
+
+/** A path made from a pattern, its variables filled in: mostly hits, sometimes near misses. */
+const derivedPath = fc.tuple(pattern, fillValues).map(([text, values]) => fill(text, values));
 
 interface Registered {
   router: AsgiRouter;
@@ -174,4 +179,30 @@ Deno.test("AsgiRouter.match() agrees with the reference whatever the registratio
     { numRuns: RUNS / 2 },
   );
   console.log(`${lookups} lookups compared with the reference`);
+});
+
+Deno.test("AsgiRouter.match() agrees with the reference on trees too large to compile", () => {
+  // Hundreds of routes under 100 prefixes: trees of over 512 nodes, which the router never
+  // compiles, beside smaller ones that it does.
+  let large = 0;
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.tuple(fc.integer({ min: 0, max: 99 }), pattern).map(([k, text]) => `/p${k}${text}`),
+        { minLength: 100, maxLength: 400 },
+      ),
+      fc.array(fc.tuple(fc.nat(), fillValues), { minLength: 20, maxLength: 40 }),
+      fc.array(randomPath, { maxLength: 10 }),
+      fc.constantFrom(0, Infinity),
+      (patterns, picks, others, compileAfter) => {
+        const built = build(patterns.map((p) => [p, "GET"]), "relaxed", compileAfter);
+        if (built.router.toString().split("\n").length > 512) large++;
+        // Paths from the registered patterns (mostly hits), then random ones (mostly misses).
+        for (const [i, values] of picks) check(built, fill(patterns[i % patterns.length]!, values));
+        for (const path of others) check(built, `/p${path.length}${path}`);
+      },
+    ),
+    { numRuns: 40 },
+  );
+  assert(large > 0, "no generated tree had more than 512 nodes");
 });
