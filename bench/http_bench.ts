@@ -89,6 +89,10 @@ export interface WrkResult {
   readonly p99: number;
   /** Non-2xx responses plus socket errors. */
   readonly errors: number;
+  /** Requests completed. */
+  readonly requests: number;
+  /** Server CPU time (user + system) per request in microseconds, where measurable. */
+  readonly cpuPerRequest?: number;
 }
 
 /**
@@ -113,7 +117,8 @@ export function parseWrk(output: string): WrkResult {
     output,
   );
   const socketErrors = socket === null ? 0 : socket.slice(1).reduce((a, b) => a + Number(b), 0);
-  return { rps: Number(rps), p99: p99ms, errors: non2xx + socketErrors };
+  const requests = Number(/(\d+) requests in/.exec(output)?.[1] ?? 0);
+  return { rps: Number(rps), p99: p99ms, errors: non2xx + socketErrors, requests };
 }
 
 /**
@@ -277,6 +282,27 @@ async function wrk(url: string, seconds: number, options: HttpOptions): Promise<
   return parseWrk(text);
 }
 
+/**
+ * CPU time a process has used so far, in seconds (user + system, from /proc), or
+ * undefined where /proc is not available.
+ *
+ * @param pid The process id.
+ * @returns Seconds of CPU time.
+ */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // Fields after the command name (which may hold spaces) start after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Linux's USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on mainstream kernels). */
+const CLOCK_TICKS = 100;
+
 /** Checks that a server answers each path with the expected body before it is timed. */
 async function checkAnswers(port: number): Promise<string | undefined> {
   for (const { path, body } of PATHS) {
@@ -292,7 +318,22 @@ async function checkAnswers(port: number): Promise<string | undefined> {
 }
 
 /** Medians per server and path. */
-type Figures = Map<string, Map<string, { rps: number; p99: number; errors: number; runs: number }>>;
+/** Medians over the rounds for one server and path. */
+export interface Figure {
+  /** Median requests per second. */
+  readonly rps: number;
+  /** Median p99 latency, ms. */
+  readonly p99: number;
+  /** Errors summed over the rounds. */
+  readonly errors: number;
+  /** Rounds measured. */
+  readonly runs: number;
+  /** Median server CPU µs per request, where measurable. */
+  readonly cpu: number | undefined;
+}
+
+/** Medians per server id and path. */
+export type Figures = Map<string, Map<string, Figure>>;
 
 /**
  * Runs every round and returns the medians.
@@ -319,13 +360,22 @@ export async function runHttp(
         for (const { path } of PATHS) {
           const url = `http://127.0.0.1:${server.port}${path}`;
           if (options.warmup > 0) await wrk(url, options.warmup, options);
-          const result = await wrk(url, options.duration, options);
+          const cpuBefore = cpuSeconds(server.child.pid);
+          const measured = await wrk(url, options.duration, options);
+          const cpuAfter = cpuSeconds(server.child.pid);
+          const result: WrkResult = {
+            ...measured,
+            cpuPerRequest: cpuBefore === undefined || cpuAfter === undefined ||
+                measured.requests === 0
+              ? undefined
+              : ((cpuAfter - cpuBefore) * 1e6) / measured.requests,
+          };
           console.log(
             `round ${round + 1}/${options.rounds} ${spec.label.padEnd(34)} ${path.padEnd(13)} ${
               result.rps.toFixed(0).padStart(7)
-            } req/s  p99 ${result.p99.toFixed(2)} ms${
-              result.errors > 0 ? `  ${result.errors} errors` : ""
-            }`,
+            } req/s  p99 ${result.p99.toFixed(2)} ms  server CPU ${
+              result.cpuPerRequest?.toFixed(1) ?? "?"
+            } µs/req${result.errors > 0 ? `  ${result.errors} errors` : ""}`,
           );
           const byPath = samples.get(spec.id) ?? new Map<string, WrkResult[]>();
           byPath.set(path, [...byPath.get(path) ?? [], result]);
@@ -343,13 +393,16 @@ export async function runHttp(
   const figures: Figures = new Map();
   for (const [id, byPath] of samples) {
     if (failed.has(id)) continue;
-    const out = new Map<string, { rps: number; p99: number; errors: number; runs: number }>();
+    const out = new Map<string, Figure>();
     for (const [path, results] of byPath) {
       out.set(path, {
         rps: median(results.map((r) => r.rps)),
         p99: median(results.map((r) => r.p99)),
         errors: results.reduce((a, r) => a + r.errors, 0),
         runs: results.length,
+        cpu: results.every((r) => r.cpuPerRequest !== undefined)
+          ? median(results.map((r) => r.cpuPerRequest!))
+          : undefined,
       });
     }
     figures.set(id, out);
@@ -387,24 +440,41 @@ export function renderHttp(
     const b = figures.get(base)?.get(path)?.rps;
     return a === undefined || b === undefined ? undefined : a / b;
   };
-  const head = PATHS.map(({ path }) => `${path} req/s | ÷ Deno.serve | p99`).join(" | ");
-  out.push(`| server | ${head} |`, `| --- | ${PATHS.map(() => "--: | --: | --:").join(" | ")} |`);
-  for (const spec of SERVERS) {
-    const f = figures.get(spec.id);
-    if (f === undefined) continue;
-    const base = spec.info ? "node" : "deno";
-    const cells = PATHS.map(({ path }) => {
-      const v = f.get(path);
-      if (v === undefined) return "— | — | —";
+  out.push(
+    "req/s and p99 are wrk's figures; **server CPU** is the server process's user + system CPU " +
+      "time during the measured run divided by the requests served (from /proc): on a machine " +
+      "where wrk and the server share the cores it is the steadier measure of what each layer costs.",
+    "",
+  );
+  for (const { path } of PATHS) {
+    out.push(
+      `#### GET ${path}`,
+      "",
+      "| server | req/s | ÷ baseline | p99 | server CPU per request | ÷ baseline |",
+      "| --- | --: | --: | --: | --: | --: |",
+    );
+    for (const spec of SERVERS) {
+      const v = figures.get(spec.id)?.get(path);
+      if (v === undefined) continue;
+      const base = spec.info ? "node" : "deno";
       const r = ratio(spec.id, base, path);
+      const baseCpu = figures.get(base)?.get(path)?.cpu;
+      const of = spec.info ? " of node:http" : "";
       const err = v.errors > 0 ? ` (${v.errors} errors)` : "";
-      return `${v.rps.toFixed(0)}${err} | ${r === undefined ? "—" : formatRatio(r)}${
-        spec.info ? " of node:http" : ""
-      } | ${v.p99.toFixed(2)} ms`;
-    });
-    out.push(`| ${spec.label} | ${cells.join(" | ")} |`);
+      out.push(
+        `| ${spec.label} | ${v.rps.toFixed(0)}${err} | ${
+          r === undefined ? "—" : formatRatio(r)
+        }${of} | ${v.p99.toFixed(2)} ms | ${
+          v.cpu === undefined ? "—" : `${v.cpu.toFixed(1)} µs`
+        } | ${
+          v.cpu === undefined || baseCpu === undefined
+            ? "—"
+            : `${formatRatio(v.cpu / baseCpu)}${of}`
+        } |`,
+      );
+    }
+    out.push("");
   }
-  out.push("");
   for (const [id, reason] of failed) {
     out.push(`- ${SERVERS.find((s) => s.id === id)?.label ?? id} left out: ${reason}`);
   }
@@ -413,6 +483,10 @@ export function renderHttp(
     "The node rows compare with bare `node:http` on Deno, not with `Deno.serve`.",
     "",
     "### Targets",
+    "",
+    "Verdicts use req/s, as the issue states the targets; the CPU figure in brackets is the " +
+      "baseline's server CPU per request divided by ours (the throughput ratio if both were " +
+      "CPU-bound on the same cores).",
     "",
     "| target | measured | verdict |",
     "| --- | --- | --- |",
@@ -423,7 +497,14 @@ export function renderHttp(
       out.push(`| ${text} | not measured | **n/a** |`);
       return;
     }
-    const measured = PATHS.map(({ path }, i) => `${path} ${formatRatio(rs[i]!)}`).join(", ");
+    const measured = PATHS.map(({ path }, i) => {
+      const ours = figures.get(id)?.get(path)?.cpu;
+      const theirs = figures.get(base)?.get(path)?.cpu;
+      const cpu = ours === undefined || theirs === undefined
+        ? ""
+        : ` (by server CPU ${formatRatio(theirs / ours)})`;
+      return `${path} ${formatRatio(rs[i]!)}${cpu}`;
+    }).join(", ");
     const verdict = limit === undefined ? "info" : rs.every((r) => r! >= limit) ? "met" : "missed";
     out.push(`| ${text} | ${measured} | **${verdict}** |`);
   };

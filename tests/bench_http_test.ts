@@ -1,5 +1,5 @@
 import { assertEquals, assertThrows } from "@std/assert";
-import { parseOptions, parseWrk, SERVERS } from "../bench/http_bench.ts";
+import { cpuSeconds, parseOptions, parseWrk, SERVERS } from "../bench/http_bench.ts";
 
 const WRK_OUTPUT = `Running 1s test @ http://127.0.0.1:40123/hello
   2 threads and 64 connections
@@ -18,8 +18,8 @@ Requests/sec:  62712.45
 Transfer/sec:      8.14MB
 `;
 
-Deno.test("parseWrk() reads requests/s, p99 in milliseconds and errors", () => {
-  assertEquals(parseWrk(WRK_OUTPUT), { rps: 62712.45, p99: 0.85, errors: 7 });
+Deno.test("parseWrk() reads requests/s, p99 in milliseconds, errors and the request count", () => {
+  assertEquals(parseWrk(WRK_OUTPUT), { rps: 62712.45, p99: 0.85, errors: 7, requests: 62741 });
   assertEquals(parseWrk(WRK_OUTPUT.replace("850.00us", "1.20s")).p99, 1200);
 });
 
@@ -60,4 +60,17 @@ Deno.test("parseOptions() rejects unknown flags, servers and bad numbers with Ty
       assertThrows(() => parseOptions(args), TypeError, message);
     });
   }
+});
+
+Deno.test({
+  name: "cpuSeconds() reads this process's CPU time from /proc, growing with work",
+  ignore: Deno.build.os !== "linux",
+  fn() {
+    const before = cpuSeconds(Deno.pid)!;
+    const end = performance.now() + 50;
+    while (performance.now() < end) { /* spin */ }
+    const after = cpuSeconds(Deno.pid)!;
+    assertEquals(after >= before + 0.02, true, `${before} -> ${after}`);
+    assertEquals(cpuSeconds(-1), undefined);
+  },
 });
