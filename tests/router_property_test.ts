@@ -134,6 +134,10 @@ function check({ router, reference }: Registered, path: string): void {
   }
   assertEquals(got?.routes.map((route) => route.path), want.patterns, `path ${path}`);
   assertEquals({ ...got!.context }, want.context, `context of ${path}`);
+  for (const method of ["GET", "POST", "PUT"]) {
+    const serving = got!.routes.find((route) => route.methods.includes(method));
+    assertEquals(got!.routeFor(method), serving, `route for ${method} ${path}`);
+  }
 }
 
 const RUNS = 2500;
