@@ -632,7 +632,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
     }
     this.path = path;
     this.handler = handler;
-    this.methods = Object.freeze(checkMethods(path, methods));
+    this.methods = sharedList(checkMethods(path, methods));
     try {
       this.#tokens = parsePattern(path);
     } catch (error) {
@@ -643,6 +643,22 @@ export class Route<H extends AnyHandler = AnyHandler> {
     }
     Object.freeze(this);
   }
+}
+
+/**
+ * Frozen method lists, shared by every route and endpoint with the same list: most of 10 000
+ * routes serve `["GET"]`, and one array each is 10 000 objects to allocate and collect.
+ */
+const sharedLists = new Map<string, readonly string[]>();
+
+function sharedList(list: readonly string[]): readonly string[] {
+  const key = list.join(" ");
+  let shared = sharedLists.get(key);
+  if (shared === undefined) {
+    shared = Object.freeze(list.slice());
+    if (sharedLists.size < 1024) sharedLists.set(key, shared);
+  }
+  return shared;
 }
 
 function checkMethods(path: string, methods: unknown): string[] {
@@ -709,54 +725,63 @@ class Endpoint<H extends AnyHandler> {
   routes: readonly Route<H>[] = [];
   /** Union of their methods, sorted; replaced on change. */
   allowed: readonly string[] = [];
-  /** Method of each route method pair, parallel to {@linkcode byMethod}. */
-  methods: string[] = [];
-  byMethod: Route<H>[] = [];
+  /** Method of each route method pair, parallel to {@linkcode byMethod}; replaced on change. */
+  methods: readonly string[] = NO_STRINGS;
+  byMethod: readonly Route<H>[] = [];
   /** `methods[0]` and `byMethod[0]`, for the common one-method endpoint. */
   firstMethod = "";
   firstRoute: Route<H> | undefined;
   /** Context keys and the capture slot each reads: first route's names first. */
-  keys: string[] = [];
-  slots: number[] = [];
+  keys: readonly string[] = NO_STRINGS;
+  slots: readonly number[] = [];
   /** The normalized tokens of the shape (names from the first route). */
   readonly tokens: readonly Token[];
   /** Registration index of the first route: the tie-breaker "registered first". */
   readonly order: number;
-  readonly handler: EndpointHandler<H>;
+  #handler: EndpointHandler<H> | undefined;
 
   constructor(tokens: readonly Token[], order: number) {
     this.tokens = tokens;
     this.order = order;
-    this.handler = makeEndpointHandler(this);
   }
 
+  /** The handler {@linkcode AsgiRouter.getRoute} returns, made on first use. */
+  get handler(): EndpointHandler<H> {
+    return this.#handler ??= makeEndpointHandler(this);
+  }
+
+  // Arrays are built at their final size and replaced, never grown: a pushed-to array reserves
+  // room for 17 elements, and a build of 10 000 routes spent half its time collecting garbage.
   add(route: Route<H>, tokens: readonly Token[]): void {
-    const routes = this.routes.slice();
-    routes.push(route);
-    this.routes = Object.freeze(routes);
-    const allowed = this.allowed.slice();
-    for (const method of route.methods) if (!allowed.includes(method)) allowed.push(method);
-    this.allowed = Object.freeze(allowed.sort());
-    for (const method of route.methods) {
-      this.methods.push(method);
-      this.byMethod.push(route);
+    this.routes = Object.freeze(this.routes.concat(route));
+    if (this.methods.length === 0) {
+      this.methods = route.methods;
+      this.allowed = sharedList(route.methods.slice().sort());
+      this.byMethod = route.methods.map(() => route);
+    } else {
+      this.methods = this.methods.concat(route.methods);
+      this.allowed = sharedList([...new Set(this.methods)].sort());
+      this.byMethod = this.byMethod.concat(route.methods.map(() => route));
     }
     this.firstMethod = this.methods[0]!;
     this.firstRoute = this.byMethod[0];
     let slot = 0;
+    let keys: string[] | undefined;
+    let slots: number[] | undefined;
     for (const token of tokens) {
       if (token.kind === LITERAL) continue;
-      if (!this.keys.includes(token.name)) {
-        this.keys.push(token.name);
-        this.slots.push(slot);
+      if (!this.keys.includes(token.name) && !(keys?.includes(token.name) ?? false)) {
+        (keys ??= []).push(token.name);
+        (slots ??= []).push(slot);
       }
       slot++;
     }
+    if (keys !== undefined) {
+      this.keys = this.keys.concat(keys);
+      this.slots = this.slots.concat(slots!);
+    }
     // Compiled on the first match: new Function costs ~10 µs, too much for 10 000 routes at once.
-    this.context = this.keys.length === 0 ? emptyContext : (path, caps) => {
-      this.context = compileContext(this.keys, this.slots);
-      return this.context(path, caps);
-    };
+    this.context = this.keys.length === 0 ? emptyContext : compileContextOnFirstUse;
   }
 
   routeFor(method: string): Route<H> | undefined {
@@ -776,6 +801,18 @@ class Endpoint<H extends AnyHandler> {
 
 function emptyContext(): PathContext {
   return {};
+}
+
+const NO_STRINGS: readonly string[] = Object.freeze([]);
+
+/** An endpoint's first `context` (a method, so shared and no closure per endpoint). */
+function compileContextOnFirstUse<H extends AnyHandler>(
+  this: Endpoint<H>,
+  path: string,
+  caps: Int32Array,
+): PathContext {
+  this.context = compileContext(this.keys, this.slots);
+  return this.context(path, caps);
 }
 
 /**
@@ -1049,15 +1086,19 @@ class Node<H extends AnyHandler> {
   readonly canMatchSlash: boolean;
   /** The routes ending here, if any. */
   endpoint: Endpoint<H> | undefined;
-  /** First character code of each static child, parallel to {@linkcode kids}. */
-  readonly codes: number[] = [];
-  readonly kids: Node<H>[] = [];
+  /**
+   * First character code of each static child, parallel to {@linkcode kids}. These arrays
+   * and {@linkcode regexKids} start as one shared frozen empty array and are replaced when a
+   * child is added: most nodes have none or one, and 10 000 routes make 15 000 nodes.
+   */
+  codes: number[] = NO_CODES;
+  kids: Node<H>[] = NO_NODES;
   /** After finalizing, for nodes with many ASCII-keyed static children: children by code. */
   table: (Node<H> | undefined)[] | undefined;
   /** After finalizing: whether there are variable children (else no backtracking here). */
   hasVariables = false;
   /** Constrained-variable children, in registration order. */
-  readonly regexKids: Node<H>[] = [];
+  regexKids: Node<H>[] = NO_NODES;
   plainKid: Node<H> | undefined;
   catchAllKid: Node<H> | undefined;
   /** Variables (after finalizing): the static child starting with "/". */
@@ -1078,6 +1119,24 @@ class Node<H extends AnyHandler> {
     this.slot = slot;
     this.canMatchSlash = token?.facts?.canMatchSlash ?? false;
     this.sticky = kind === REGEX ? new RegExp(`(?:${this.regex})(?=/|$)`, "uy") : undefined;
+  }
+}
+
+// Shared empty child lists. Not frozen, so that they keep the elements kinds of the arrays that
+// replace them (a frozen array has a map of its own, and every load site would see two); never
+// pushed to: addKid() replaces them, regex children are added with concat().
+const NO_CODES: number[] = [];
+const NO_NODES: never[] = [null as never];
+NO_NODES.length = 0;
+
+/** Adds a static child (`code` is its label's first character). */
+function addKid<H extends AnyHandler>(node: Node<H>, code: number, kid: Node<H>): void {
+  if (node.kids.length === 0) {
+    node.codes = [code];
+    node.kids = [kid];
+  } else {
+    node.codes.push(code);
+    node.kids.push(kid);
   }
 }
 
@@ -1641,16 +1700,17 @@ function prepare<H extends AnyHandler>(node: Node<H>): void {
   let weight = 0;
   let first = node.endpoint?.order ?? NO_ROUTE;
   let size = 1;
-  const visit = (kid: Node<H>): void => {
+  const kids = node.regexKids.length === 0 && node.plainKid === undefined &&
+      node.catchAllKid === undefined
+    ? node.kids
+    : allKids(node);
+  for (let i = 0; i < kids.length; i++) {
+    const kid = kids[i]!;
     prepare(kid);
     if (kid.weight > weight) weight = kid.weight;
     if (kid.first < first) first = kid.first;
     size += kid.size;
-  };
-  node.kids.forEach(visit);
-  node.regexKids.forEach(visit);
-  if (node.plainKid !== undefined) visit(node.plainKid);
-  if (node.catchAllKid !== undefined) visit(node.catchAllKid);
+  }
   node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
   node.first = first;
   node.size = size;
@@ -1814,8 +1874,7 @@ function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> 
     const index = node.codes.indexOf(code);
     if (index === -1) {
       const kid = new Node<H>(LITERAL, text);
-      node.codes.push(code);
-      node.kids.push(kid);
+      addKid(node, code, kid);
       return kid;
     }
     let kid = node.kids[index]!;
@@ -1827,8 +1886,7 @@ function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> 
     if (common < label.length) {
       const middle = new Node<H>(LITERAL, label.slice(0, common));
       kid.label = label.slice(common);
-      middle.codes.push(kid.label.charCodeAt(0));
-      middle.kids.push(kid);
+      addKid(middle, kid.label.charCodeAt(0), kid);
       node.kids[index] = middle;
       kid = middle;
     }
@@ -1852,7 +1910,7 @@ function variableKid<H extends AnyHandler>(
   let kid = node.regexKids.find((kid) => kid.regex === token.regex);
   if (kid === undefined) {
     kid = new Node<H>(REGEX, `{${token.name}:${token.regex}}`, token, slot);
-    node.regexKids.push(kid);
+    node.regexKids = node.regexKids.concat(kid);
   }
   return kid;
 }
