@@ -707,8 +707,10 @@ function relaxTokens(tokens: Token[]): Token[] {
 
 /** A key equal for patterns of the same shape: variable names left out. */
 function shapeKey(tokens: readonly Token[]): string {
+  if (tokens.length === 1 && tokens[0]!.kind === LITERAL) return tokens[0]!.text;
   let key = "";
-  for (const token of tokens) {
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
     if (token.kind === LITERAL) key += token.text;
     else if (token.kind === PLAIN) key += "{}";
     else if (token.kind === CATCH_ALL) key += "{*}";
@@ -753,11 +755,16 @@ class Endpoint<H extends AnyHandler> {
   // Arrays are built at their final size and replaced, never grown: a pushed-to array reserves
   // room for 17 elements, and a build of 10 000 routes spent half its time collecting garbage.
   add(route: Route<H>, tokens: readonly Token[]): void {
-    this.routes = Object.freeze(this.routes.concat(route));
+    this.routes = Object.freeze(this.routes.length === 0 ? [route] : this.routes.concat(route));
     if (this.methods.length === 0) {
       this.methods = route.methods;
-      this.allowed = sharedList(route.methods.slice().sort());
-      this.byMethod = route.methods.map(() => route);
+      if (route.methods.length === 1) {
+        this.allowed = route.methods;
+        this.byMethod = [route];
+      } else {
+        this.allowed = sharedList(route.methods.slice().sort());
+        this.byMethod = route.methods.map(() => route);
+      }
     } else {
       this.methods = this.methods.concat(route.methods);
       this.allowed = sharedList([...new Set(this.methods)].sort());
@@ -768,7 +775,8 @@ class Endpoint<H extends AnyHandler> {
     let slot = 0;
     let keys: string[] | undefined;
     let slots: number[] | undefined;
-    for (const token of tokens) {
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i]!;
       if (token.kind === LITERAL) continue;
       if (!this.keys.includes(token.name) && !(keys?.includes(token.name) ?? false)) {
         (keys ??= []).push(token.name);
@@ -1619,7 +1627,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
     if (this.#allowUnsafeRegex) return;
-    for (const token of tokens) {
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i]!;
       if (token.kind === REGEX && token.facts!.risk !== undefined) {
         const risk = token.facts!.risk;
         throw new InvalidRoutePattern(
