@@ -259,7 +259,6 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Printable ASCII, space and tab. Wider values would depend on how each transport maps bytes to
 // text; percent-encode anything else (RFC 8187 does for file names).
 const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
-const NULL_BODY_STATUS = new Set([204, 205, 304]);
 
 /** The encoded header pairs of a response, readable only inside this module. */
 let encodedHeaders: (response: Response) => readonly (readonly [Uint8Array, Uint8Array])[];
@@ -295,7 +294,7 @@ let encodedHeaders: (response: Response) => readonly (readonly [Uint8Array, Uint
  */
 export class Response {
   static {
-    encodedHeaders = (response) => response.#encoded;
+    encodedHeaders = (response) => response.#encoded ??= encodeFields(response.headers);
   }
 
   /** The status code. */
@@ -304,7 +303,7 @@ export class Response {
   readonly headers: readonly (readonly [string, string])[];
   /** The body: bytes, or the async iterable of chunks given. */
   readonly body: Uint8Array | AsyncIterable<Uint8Array | string>;
-  #encoded: readonly (readonly [Uint8Array, Uint8Array])[];
+  #encoded: readonly (readonly [Uint8Array, Uint8Array])[] | undefined;
 
   /**
    * Creates a response.
@@ -316,7 +315,7 @@ export class Response {
    *   the body is of another type.
    */
   constructor(options: ResponseOptions = {}) {
-    const { body = EMPTY, status = 200, headers = {}, contentType } = options;
+    const { body = EMPTY, status = 200, headers, contentType } = options;
     if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
       throw new RangeError(
         `Cannot use status ${describe(status)}: give a whole number from 200 to 599`,
@@ -332,32 +331,35 @@ export class Response {
           `of them`,
       );
     }
-    const nullBody = NULL_BODY_STATUS.has(status);
+    const nullBody = status === 204 || status === 205 || status === 304;
     if (nullBody && (bytes === undefined || bytes.length > 0)) {
       throw new TypeError(`Cannot send a body with status ${status}: leave the body out`);
     }
     const fields: (readonly [string, string])[] = [];
-    const pairs = Symbol.iterator in headers
-      ? headers as Iterable<readonly [string, string]>
-      : Object.entries(headers);
     let typeGiven = false;
     let lengthGiven: string | undefined;
-    for (const [rawName, value] of pairs) {
-      const name = String(rawName).toLowerCase();
-      if (!TOKEN.test(name)) {
-        throw new TypeError(
-          `Cannot use header name "${rawName}": use letters, digits and !#$%&'*+-.^_\`|~ only`,
-        );
+    // Most responses give no headers: no iteration, no Object.entries() for them.
+    if (headers !== undefined) {
+      const pairs = Symbol.iterator in headers
+        ? headers as Iterable<readonly [string, string]>
+        : Object.entries(headers);
+      for (const [rawName, value] of pairs) {
+        const name = String(rawName).toLowerCase();
+        if (!TOKEN.test(name)) {
+          throw new TypeError(
+            `Cannot use header name "${rawName}": use letters, digits and !#$%&'*+-.^_\`|~ only`,
+          );
+        }
+        if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
+          throw new TypeError(
+            `Cannot use ${describe(value)} as the value of header "${name}": give a string of ` +
+              `printable ASCII (percent-encode other text)`,
+          );
+        }
+        if (name === "content-type") typeGiven = true;
+        if (name === "content-length") lengthGiven = value;
+        fields.push([name, value]);
       }
-      if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
-        throw new TypeError(
-          `Cannot use ${describe(value)} as the value of header "${name}": give a string of ` +
-            `printable ASCII (percent-encode other text)`,
-        );
-      }
-      if (name === "content-type") typeGiven = true;
-      if (name === "content-length") lengthGiven = value;
-      fields.push([name, value]);
     }
     if (contentType !== undefined) {
       if (typeGiven) {
@@ -387,8 +389,44 @@ export class Response {
     }
     this.body = bytes ?? body as AsyncIterable<Uint8Array | string>;
     this.headers = fields;
-    this.#encoded = fields.map(([name, value]) => [encoder.encode(name), encoder.encode(value)]);
   }
+}
+
+/** Field strings already encoded: responses repeat the same few names and values. */
+const fieldBytesCache = new Map<string, Uint8Array>();
+/** Beyond this many entries the cache starts over, so unique values cannot grow it for ever. */
+const FIELD_CACHE_ENTRIES = 256;
+/** Longer strings (cookies, long links) rarely repeat; they are encoded each time. */
+const FIELD_CACHE_LENGTH = 64;
+
+/**
+ * A validated header name or value as bytes. Both are ASCII (the constructor checks), so the
+ * bytes are the code units. Each `TextEncoder.encode()` call costs an op call and an ArrayBuffer,
+ * a third of the web layer's cost per request before this cache; the bytes are only read (the
+ * bridge copies them into strings), so one array serves every response that repeats the string.
+ */
+function fieldBytes(text: string): Uint8Array {
+  let bytes = fieldBytesCache.get(text);
+  if (bytes !== undefined) return bytes;
+  bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  if (text.length <= FIELD_CACHE_LENGTH) {
+    if (fieldBytesCache.size >= FIELD_CACHE_ENTRIES) fieldBytesCache.clear();
+    fieldBytesCache.set(text, bytes);
+  }
+  return bytes;
+}
+
+/** The header pairs of a response as bytes, for the ASGI message. */
+function encodeFields(
+  fields: readonly (readonly [string, string])[],
+): (readonly [Uint8Array, Uint8Array])[] {
+  const encoded: (readonly [Uint8Array, Uint8Array])[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    const [name, value] = fields[i]!;
+    encoded.push([fieldBytes(name), fieldBytes(value)]);
+  }
+  return encoded;
 }
 
 const TIMEOUT_RESPONSE = new Response({
