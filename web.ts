@@ -474,10 +474,9 @@ interface Host {
   readonly limitMs: number | undefined;
 }
 
-function settle(value: unknown): Promise<Outcome> {
-  return Promise.resolve(value).then(() => SUCCESS, failure);
+function succeeded(): Outcome {
+  return SUCCESS;
 }
-function noop(): void {}
 
 const DISCONNECT: HttpDisconnectMessage = Object.freeze({ type: "http.disconnect" });
 
@@ -722,9 +721,9 @@ export class Request<A extends object = Record<never, never>> {
     }
     this.#phase = SENDING;
     const sent = this.#stream(response);
-    this.#sending = settle(sent);
-    // The handler may not await the result; the App reports a failure either way.
-    sent.catch(noop);
+    // This handles a rejection, so a handler that does not await the result leaves no
+    // unhandled rejection behind; the App reports a failure either way.
+    this.#sending = sent.then(succeeded, failure);
     return sent;
   }
 
@@ -894,31 +893,39 @@ export class Request<A extends object = Record<never, never>> {
     this.#pending = [];
   }
 
-  async #handle(): Promise<void> {
-    const limitMs = this.#host.limitMs;
-    const { promise: work, resolve } = Promise.withResolvers<Outcome>();
-    // The clock starts before the handler is called, so the limit is never later than promised.
-    const limited = limitMs === undefined ? work : deadline(work, limitMs);
-    let outcome: Promise<Outcome>;
-    try {
-      outcome = settle(this.route.handler(this));
-    } catch (error) {
-      outcome = Promise.resolve(failure(error));
-    }
-    // The handler may return before the response it started is fully sent.
-    resolve(
-      outcome.then((result) =>
-        this.#sending === undefined
-          ? result
-          : this.#sending.then((sent) => (result.ok && !sent.ok ? sent : result))
-      ),
-    );
+  /** Runs the handler; settles, never rejects, once it and the response it started are done. */
+  async #work(): Promise<Outcome> {
     let result: Outcome;
     try {
-      result = await limited;
-    } catch {
-      // `work` never rejects, so this is the time limit.
-      return await this.#timeOut(work);
+      await this.route.handler(this);
+      result = SUCCESS;
+    } catch (error) {
+      result = failure(error);
+    }
+    // The handler may return before the response it started is fully sent.
+    const sending = this.#sending;
+    if (sending === undefined) return result;
+    const sent = await sending;
+    return result.ok && !sent.ok ? sent : result;
+  }
+
+  async #handle(): Promise<void> {
+    const limitMs = this.#host.limitMs;
+    let result: Outcome;
+    if (limitMs === undefined) {
+      // No limit: nothing to race, so no promise is made beyond the handler's own.
+      result = await this.#work();
+    } else {
+      const { promise: work, resolve } = Promise.withResolvers<Outcome>();
+      // The clock starts before the handler is called, so the limit is never later than promised.
+      const limited = deadline(work, limitMs);
+      resolve(this.#work());
+      try {
+        result = await limited;
+      } catch {
+        // `work` never rejects, so this is the time limit.
+        return await this.#timeOut(work);
+      }
     }
     this.#ended = true;
     if (result.ok && this.#phase === COMPLETE) return;
