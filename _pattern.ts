@@ -86,7 +86,15 @@ export function parsePattern(pattern: string): Token[] {
     }
     if (c !== "{") {
       if (literalStart === -1) literalStart = i;
-      i++;
+      // Skip the literal run at once: a loop per character costs a new router ~1 µs a route
+      // while V8 still interprets this function.
+      let next = pattern.indexOf("{", i);
+      if (next === -1) next = pattern.length;
+      const stray = pattern.indexOf("}", i);
+      if (stray !== -1 && stray < next) {
+        throw new PatternError('unbalanced "}"; remove it or open a variable with "{"', stray);
+      }
+      i = next;
       continue;
     }
     const open = i;

@@ -627,7 +627,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
           `pass { handler: (...args) => ... }`,
       );
     }
-    const { handler, methods = ["GET"] } = options;
+    const { handler, methods } = options;
     if (typeof handler !== "function") {
       throw new TypeError(
         `Route "${path}" needs a handler function, got ${describe(handler)}; ` +
@@ -636,7 +636,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
     }
     this.path = path;
     this.handler = handler;
-    this.methods = sharedList(checkMethods(path, methods));
+    this.methods = methods === undefined ? GET_ONLY : sharedList(checkMethods(path, methods));
     try {
       this.#tokens = parsePattern(path);
     } catch (error) {
@@ -654,6 +654,9 @@ export class Route<H extends AnyHandler = AnyHandler> {
  * routes serve `["GET"]`, and one array each is 10 000 objects to allocate and collect.
  */
 const sharedLists = new Map<string, readonly string[]>();
+
+const GET_ONLY: readonly string[] = Object.freeze(["GET"]);
+sharedLists.set("GET", GET_ONLY);
 
 function sharedList(list: readonly string[]): readonly string[] {
   const key = list.join(" ");
@@ -763,8 +766,9 @@ class Endpoint<H extends AnyHandler> {
     if (this.methods.length === 0) {
       this.methods = route.methods;
       if (route.methods.length === 1) {
+        // The common endpoint: one route, one method. One frozen array serves as both lists.
         this.allowed = route.methods;
-        this.byMethod = [route];
+        this.byMethod = this.routes;
       } else {
         this.allowed = sharedList(route.methods.slice().sort());
         this.byMethod = route.methods.map(() => route);
@@ -789,6 +793,7 @@ class Endpoint<H extends AnyHandler> {
       slot++;
     }
     if (keys !== undefined) {
+      // concat() makes exact-size copies; the pushed-to arrays die young.
       this.keys = this.keys.concat(keys);
       this.slots = this.slots.concat(slots!);
     }
