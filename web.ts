@@ -323,7 +323,7 @@ export class Response {
     }
     this.status = status;
     let bytes: Uint8Array | undefined;
-    if (typeof body === "string") bytes = encoder.encode(body);
+    if (typeof body === "string") bytes = textBytes(body);
     else if (body instanceof Uint8Array) bytes = body;
     else if (body === null || typeof body !== "object" || !(Symbol.asyncIterator in body)) {
       throw new TypeError(
@@ -390,6 +390,21 @@ export class Response {
     this.body = bytes ?? body as AsyncIterable<Uint8Array | string>;
     this.headers = fields;
   }
+}
+
+/**
+ * UTF-8 bytes of a body text. Short ASCII text, the usual small response, is copied code unit by
+ * code unit: a `TextEncoder.encode()` call costs more than the copy for it.
+ */
+function textBytes(text: string): Uint8Array {
+  if (text.length > 256) return encoder.encode(text);
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x80) return encoder.encode(text);
+    bytes[i] = code;
+  }
+  return bytes;
 }
 
 /** Field strings already encoded: responses repeat the same few names and values. */
