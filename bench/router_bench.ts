@@ -19,7 +19,7 @@
 import { OURS } from "./_ours.ts";
 import { PEERS } from "./_peers.ts";
 import { routerSummary } from "./_summary.ts";
-import { prepareSet } from "./_runner.ts";
+import { prepareSet, storedPaths } from "./_runner.ts";
 import { routeSets } from "./_sets.ts";
 
 const only = Deno.env.get("BENCH_SETS")?.split(",");
@@ -36,13 +36,14 @@ for (const set of routeSets({ only })) {
   const { contenders, skipped } = prepareSet(set, [OURS, ...PEERS]);
   for (const s of skipped) console.log(`[${set.name}] ${s.name} left out: ${s.reason}`);
   for (const workload of set.workloads) {
+    const stored = storedPaths(workload.paths);
     for (const { adapter, built, loop } of contenders) {
       Deno.bench({
         name: adapter.name,
         group: `${set.name} · ${workload.kind} · ${workload.paths.length} lookups per iteration`,
         baseline: adapter.ours,
         fn() {
-          loop(built.a, built.b, workload.paths, 1);
+          loop(built.a, built.b, stored, 1);
         },
       });
     }

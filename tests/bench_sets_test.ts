@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { parsePattern, referenceMatcher } from "../bench/_pattern.ts";
-import { compileLoop, median } from "../bench/_runner.ts";
+import { compileLoop, median, storedPaths } from "../bench/_runner.ts";
 import { writeSection } from "../bench/_results.ts";
 import {
   buildWorkloads,
@@ -125,10 +125,14 @@ Deno.test("sameAnswer() compares route and context key for key", () => {
   assert(!sameAnswer({ index: 1, params: { a: "x" } }, { index: 1, params: { a: "x", b: "y" } }));
 });
 
-Deno.test("compileLoop() counts every lookup that answers, reps times", () => {
+Deno.test("compileLoop() counts every lookup that answers, reps times, on fresh path strings", () => {
   const loop = compileLoop("a.get(p) ?? b");
   const map = new Map([["/a", 1]]);
-  assertEquals(loop(map, undefined, ["/a", "/b", "/a"], 3), 6);
+  const stored = storedPaths(["/a", "/b", "/a"]);
+  assertEquals(loop(map, undefined, stored, 3), 6);
+  const seen: string[] = [];
+  compileLoop("a.push(p)")(seen, undefined, stored, 1);
+  assertEquals(seen, ["/a", "/b", "/a"]);
 });
 
 Deno.test("median() takes the middle value", () => {
