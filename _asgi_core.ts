@@ -828,6 +828,17 @@ function latin1Text(bytes: Uint8Array): string {
 }
 
 function contentLength(value: string): number {
+  // The usual value is a few plain digits: read them without trim() and a regex.
+  if (value.length > 0 && value.length <= 15) {
+    let n = 0;
+    let i = 0;
+    for (; i < value.length; i++) {
+      const digit = value.charCodeAt(i) - 0x30;
+      if (digit < 0 || digit > 9) break;
+      n = n * 10 + digit;
+    }
+    if (i === value.length) return n;
+  }
   const trimmed = value.trim();
   if (!/^[0-9]{1,15}$/.test(trimmed)) {
     throw new AsgiProtocolError(
