@@ -897,9 +897,11 @@ export class Request<A extends object = Record<never, never>> {
   /** The response is out (or dropped with the client): hand the tasks to the runner. */
   #complete(): void {
     this.#phase = COMPLETE;
-    const runner = this.#host.runner;
-    for (const entry of this.#pending) runner.start(entry);
+    const pending = this.#pending;
+    if (pending.length === 0) return;
     this.#pending = [];
+    const runner = this.#host.runner;
+    for (const entry of pending) runner.start(entry);
   }
 
   #discardPending(reason: string): void {
