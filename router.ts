@@ -988,9 +988,10 @@ class GreedyMatcher implements SuffixMatcher {
   }
 
   run(path: string, pos: number, caps: Int32Array): boolean {
-    this.#best.fill(UNKNOWN);
-    if (this.#end(0, pos, path) <= pos) return false;
     const best = this.#best;
+    // A loop, not best.fill(): a builtin call costs more than the two or three stores.
+    for (let j = 0; j < best.length; j++) best[j] = UNKNOWN;
+    if (this.#end(0, pos, path) <= pos) return false;
     const literals = this.#literals;
     let start = pos;
     let slot = this.#slot << 1;
@@ -1020,8 +1021,9 @@ class GreedyMatcher implements SuffixMatcher {
         if (literal === "") result = segEnd === n ? n : -1;
         else if (e >= 0 && e <= segEnd && path.startsWith(literal, e)) result = e;
       } else {
-        const segStart = path.lastIndexOf("/", q - 1) + 1;
         let e = path.lastIndexOf(literal, segEnd);
+        // Misses mostly end here: the literal is nowhere before the segment's end.
+        const segStart = e === -1 ? 0 : path.lastIndexOf("/", q - 1) + 1;
         while (e > segStart) {
           const next = e + literal.length;
           if (this.#end(j + 1, next, path) > next) {
