@@ -355,6 +355,26 @@ Deno.test("AsgiRouter.match() sees routes added after earlier lookups", () => {
   assertEquals(lookup(router, "/a.json"), ["/{id}.json", { id: "a" }]);
 });
 
+Deno.test("AsgiRouter.match() keeps routers apart when their lookups alternate", async (t) => {
+  // Same tree shapes, different label text: a lookup reading the other router's labels fails.
+  for (const compileAfter of [Infinity, 0]) {
+    await t.step(compileAfter === 0 ? "compiled" : "walking", () => {
+      const a = routerOf(["/alpha/{x}/items", "/beta", "/{n}.{e}"], { compileAfter });
+      const b = routerOf(["/omega/{y}/parts", "/zeta", "/{m}-{f}"], { compileAfter });
+      for (let round = 0; round < 3; round++) {
+        assertEquals(lookup(a, "/alpha/1/items"), ["/alpha/{x}/items", { x: "1" }]);
+        assertEquals(lookup(b, "/omega/2/parts"), ["/omega/{y}/parts", { y: "2" }]);
+        assertEquals(lookup(a, "/beta"), ["/beta", {}]);
+        assertEquals(lookup(b, "/zeta"), ["/zeta", {}]);
+        assertEquals(lookup(a, "/omega/2/parts"), undefined);
+        assertEquals(lookup(b, "/alpha/1/items"), undefined);
+        assertEquals(lookup(a, "/x.y"), ["/{n}.{e}", { n: "x", e: "y" }]);
+        assertEquals(lookup(b, "/x-y"), ["/{m}-{f}", { m: "x", f: "y" }]);
+      }
+    });
+  }
+});
+
 Deno.test("AsgiRouter.match() compiles a lookup after compileAfter lookups, same answers", async (t) => {
   const patterns = ["/users/new", "/users/{id}", "/users/{id}/posts", "/f/{n:[0-9]+}", "/{a}.{b}"];
   const paths = ["/users/new", "/users/7", "/users/7/posts", "/f/12", "/f/x", "/a.b", "/nope"];
