@@ -712,20 +712,6 @@ function relaxTokens(tokens: Token[]): Token[] {
   return out;
 }
 
-/** A key equal for patterns of the same shape: variable names left out. */
-function shapeKey(tokens: readonly Token[]): string {
-  if (tokens.length === 1 && tokens[0]!.kind === LITERAL) return tokens[0]!.text;
-  let key = "";
-  for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i]!;
-    if (token.kind === LITERAL) key += token.text;
-    else if (token.kind === PLAIN) key += "{}";
-    else if (token.kind === CATCH_ALL) key += "{*}";
-    else key += `{:${token.regex}}`;
-  }
-  return key;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Endpoints: everything registered for one shape
 
@@ -1479,7 +1465,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   readonly #maxPathLength: number;
   readonly #allowUnsafeRegex: boolean;
   readonly #root: Node<H> = new Node(LITERAL, "/");
-  readonly #byShape = new Map<string, Endpoint<H>>();
   #routes: Route<H>[] = [];
   /** A frozen copy of {@linkcode #routes}, made when asked for, dropped when a route is added. */
   #routesView: readonly Route<H>[] | undefined;
@@ -1585,17 +1570,18 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     }
     const tokens = this.#relaxed ? relaxTokens(parsed) : parsed;
     this.#checkSafety(route, tokens);
-    const key = shapeKey(tokens);
-    let endpoint = this.#byShape.get(key);
+    // The tree has one node per shape (literal runs, variable kinds and regexes, names aside),
+    // so the node's endpoint is the shape's. A shape already present creates no node, so a
+    // conflict leaves the tree as it was.
+    const node = this.#insert(tokens);
+    let endpoint = node.endpoint;
     if (endpoint !== undefined) {
       for (const other of endpoint.routes) {
         const shared = other.methods.filter((method) => route.methods.includes(method));
         if (shared.length > 0) throw new RouteConflict(route, other, shared.sort());
       }
     } else {
-      endpoint = new Endpoint<H>(tokens, this.#routes.length);
-      this.#byShape.set(key, endpoint);
-      this.#insert(tokens, endpoint);
+      endpoint = node.endpoint = new Endpoint<H>(tokens, this.#routes.length);
     }
     endpoint.add(route, tokens);
     this.#routes.push(route);
@@ -1757,7 +1743,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     }
   }
 
-  #insert(tokens: readonly Token[], endpoint: Endpoint<H>): void {
+  /** The node of the shape of `tokens`, created with the nodes above it where missing. */
+  #insert(tokens: readonly Token[]): Node<H> {
     let node = this.#root;
     let slot = 0;
     for (let t = 0; t < tokens.length; t++) {
@@ -1769,8 +1756,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
       }
       node = variableKid(node, token, slot++);
     }
-    node.endpoint = endpoint;
     if (slot * 2 > this.#caps.length) this.#caps = new Int32Array(slot * 4);
+    return node;
   }
 
   /** Computes lookup tables, weights and the branches of variables with several ends. */
