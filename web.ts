@@ -270,6 +270,9 @@ let encodedHeaders: (response: Response) => readonly (readonly [Uint8Array, Uint
  * `content-length` computed for a byte or text body. A body given as an async iterable is
  * streamed chunk by chunk (chunked, unless a `content-length` header is given) and can be sent
  * only once. A fixed body is not copied: do not change its bytes after creating the response.
+ * The header bytes in the ASGI messages an App sends are shared between responses that repeat a
+ * name or value: ASGI middleware wrapping `app.asgi` may replace a pair but must not write into
+ * its bytes.
  *
  * @example A JSON response
  * ```ts
