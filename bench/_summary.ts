@@ -51,7 +51,9 @@ export async function routerSummary(options: SummaryOptions): Promise<RouterResu
     `- Timing: per router and workload, warm-up until two ${timing.warmupMs} ms windows in a row ` +
     `are no faster (at most ${timing.maxWarmupMs} ms), then ${timing.batches} batches of ` +
     `~${timing.batchMs} ms interleaved with the other routers; median per lookup; ` +
-    `${sets[0]?.workloads[0]?.paths.length ?? 0} lookups per workload`,
+    `${sets[0]?.workloads[0]?.paths.length ?? 0} lookups per workload, each on a fresh path ` +
+    `string sliced from a stored one (as a server slices it from the URL; the slice is in every ` +
+    `figure)`,
   ].join("\n");
   if (options.write !== false) writeSection("router", renderRouterResults(results, header));
   return results;
