@@ -1,0 +1,62 @@
+/**
+ * The `content-length` a response declares reaches the client on every path: on the wire of our
+ * own `Deno.serve` (where the bridge lets Deno write it, as Deno writes the same header itself) and
+ * on the `Response` object `createFetchHandler()` returns (where nothing else would add it).
+ */
+import { assertEquals, assertMatch } from "@std/assert";
+import { type AsgiApplication, createFetchHandler } from "../asgi.ts";
+import { bytes, rawRequest, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+
+/** Answers every request with `body`, declaring `length` after `content-type` and before `x-tag`. */
+function fixedApp(body: string, length: string): AsgiApplication {
+  return async (scope, _receive, send) => {
+    if (scope.type !== "http") throw new Error("No lifespan here");
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [
+        [bytes("content-type"), bytes("text/plain")],
+        [bytes("content-length"), bytes(length)],
+        [bytes("x-tag"), bytes("t")],
+      ],
+    });
+    await send({ type: "http.response.body", body: bytes(body) });
+  };
+}
+
+Deno.test("createFetchHandler() keeps the declared content-length on the Response", async (t) => {
+  for (const body of ["hello", ""]) {
+    await t.step(`body of ${body.length} bytes`, async () => {
+      const handler = createFetchHandler(fixedApp(body, String(body.length)), { lifespan: "off" });
+      const response = await handler.fetch(new Request("http://localhost/"));
+      assertEquals(response.headers.get("content-length"), String(body.length));
+      assertEquals(response.headers.get("x-tag"), "t");
+      assertEquals(await response.text(), body);
+    });
+  }
+});
+
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] sends the declared content-length exactly once`, async (t) => {
+    const cases = [
+      { name: "GET, 5 bytes", method: "GET", body: "hello", length: "5", sent: "hello" },
+      { name: "GET, empty body", method: "GET", body: "", length: "0", sent: "" },
+      { name: "HEAD keeps the header", method: "HEAD", body: "hello", length: "5", sent: "" },
+    ];
+    for (const c of cases) {
+      await t.step(c.name, async () => {
+        await using server = await start(fixedApp(c.body, c.length), transport);
+        const reply = await rawRequest(
+          server.port,
+          `${c.method} / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`,
+        );
+        const [head = "", payload] = reply.split("\r\n\r\n");
+        assertMatch(head, /^HTTP\/1\.1 200 /);
+        const lengths = head.split("\r\n").filter((line) => /^content-length:/i.test(line));
+        assertEquals(lengths.map((line) => line.toLowerCase()), [`content-length: ${c.length}`]);
+        assertMatch(head, /\r\nx-tag: t(\r\n|$)/i);
+        assertEquals(payload, c.sent);
+      });
+    }
+  });
+}
