@@ -17,6 +17,7 @@
  * @module
  */
 import { deadline } from "@std/async/deadline";
+import { clearableDeadline } from "./_web_deadline.ts";
 import { seconds } from "./_web_options.ts";
 
 /** A background task: called with a signal that aborts at its time limit and at shutdown. */
@@ -240,7 +241,9 @@ export class BackgroundRunner {
     const { promise: outcome, resolve } = Promise.withResolvers<Outcome>();
     // The clock starts before the task is called, so the limit is never later than promised
     // and, at a tie, the limit's timer fires before any timer the task sets.
-    const limited = this.timeLimitMs === undefined ? outcome : deadline(outcome, this.timeLimitMs);
+    const limited = this.timeLimitMs === undefined
+      ? undefined
+      : clearableDeadline(outcome, this.timeLimitMs);
     try {
       Promise.resolve(entry.task(entry.controller.signal)).then(
         () => resolve(SUCCESS),
@@ -250,7 +253,7 @@ export class BackgroundRunner {
       resolve(failure(error));
     }
     try {
-      const result = await limited;
+      const result = await (limited?.promise ?? outcome);
       const took = seconds(performance.now() - startedAt);
       if (entry.cancelled) {
         this.#end(entry, "warn", `${entry.label} cancelled at shutdown: it stopped after ${took}`);
@@ -286,6 +289,7 @@ export class BackgroundRunner {
         }
       });
     } finally {
+      limited?.clear();
       this.#running.delete(entry);
       this.#release(entry);
       this.#pump();
