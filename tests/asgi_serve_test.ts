@@ -4,7 +4,7 @@
  */
 import { assertEquals, assertMatch } from "@std/assert";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./fixtures/net.ts";
+import { freePort, waitForServer } from "./fixtures/net.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -41,13 +41,8 @@ for (const parallel of [false, true]) {
         stderr: "piped",
       }).spawn();
       try {
-        let body: string | undefined;
-        const until = performance.now() + 30_000;
-        while (body === undefined && performance.now() < until) {
-          body = await get(`http://127.0.0.1:${port}/first`);
-          if (body === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        assertMatch(body ?? "", /^\/first from [0-9a-f-]{36}$/);
+        const first = await waitForServer(`http://127.0.0.1:${port}/first`);
+        assertMatch(await first.text(), /^\/first from [0-9a-f-]{36}$/);
         const bodies = await Promise.all(
           Array.from({ length: 8 }, (_, i) => get(`http://127.0.0.1:${port}/r${i}`)),
         );

@@ -1,7 +1,6 @@
 import { assertEquals } from "@std/assert";
-import { delay } from "@std/async/delay";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./fixtures/net.ts";
+import { freePort, waitForServer } from "./fixtures/net.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -23,17 +22,11 @@ Deno.test("App as the default export answers requests under `deno serve`", async
     stderr: "piped",
   }).spawn();
   try {
-    let body: string | undefined;
-    const until = performance.now() + 30_000;
-    while (body === undefined && performance.now() < until) {
-      try {
-        const response = await fetch(`http://127.0.0.1:${port}/hello/ann`);
-        body = `${response.status} ${await response.text()}`;
-      } catch {
-        await delay(100); // Not listening yet.
-      }
-    }
-    assertEquals(body, "200 hello ann (lifespan started: true)");
+    const response = await waitForServer(`http://127.0.0.1:${port}/hello/ann`);
+    assertEquals(
+      `${response.status} ${await response.text()}`,
+      "200 hello ann (lifespan started: true)",
+    );
     const missing = await fetch(`http://127.0.0.1:${port}/nothing`);
     assertEquals([missing.status, await missing.text()], [404, "Not Found"]);
   } finally {
