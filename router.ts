@@ -109,6 +109,12 @@
  * linear-time matcher, so `/{user1}:{branch1}...{user2}:{branch2}` cannot be made to
  * backtrack for long.
  *
+ * The walk reads a flat copy of the tree, made when routes change: one `Int32Array` of node
+ * records laid out depth-first, each static node followed by its label, its child table and
+ * its children, so that a lookup in a large router reads a few neighbouring cache lines
+ * instead of some ten objects spread over the heap. Constrained variables, catch-alls and
+ * variables with several ends are handed back to the node objects.
+ *
  * After `compileAfter` lookups (default 1000) the router turns the tree into a JavaScript
  * function of its own (`new Function`): a `switch` on character codes per node, the same
  * `indexOf` and the same order of attempts, so its answers are the tree's (the property tests
@@ -1094,26 +1100,17 @@ interface Branch<H extends AnyHandler> {
  * A tree node. Static nodes hold radix-compressed literal text; a variable node matches one
  * variable. Children are tried in priority order: the static child for the next character,
  * constrained variables in registration order, the plain variable, the catch-all.
+ *
+ * Lookups do not walk these objects: {@linkcode layoutTree} copies what the common case reads
+ * into one flat array (see {@linkcode searchStatic}). They serve building, the generated
+ * lookups, and the rare cases the flat array leaves to them (constrained variables,
+ * catch-alls, variables with several ends).
  */
 class Node<H extends AnyHandler> {
-  // Fields are laid out in declaration order: those every lookup reads come first, so that a
-  // node costs one cache line, not two, in trees too large for the caches.
   /** Static: the non-empty text on the edge into this node. Variable: its display text. */
   label: string;
-  /** After finalizing: `label.length`, so one-character labels are matched without reading it. */
-  length = 0;
-  /** After finalizing, static nodes: where the label starts in the router's label pool. */
-  at = 0;
-  /**
-   * After finalizing: the first static child and its first character code (-1 without
-   * children), so that the many nodes with one child answer without touching the arrays (cache
-   * misses in large trees); and whether there are more.
-   */
-  code0 = -1;
-  kid0: Node<H> | undefined;
-  manyKids = false;
-  /** After finalizing: whether there are variable children (else no backtracking here). */
-  hasVariables = false;
+  /** After finalizing, static nodes: where this node's record starts in the flat tree. */
+  record = -1;
   /** The routes ending here, if any. */
   endpoint: Endpoint<H> | undefined;
   plainKid: Node<H> | undefined;
@@ -1125,8 +1122,6 @@ class Node<H extends AnyHandler> {
   readonly kind: number;
   /** Variables: the capture slot (number of variables before this one in the route). */
   readonly slot: number;
-  /** After finalizing, for nodes with many ASCII-keyed static children: children by code. */
-  table: (Node<H> | undefined)[] | undefined;
   /**
    * First character code of each static child, parallel to {@linkcode kids}. These arrays
    * and {@linkcode regexKids} start as one shared empty array and are replaced when a child is
@@ -1178,101 +1173,276 @@ function addKid<H extends AnyHandler>(node: Node<H>, code: number, kid: Node<H>)
   }
 }
 
-function staticKid<H extends AnyHandler>(node: Node<H>, code: number): Node<H> | undefined {
-  if (code === node.code0) return node.kid0;
-  if (!node.manyKids) return undefined;
-  const table = node.table;
-  if (table !== undefined) return code < 128 ? table[code] : undefined;
+// ---------------------------------------------------------------------------------------------
+// The flat tree that lookups walk
+//
+// In a large router the cost of a lookup is cache misses, not instructions: walking Node
+// objects touched some ten objects scattered over the heap (the node, its child arrays, its
+// label, the endpoint), and at 10 000 routes a lookup cost 2.5 times what it cost at 10.
+// So the finalized tree is copied into one Int32Array, depth-first, each static node a record
+// followed by its label, its child table and then its children: the records one lookup reads
+// sit close together, most often in consecutive cache lines.
+//
+// A static node's record, at index r:
+const S_LENGTH = 0; // label length
+const S_CODE0 = 1; // first character code of the first static child, -1 without children
+const S_KID0 = 2; // record of that child
+const S_FLAGS = 3; // MANY_KIDS | HAS_VARIABLES | SLOW_VARIABLES
+const S_ENDPOINT = 4; // index into the endpoint array, -1 if no route ends here
+const S_TABLE = 5; // MANY_KIDS: index of the child table
+const S_VARIABLE = 6; // HAS_VARIABLES: the plain variable's record; SLOW_VARIABLES: node index
+const S_LABEL = 7; // label[i] for i ≥ 1 is at r + S_LABEL + i - 1 (label[0] is known to match)
+// A plain variable's record, when its end is the next "/" (no branches):
+const V_SLOT = 0; // capture slot × 2
+const V_ENDPOINT = 1; // index into the endpoint array, -1
+const V_SLASH = 2; // record of the static child starting with "/", -1
+const V_SIZE = 3;
+// A child table starts with a lower bound and a count. Bound ≥ 0: a range table, the child
+// for code c at t + 2 + c - bound (-1 where none). Bound -1: `count` pairs of code and record.
+
+const MANY_KIDS = 1;
+const HAS_VARIABLES = 2;
+/**
+ * The variable children include a constrained variable, a catch-all or a plain variable with
+ * several possible ends: they are tried through the node objects.
+ */
+const SLOW_VARIABLES = 4;
+
+/** Range tables are used from this many children on, if no wider than {@linkcode rangeSpan}. */
+const RANGE_KIDS = 3;
+
+/** The span of the codes of `node`'s static children, if a range table suits them, else 0. */
+function rangeSpan<H extends AnyHandler>(node: Node<H>): number {
   const codes = node.codes;
+  if (codes.length < RANGE_KIDS) return 0;
+  let min = codes[0]!;
+  let max = min;
   for (let i = 1; i < codes.length; i++) {
-    if (codes[i] === code) return node.kids[i];
+    if (codes[i]! < min) min = codes[i]!;
+    if (codes[i]! > max) max = codes[i]!;
   }
-  return undefined;
+  const span = max - min + 1;
+  return span <= Math.max(32, codes.length * 4) ? span : 0;
+}
+
+/** Whether a static node's variable children need the node objects. */
+function slowVariables<H extends AnyHandler>(node: Node<H>): boolean {
+  return node.regexKids.length > 0 || node.catchAllKid !== undefined ||
+    (node.plainKid !== undefined && node.plainKid.branches !== undefined);
+}
+
+/** The flat tree a router's lookups walk (see {@linkcode searchStatic}). */
+interface FlatTree<H extends AnyHandler> {
+  readonly records: Int32Array;
+  readonly endpoints: Endpoint<H>[];
+  /** Static nodes with {@linkcode SLOW_VARIABLES}. */
+  readonly nodes: Node<H>[];
+}
+
+/** Number of Int32Array elements the records of `node`'s subtree take. */
+function recordSize<H extends AnyHandler>(node: Node<H>): number {
+  let size = 0;
+  if (node.kind === LITERAL) {
+    size = S_LABEL + node.label.length - 1;
+    if (node.kids.length > 1) {
+      const span = rangeSpan(node);
+      size += 2 + (span > 0 ? span : node.kids.length * 2);
+    }
+    const kids = node.kids;
+    for (let i = 0; i < kids.length; i++) size += recordSize(kids[i]!);
+    const regexKids = node.regexKids;
+    for (let i = 0; i < regexKids.length; i++) size += recordSize(regexKids[i]!);
+    if (node.plainKid !== undefined) size += recordSize(node.plainKid);
+  } else {
+    if (node.kind === PLAIN && node.branches === undefined) size = V_SIZE;
+    if (node.slashKid !== undefined) size += recordSize(node.slashKid);
+  }
+  return size;
+}
+
+/** Copies the finalized tree below `root` into a {@linkcode FlatTree}, depth-first. */
+function layoutTree<H extends AnyHandler>(root: Node<H>): FlatTree<H> {
+  const records = new Int32Array(recordSize(root));
+  const endpoints: Endpoint<H>[] = [];
+  const nodes: Node<H>[] = [];
+  let next = 0;
+  const endpointIndex = (node: Node<H>): number =>
+    node.endpoint === undefined ? -1 : endpoints.push(node.endpoint) - 1;
+  const emit = (node: Node<H>): number => {
+    const r = next;
+    if (node.kind !== LITERAL) {
+      // Only the "/" child of a variable is walked from the flat tree; its other children
+      // belong to branches, which match with their own matchers.
+      if (node.kind === PLAIN && node.branches === undefined) {
+        next += V_SIZE;
+        records[r + V_SLOT] = node.slot << 1;
+        records[r + V_ENDPOINT] = endpointIndex(node);
+        records[r + V_SLASH] = node.slashKid === undefined ? -1 : emit(node.slashKid);
+      } else if (node.slashKid !== undefined) emit(node.slashKid);
+      return r;
+    }
+    node.record = r;
+    const label = node.label;
+    const kids = node.kids;
+    records[r + S_LENGTH] = label.length;
+    records[r + S_CODE0] = kids.length === 0 ? -1 : node.codes[0]!;
+    records[r + S_ENDPOINT] = endpointIndex(node);
+    for (let i = 1; i < label.length; i++) records[r + S_LABEL + i - 1] = label.charCodeAt(i);
+    next = r + S_LABEL + label.length - 1;
+    let flags = 0;
+    let table = -1;
+    let span = 0;
+    let low = 0;
+    if (kids.length > 1) {
+      flags |= MANY_KIDS;
+      table = next;
+      span = rangeSpan(node);
+      if (span > 0) {
+        low = Math.min(...node.codes);
+        records[table] = low;
+        records[table + 1] = span;
+        records.fill(-1, table + 2, table + 2 + span);
+        next += 2 + span;
+      } else {
+        records[table] = -1;
+        records[table + 1] = kids.length;
+        next += 2 + kids.length * 2;
+      }
+    }
+    for (let i = 0; i < kids.length; i++) {
+      const kid = emit(kids[i]!);
+      const code = node.codes[i]!;
+      if (i === 0) records[r + S_KID0] = kid;
+      if (span > 0) records[table + 2 + code - low] = kid;
+      else if (table !== -1) {
+        records[table + 2 + i * 2] = code;
+        records[table + 3 + i * 2] = kid;
+      }
+    }
+    if (
+      node.regexKids.length > 0 || node.plainKid !== undefined || node.catchAllKid !== undefined
+    ) {
+      flags |= HAS_VARIABLES;
+    }
+    const regexKids = node.regexKids;
+    for (let i = 0; i < regexKids.length; i++) emit(regexKids[i]!);
+    const plain = node.plainKid === undefined ? -1 : emit(node.plainKid);
+    if (slowVariables(node)) {
+      flags |= SLOW_VARIABLES;
+      records[r + S_VARIABLE] = nodes.push(node) - 1;
+    } else records[r + S_VARIABLE] = plain;
+    records[r + S_FLAGS] = flags;
+    records[r + S_TABLE] = table;
+    return r;
+  };
+  emit(root);
+  return { records, endpoints, nodes };
 }
 
 /**
- * Whether the label of `node` occurs in `path` at `pos`; its first character is already known
- * to match.
+ * The flat tree of the router doing the current lookup (set by its `#find`; lookups are
+ * synchronous and call no outside code, so one module-wide slot is enough).
  */
-function labelAt<H extends AnyHandler>(path: string, node: Node<H>, pos: number): boolean {
-  const length = node.length;
+let tree: FlatTree<AnyHandler> = { records: new Int32Array(0), endpoints: [], nodes: [] };
+
+/** The record of the static child of record `r` for `code`, or -1. */
+function staticKid(records: Int32Array, r: number, code: number): number {
+  if (code === records[r + S_CODE0]) return records[r + S_KID0]!;
+  if ((records[r + S_FLAGS]! & MANY_KIDS) === 0) return -1;
+  const t = records[r + S_TABLE]!;
+  const low = records[t]!;
+  const count = records[t + 1]!;
+  if (low >= 0) {
+    const i = code - low;
+    return i >= 0 && i < count ? records[t + 2 + i]! : -1;
+  }
+  for (let i = 1; i < count; i++) {
+    if (records[t + 2 + i * 2] === code) return records[t + 3 + i * 2]!;
+  }
+  return -1;
+}
+
+/**
+ * Whether the label of the static node at record `r` occurs in `path` at `pos`; its first
+ * character is already known to match.
+ */
+function labelAt(records: Int32Array, r: number, path: string, pos: number): boolean {
+  const length = records[r + S_LENGTH]!;
   if (length === 1) return true;
   if (pos + length > path.length) return false;
-  const chars = labels;
-  const at = node.at;
+  const at = r + S_LABEL - 1;
   for (let i = 1; i < length; i++) {
-    if (path.charCodeAt(pos + i) !== chars[at + i]) return false;
+    if (path.charCodeAt(pos + i) !== records[at + i]) return false;
   }
   return true;
 }
 
-/**
- * The label pool of the router doing the current lookup (set by its `#find`; lookups are
- * synchronous and call no outside code, so one module-wide slot is enough): every static
- * label, laid out depth-first, so that the labels one lookup reads sit side by side in one
- * buffer instead of in strings scattered over the heap (cache misses in large trees).
- */
-let labels: Uint16Array = new Uint16Array(0);
-
-/** Lays the static labels below `root` out depth-first in one pool, setting each node's `at`. */
-function layoutLabels<H extends AnyHandler>(root: Node<H>): Uint16Array {
-  const nodes: Node<H>[] = [];
-  let total = 0;
-  const visit = (node: Node<H>): void => {
-    if (node.kind === LITERAL) {
-      nodes.push(node);
-      total += node.label.length;
-    }
-    const kids = node.kids;
-    for (let i = 0; i < kids.length; i++) visit(kids[i]!);
-    const regexKids = node.regexKids;
-    for (let i = 0; i < regexKids.length; i++) visit(regexKids[i]!);
-    if (node.plainKid !== undefined) visit(node.plainKid);
-    if (node.catchAllKid !== undefined) visit(node.catchAllKid);
-  };
-  visit(root);
-  const pool = new Uint16Array(total);
-  let at = 0;
-  for (const node of nodes) {
-    const label = node.label;
-    node.at = at;
-    for (let i = 0; i < label.length; i++) pool[at++] = label.charCodeAt(i);
-  }
-  return pool;
-}
-
-/** Finds the endpoint for `path` below static node `node`, whose text ends at `pos`. */
-function searchStatic<H extends AnyHandler>(
-  node: Node<H>,
+/** Finds the endpoint for `path` below the static node at record `r`, whose text ends at `pos`. */
+function searchStatic(
+  r: number,
   path: string,
   pos: number,
   caps: Int32Array,
-): Endpoint<H> | undefined {
+): Endpoint<AnyHandler> | undefined {
+  const records = tree.records;
   const n = path.length;
   // Down the static children in a loop while nothing is left to backtrack to: a node without
   // variable children fails exactly when its static child fails.
   for (;;) {
     if (pos === n) {
-      if (node.endpoint !== undefined) return node.endpoint;
+      const endpoint = records[r + S_ENDPOINT]!;
+      if (endpoint >= 0) return tree.endpoints[endpoint];
       break;
     }
-    const kid = staticKid(node, path.charCodeAt(pos));
-    if (kid === undefined || !labelAt(path, kid, pos)) break;
-    if (!node.hasVariables) {
-      node = kid;
-      pos += kid.length;
+    const kid = staticKid(records, r, path.charCodeAt(pos));
+    if (kid === -1 || !labelAt(records, kid, path, pos)) break;
+    if ((records[r + S_FLAGS]! & HAS_VARIABLES) === 0) {
+      r = kid;
+      pos += records[kid + S_LENGTH]!;
       continue;
     }
-    const found = searchStatic(kid, path, pos + kid.length, caps);
+    const found = searchStatic(kid, path, pos + records[kid + S_LENGTH]!, caps);
     if (found !== undefined) return found;
     break;
   }
-  if (!node.hasVariables) return undefined;
+  const flags = records[r + S_FLAGS]!;
+  if ((flags & HAS_VARIABLES) === 0) return undefined;
+  if ((flags & SLOW_VARIABLES) !== 0) {
+    return searchVariables(tree.nodes[records[r + S_VARIABLE]!]!, path, pos, caps);
+  }
+  // The common case, a plain variable ending at the next "/", as atSegmentEnd() does it.
+  if (pos === n) return undefined;
+  const v = records[r + S_VARIABLE]!;
+  const e = path.indexOf("/", pos);
+  if (e === pos) return undefined;
+  const slot = records[v + V_SLOT]!;
+  if (e === -1) {
+    const endpoint = records[v + V_ENDPOINT]!;
+    if (endpoint < 0) return undefined;
+    caps[slot] = pos;
+    caps[slot + 1] = n;
+    return tree.endpoints[endpoint];
+  }
+  const kid = records[v + V_SLASH]!;
+  if (kid === -1 || !labelAt(records, kid, path, e)) return undefined;
+  caps[slot] = pos;
+  caps[slot + 1] = e;
+  return searchStatic(kid, path, e + records[kid + S_LENGTH]!, caps);
+}
+
+/** Tries the variable children of static node `node`, whose text ends at `pos`. */
+function searchVariables<H extends AnyHandler>(
+  node: Node<H>,
+  path: string,
+  pos: number,
+  caps: Int32Array,
+): Endpoint<H> | undefined {
   const regexKids = node.regexKids;
   for (let i = 0; i < regexKids.length; i++) {
     const found = searchVariable(regexKids[i]!, path, pos, caps);
     if (found !== undefined) return found;
   }
+  const n = path.length;
   if (pos === n) return undefined;
   if (node.plainKid !== undefined) {
     const found = searchVariable(node.plainKid, path, pos, caps);
@@ -1338,10 +1508,12 @@ function atSegmentEnd<H extends AnyHandler>(
   }
   const kid = node.slashKid;
   if (kid === undefined || (allow & AT_SLASH) === 0) return undefined;
-  if (!labelAt(path, kid, e)) return undefined;
+  const records = tree.records;
+  const r = kid.record;
+  if (!labelAt(records, r, path, e)) return undefined;
   caps[slot] = pos;
   caps[slot + 1] = e;
-  return searchStatic(kid, path, e + kid.length, caps);
+  return searchStatic(r, path, e + records[r + S_LENGTH]!, caps) as Endpoint<H> | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1477,8 +1649,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   #compiled: CompiledLookup<H> | undefined;
   /** Tree walks left before compiling. */
   #untilCompiled = Infinity;
-  /** The static labels, for {@linkcode labelAt}. */
-  #labels: Uint16Array = new Uint16Array(0);
+  /** What lookups walk, made when the tree is finalized. */
+  #tree: FlatTree<H> = layoutTree(this.#root);
   /** Whether routes were added since the variable nodes' branches were computed. */
   #dirty = false;
 
@@ -1697,10 +1869,10 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
     // strings, whose hash V8 caches: 13 ns instead of 45.)
     const compiled = this.#compiled;
-    labels = this.#labels;
+    tree = this.#tree as FlatTree<AnyHandler>;
     if (compiled !== undefined) return compiled(path, this.#caps);
     if (--this.#untilCompiled <= 0) this.#compile();
-    return searchStatic(this.#root, path, 1, this.#caps);
+    return searchStatic(0, path, 1, this.#caps) as Endpoint<H> | undefined;
   }
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
@@ -1763,7 +1935,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   /** Computes lookup tables, weights and the branches of variables with several ends. */
   #finalize(): void {
     prepare(this.#root);
-    this.#labels = layoutLabels(this.#root);
+    this.#tree = layoutTree(this.#root);
     this.#compiled = undefined;
     this.#untilCompiled = this.#compileAfter;
     this.#dirty = false;
@@ -1803,18 +1975,6 @@ function prepare<H extends AnyHandler>(node: Node<H>): void {
   node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
   node.first = first;
   node.size = size;
-  node.hasVariables = node.regexKids.length > 0 || node.plainKid !== undefined ||
-    node.catchAllKid !== undefined;
-  node.length = node.label.length;
-  node.code0 = node.codes.length === 0 ? -1 : node.codes[0]!;
-  node.kid0 = node.kids[0];
-  node.manyKids = node.kids.length > 1;
-  node.table = undefined;
-  if (node.codes.length > 4 && node.codes.every((code) => code < 128)) {
-    const table: (Node<H> | undefined)[] = new Array(128).fill(undefined);
-    node.codes.forEach((code, i) => table[code] = node.kids[i]);
-    node.table = table;
-  }
   if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
 }
 

@@ -416,6 +416,32 @@ Deno.test("AsgiRouter.match() compiles a lookup after compileAfter lookups, same
   });
 });
 
+Deno.test("AsgiRouter.match() finds a static child among many siblings, whatever their codes", async (t) => {
+  // Wide nodes keep their children in a range table (close codes) or a list of pairs (codes
+  // far apart, non-ASCII): both, with codes just outside the table's range.
+  const groups: Record<string, string[]> = {
+    letters: [..."abcdefghijklmnopqrstuvwxyz"].map((c) => `/l/${c}x`),
+    "far apart": ["/p/!x", "/p/Ax", "/p/~x"],
+    "non-ASCII": ["/u/ax", "/u/éx", "/u/中x", "/u/😀x", "/u/ÿx"],
+    "few close": ["/c/bx", "/c/cx", "/c/dx"],
+  };
+  const misses = ["/l/`x", "/l/{x", "/l/ay", '/p/"x', "/p/}x", "/u/😁x", "/u/x", "/c/ax"];
+  for (const compileAfter of [Infinity, 0]) {
+    await t.step(compileAfter === 0 ? "compiled" : "walking the tree", async (t) => {
+      const patterns = Object.values(groups).flat();
+      const router = routerOf([...patterns, "/l/{other}/{id}"], { compileAfter });
+      for (const [name, group] of Object.entries(groups)) {
+        await t.step(name, () => {
+          for (const pattern of group) assertEquals(lookup(router, pattern), [pattern, {}]);
+        });
+      }
+      await t.step("misses", () => {
+        for (const path of misses) assertEquals(lookup(router, path), undefined, path);
+        assertEquals(lookup(router, "/l/ax/7"), ["/l/{other}/{id}", { other: "ax", id: "7" }]);
+      });
+    });
+  }
+});
 Deno.test("AsgiRouter.routes lists routes in registration order", () => {
   const routes = ["/b", "/a", "/{x}"].map((path) => new Route(path, { handler: noop }));
   const router = new AsgiRouter({ routes });
