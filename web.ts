@@ -72,6 +72,7 @@
 import { abortable } from "@std/async/abortable";
 import { deadline } from "@std/async/deadline";
 import { clearableDeadline } from "./_web_deadline.ts";
+import { textBytes } from "./_bytes.ts";
 import { STATUS_CODE } from "@std/http/status";
 import {
   type AsgiApplication,
@@ -305,7 +306,12 @@ export class Response {
   readonly status: number;
   /** The header fields as sent, names in lower case, `content-type` and `content-length` included. */
   readonly headers: readonly (readonly [string, string])[];
-  /** The body: bytes, or the async iterable of chunks given. */
+  /**
+   * The body: bytes, or the async iterable of chunks given. A short ASCII text body becomes a view
+   * into a buffer shared with other responses (an ArrayBuffer per response would cost more than
+   * the rest of the response): read it, or `.slice()` it for a copy of your own; its `.buffer`
+   * holds other bytes too.
+   */
   readonly body: Uint8Array | AsyncIterable<Uint8Array | string>;
   #encoded: readonly (readonly [Uint8Array, Uint8Array])[] | undefined;
 
@@ -396,21 +402,6 @@ export class Response {
   }
 }
 
-/**
- * UTF-8 bytes of a body text. Short ASCII text, the usual small response, is copied code unit by
- * code unit: a `TextEncoder.encode()` call costs more than the copy for it.
- */
-function textBytes(text: string): Uint8Array {
-  if (text.length > 256) return encoder.encode(text);
-  const bytes = new Uint8Array(text.length);
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0x80) return encoder.encode(text);
-    bytes[i] = code;
-  }
-  return bytes;
-}
-
 /** Field strings already encoded: responses repeat the same few names and values. */
 const fieldBytesCache = new Map<string, Uint8Array>();
 /** Beyond this many entries the cache starts over, so unique values cannot grow it for ever. */
@@ -427,8 +418,7 @@ const FIELD_CACHE_LENGTH = 64;
 function fieldBytes(text: string): Uint8Array {
   let bytes = fieldBytesCache.get(text);
   if (bytes !== undefined) return bytes;
-  bytes = new Uint8Array(text.length);
-  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  bytes = textBytes(text);
   if (text.length <= FIELD_CACHE_LENGTH) {
     if (fieldBytesCache.size >= FIELD_CACHE_ENTRIES) fieldBytesCache.clear();
     fieldBytesCache.set(text, bytes);

@@ -141,3 +141,15 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
     });
   }
 });
+
+Deno.test("Response() keeps its text body while later responses share its buffer", () => {
+  const first = new Response({ body: "first body" });
+  const bodies: Response[] = [];
+  // Enough responses to fill the shared buffer several times over.
+  for (let i = 0; i < 5000; i++) bodies.push(new Response({ body: `body number ${i}` }));
+  assertEquals(text(first.body), "first body");
+  assertEquals(text(bodies[4321]!.body), "body number 4321");
+  const copy = (first.body as Uint8Array).slice();
+  assertEquals(copy.byteLength, copy.buffer.byteLength);
+  assertEquals(text(copy), "first body");
+});
