@@ -39,6 +39,11 @@ export interface ServerSpec {
 export const SERVERS: readonly ServerSpec[] = [
   { id: "deno", label: "bare Deno.serve", script: "deno_bare.ts" },
   { id: "hono", label: "Hono on Deno.serve", script: "hono.ts" },
+  {
+    id: "floor",
+    label: "floor: Deno.serve reading what a scope needs",
+    script: "deno_floor.ts",
+  },
   { id: "asgi", label: "ours: ASGI app, serve()", script: "asgi_app.ts" },
   { id: "app", label: "ours: App, serve()", script: "web_app.ts" },
   {
@@ -512,6 +517,9 @@ export function renderHttp(
   target("our App ≥ 0.80× bare Deno.serve", "app", "deno", 0.80);
   target("our App ahead of Hono", "app", "hono", 1.0);
   target("cost of requestTimeLimit: App with it ÷ App without", "app-limit", "app");
+  target("the floor (reads a scope needs, promised response) ÷ bare Deno.serve", "floor", "deno");
+  target("our ASGI app ÷ the floor (what the bridge itself costs)", "asgi", "floor");
+  target("Hono ÷ the floor", "hono", "floor");
   target("ASGI app on the node transport ÷ bare node:http", "asgi-node", "node");
   return out.join("\n");
 }

@@ -1,0 +1,64 @@
+/**
+ * The floor under any ASGI bridge on `Deno.serve`: bare `Deno.serve` doing, by hand, only what an
+ * ASGI scope and an async application make unavoidable, and nothing else. Per request it reads the
+ * method, the target, every header field, the client's address and whether a body follows (the
+ * scope needs them all, and Deno closes the request once the response is out, so they cannot be
+ * read later), and answers through a promise with the application's `content-type` header (an ASGI
+ * application is async and sends its own headers). No scope object, no messages, no router.
+ *
+ * The gap between this and bare `Deno.serve` is what no bridge can win back; the gap between our
+ * ASGI app and this is what the bridge itself costs.
+ *
+ * Prints `LISTENING <port>` once it listens on 127.0.0.1 (port from `PORT`, default: any free one).
+ *
+ * @module
+ */
+
+function collect(this: string[], value: string, name: string): void {
+  this.push(name, value);
+}
+
+const CONTENT_TYPE = { "content-type": "text/plain; charset=utf-8" };
+
+/**
+ * Answers `GET /hello` with "hello" and `GET /hello/{name}` with "hello <name>", after reading
+ * what a scope needs.
+ *
+ * @param request The request.
+ * @param info The connection.
+ * @returns The response, through a promise.
+ */
+async function handler(
+  request: Request,
+  info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+): Promise<Response> {
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const query = url.indexOf("?", start);
+  const path = query < 0 ? url.slice(start) : url.slice(start, query);
+  const fields: string[] = [];
+  request.headers.forEach(collect, fields);
+  const client = [info.remoteAddr.hostname, info.remoteAddr.port];
+  const hasBody = request.body !== null;
+  // The application runs after the transport has read the request: one turn of the microtask
+  // queue, as an async ASGI application takes at least one.
+  await null;
+  if (request.method === "GET" && fields.length > 0 && client.length === 2 && !hasBody) {
+    if (path === "/hello") return new Response("hello", { status: 200, headers: CONTENT_TYPE });
+    if (path.startsWith("/hello/") && path.length > 7 && path.indexOf("/", 7) < 0) {
+      return new Response(`hello ${path.slice(7)}`, { status: 200, headers: CONTENT_TYPE });
+    }
+  }
+  return new Response("Not Found", { status: 404, headers: CONTENT_TYPE });
+}
+
+const server = Deno.serve({
+  hostname: "127.0.0.1",
+  port: Number(Deno.env.get("PORT") ?? 0),
+  onListen: ({ port }) => console.log(`LISTENING ${port}`),
+}, handler);
+// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
+Deno.addSignalListener("SIGTERM", function stop() {
+  Deno.removeSignalListener("SIGTERM", stop);
+  server.shutdown();
+});
