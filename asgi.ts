@@ -30,6 +30,7 @@
  *
  * @module
  */
+import { textBytes as sharedTextBytes } from "./_bytes.ts";
 import { Core, type Listener, withResolvers } from "./_asgi_core.ts";
 import { handleFetch, listenDeno } from "./_deno_transport.ts";
 
@@ -663,6 +664,39 @@ export interface AsgiFetchHandler {
 }
 
 export { AsgiProtocolError, LifespanError } from "./_asgi_core.ts";
+
+/**
+ * UTF-8 bytes of a text, for the byte strings of ASGI messages (bodies, header names and values),
+ * made cheaply. `new TextEncoder().encode()` gives every call an ArrayBuffer of its own, and each
+ * costs Deno some 0.4 µs of CPU, about a twentieth of a whole small request's; short ASCII text
+ * (up to 2 KiB) is copied instead into a 16 KiB buffer shared with other calls and handed out as a
+ * view of it, as Node.js does for small Buffers. Other text goes through `TextEncoder`.
+ *
+ * Treat the bytes as read-only: a view's `.buffer` is the shared buffer, other texts' bytes
+ * included, and keeping a view alive keeps that buffer. `.slice()` gives a private copy.
+ *
+ * @param text The text.
+ * @returns Its UTF-8 bytes.
+ * @throws {TypeError} When `text` is not a string.
+ *
+ * @example A response body
+ * ```ts
+ * import { textBytes } from "./asgi.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const body = textBytes(`hello ${"world"}`);
+ * assertEquals(new TextDecoder().decode(body), "hello world");
+ * assertEquals(textBytes("é"), new Uint8Array([0xc3, 0xa9]));
+ * ```
+ */
+export function textBytes(text: string): Uint8Array {
+  if (typeof text !== "string") {
+    throw new TypeError(
+      `Cannot encode ${describeValue(text)}: textBytes() takes a string, e.g. String(value)`,
+    );
+  }
+  return sharedTextBytes(text);
+}
 
 const DEFAULT_PORT = 8000;
 const DEFAULT_HOSTNAME = "127.0.0.1";

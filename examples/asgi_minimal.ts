@@ -30,7 +30,7 @@ import {
   Route,
   UnknownEndpoint,
 } from "../router.ts";
-import { type HttpScope, type Receive, type Scope, type Send, serve } from "../asgi.ts";
+import { type HttpScope, type Receive, type Scope, type Send, serve, textBytes } from "../asgi.ts";
 
 /** A handler the router dispatches to: path variables first, then the ASGI triple. */
 type LowLevelHandler = (
@@ -40,20 +40,19 @@ type LowLevelHandler = (
   send: Send,
 ) => Promise<void>;
 
-const encoder = new TextEncoder();
 const TEXT_PLAIN: [Uint8Array, Uint8Array] = [
-  encoder.encode("content-type"),
-  encoder.encode("text/plain; charset=UTF-8"),
+  textBytes("content-type"),
+  textBytes("text/plain; charset=UTF-8"),
 ];
 const APPLICATION_JSON: [Uint8Array, Uint8Array] = [
-  encoder.encode("content-type"),
-  encoder.encode("application/json"),
+  textBytes("content-type"),
+  textBytes("application/json"),
 ];
 const TEXT_HTML: [Uint8Array, Uint8Array] = [
-  encoder.encode("content-type"),
-  encoder.encode("text/html; charset=UTF-8"),
+  textBytes("content-type"),
+  textBytes("text/html; charset=UTF-8"),
 ];
-const OK = encoder.encode("OK");
+const OK = textBytes("OK");
 
 /** Reads the whole request body; `null` when the client disconnects first. */
 async function readBody(receive: Receive): Promise<Uint8Array | null> {
@@ -111,7 +110,7 @@ async function otherHandler(
   const body = await readBody(receive);
   if (body === null) return;
   if (body.length > 0) return await respond(send, 200, TEXT_PLAIN, body);
-  await respond(send, 200, APPLICATION_JSON, encoder.encode(JSON.stringify(context)));
+  await respond(send, 200, APPLICATION_JSON, textBytes(JSON.stringify(context)));
 }
 
 /**
@@ -127,9 +126,9 @@ function fallback(
   const html = `<!DOCTYPE html><html><head><title>${status} ${reason}</title></head>` +
     `<body><h1>${status} ${reason}</h1></body></html>`;
   const allow: [Uint8Array, Uint8Array][] = allowed
-    ? [[encoder.encode("allow"), encoder.encode(allowed.join(", "))]]
+    ? [[textBytes("allow"), textBytes(allowed.join(", "))]]
     : [];
-  return respond(send, status, TEXT_HTML, encoder.encode(html), allow);
+  return respond(send, status, TEXT_HTML, textBytes(html), allow);
 }
 
 /** The router of the example. */

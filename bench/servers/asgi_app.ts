@@ -9,18 +9,17 @@
  * @module
  */
 import { AsgiRouter, Route } from "../../router.ts";
-import { type AsgiApplication, type HttpScope, type Send, serve } from "../../asgi.ts";
+import { type AsgiApplication, type HttpScope, type Send, serve, textBytes } from "../../asgi.ts";
 
 type Handler = (context: Record<string, string>, scope: HttpScope, send: Send) => Promise<void>;
 
-const encoder = new TextEncoder();
 const headers: [Uint8Array, Uint8Array][] = [
-  [encoder.encode("content-type"), encoder.encode("text/plain; charset=utf-8")],
+  [textBytes("content-type"), textBytes("text/plain; charset=utf-8")],
 ];
 
 async function respond(send: Send, status: number, text: string): Promise<void> {
   await send({ type: "http.response.start", status, headers });
-  await send({ type: "http.response.body", body: encoder.encode(text) });
+  await send({ type: "http.response.body", body: textBytes(text) });
 }
 
 const router = new AsgiRouter<Handler>({
