@@ -63,20 +63,47 @@ class ChunkSource implements UnderlyingDefaultSource<Uint8Array> {
  * for `createFetchHandler`, whose caller may read the header from the `Response` object.
  */
 function headersInit(pairs: [string, string][], body: Uint8Array | null): HeadersInit {
-  const record: Record<string, string> = {};
   const length = body === null ? "" : String(body.length);
+  // Most responses of a server repeat one header list: reuse what the last one made. (Deno copies
+  // the fields out of the object, so sharing it between responses is safe.)
+  if (length === lastLength && samePairs(pairs, lastPairs)) return lastInit;
+  const record: Record<string, string> = {};
+  let init: HeadersInit = record;
   let lengthSeen = false;
   for (let i = 0; i < pairs.length; i++) {
     const [name, value] = pairs[i]!;
     if (name.length === 14 && name.toLowerCase() === "content-length") {
-      if (lengthSeen) return pairs;
+      if (lengthSeen) {
+        init = pairs;
+        break;
+      }
       lengthSeen = true;
       if (value === length) continue;
     }
-    if (name === "__proto__" || Object.hasOwn(record, name)) return pairs;
+    if (name === "__proto__" || Object.hasOwn(record, name)) {
+      init = pairs;
+      break;
+    }
     record[name] = value;
   }
-  return record;
+  lastPairs = pairs;
+  lastLength = length;
+  lastInit = init;
+  return init;
+}
+
+let lastPairs: [string, string][] = [];
+let lastLength = "";
+let lastInit: HeadersInit = {};
+
+function samePairs(a: [string, string][], b: [string, string][]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x[0] !== y[0] || x[1] !== y[1]) return false;
+  }
+  return true;
 }
 
 /** The largest body `bodyInit` turns into a string. */

@@ -66,3 +66,34 @@ Deno.test("send() converts more distinct headers than it keeps, all correctly", 
     await response.body?.cancel();
   }
 });
+
+Deno.test("createFetchHandler() sends each response's own header list", async () => {
+  // Consecutive responses alternate between lists the bridge hands Fetch as a record and as pairs
+  // (a repeated name); none may get the previous response's headers.
+  const lists: [string, string][][] = [
+    [["x-a", "1"], ["x-a", "2"]],
+    [["x-a", "1"]],
+    [["x-a", "1"], ["x-a", "2"]],
+    [["x-a", "1"], ["x-b", "3"]],
+    [["x-a", "1"]],
+  ];
+  let next = 0;
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") throw new Error("No lifespan here");
+    const list = lists[next++]!;
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: list.map(([name, value]) => [bytes(name), bytes(value)]),
+    });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  };
+  const handler = createFetchHandler(app, { lifespan: "off" });
+  const seen: [string | null, string | null][] = [];
+  for (let i = 0; i < lists.length; i++) {
+    const response = await handler.fetch(new Request("http://localhost/"));
+    seen.push([response.headers.get("x-a"), response.headers.get("x-b")]);
+    await response.body?.cancel();
+  }
+  assertEquals(seen, [["1, 2", null], ["1", null], ["1, 2", null], ["1", "3"], ["1", null]]);
+});
