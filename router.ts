@@ -1386,48 +1386,52 @@ function searchStatic(
 ): Endpoint<AnyHandler> | undefined {
   const records = tree.records;
   const n = path.length;
-  // Down the static children in a loop while nothing is left to backtrack to: a node without
-  // variable children fails exactly when its static child fails.
+  // One loop, recursing only where there is something to backtrack to: down a static child of a
+  // node without variable children (which fails exactly when that child fails), and on from a
+  // plain variable ending at the next "/" (nothing is tried after it).
   for (;;) {
-    if (pos === n) {
-      const endpoint = records[r + S_ENDPOINT]!;
-      if (endpoint >= 0) return tree.endpoints[endpoint];
+    for (;;) {
+      if (pos === n) {
+        const endpoint = records[r + S_ENDPOINT]!;
+        if (endpoint >= 0) return tree.endpoints[endpoint];
+        break;
+      }
+      const kid = staticKid(records, r, path.charCodeAt(pos));
+      if (kid === -1 || !labelAt(records, kid, path, pos)) break;
+      if ((records[r + S_FLAGS]! & HAS_VARIABLES) === 0) {
+        r = kid;
+        pos += records[kid + S_LENGTH]!;
+        continue;
+      }
+      const found = searchStatic(kid, path, pos + records[kid + S_LENGTH]!, caps);
+      if (found !== undefined) return found;
       break;
     }
-    const kid = staticKid(records, r, path.charCodeAt(pos));
-    if (kid === -1 || !labelAt(records, kid, path, pos)) break;
-    if ((records[r + S_FLAGS]! & HAS_VARIABLES) === 0) {
-      r = kid;
-      pos += records[kid + S_LENGTH]!;
-      continue;
+    const flags = records[r + S_FLAGS]!;
+    if ((flags & HAS_VARIABLES) === 0) return undefined;
+    if ((flags & SLOW_VARIABLES) !== 0) {
+      return searchVariables(tree.nodes[records[r + S_VARIABLE]!]!, path, pos, caps);
     }
-    const found = searchStatic(kid, path, pos + records[kid + S_LENGTH]!, caps);
-    if (found !== undefined) return found;
-    break;
-  }
-  const flags = records[r + S_FLAGS]!;
-  if ((flags & HAS_VARIABLES) === 0) return undefined;
-  if ((flags & SLOW_VARIABLES) !== 0) {
-    return searchVariables(tree.nodes[records[r + S_VARIABLE]!]!, path, pos, caps);
-  }
-  // The common case, a plain variable ending at the next "/", as atSegmentEnd() does it.
-  if (pos === n) return undefined;
-  const v = records[r + S_VARIABLE]!;
-  const e = path.indexOf("/", pos);
-  if (e === pos) return undefined;
-  const slot = records[v + V_SLOT]!;
-  if (e === -1) {
-    const endpoint = records[v + V_ENDPOINT]!;
-    if (endpoint < 0) return undefined;
+    // The common case, a plain variable ending at the next "/", as atSegmentEnd() does it.
+    if (pos === n) return undefined;
+    const v = records[r + S_VARIABLE]!;
+    const e = path.indexOf("/", pos);
+    if (e === pos) return undefined;
+    const slot = records[v + V_SLOT]!;
+    if (e === -1) {
+      const endpoint = records[v + V_ENDPOINT]!;
+      if (endpoint < 0) return undefined;
+      caps[slot] = pos;
+      caps[slot + 1] = n;
+      return tree.endpoints[endpoint];
+    }
+    const kid = records[v + V_SLASH]!;
+    if (kid === -1 || !labelAt(records, kid, path, e)) return undefined;
     caps[slot] = pos;
-    caps[slot + 1] = n;
-    return tree.endpoints[endpoint];
+    caps[slot + 1] = e;
+    r = kid;
+    pos = e + records[kid + S_LENGTH]!;
   }
-  const kid = records[v + V_SLASH]!;
-  if (kid === -1 || !labelAt(records, kid, path, e)) return undefined;
-  caps[slot] = pos;
-  caps[slot + 1] = e;
-  return searchStatic(kid, path, e + records[kid + S_LENGTH]!, caps);
 }
 
 /** Tries the variable children of static node `node`, whose text ends at `pos`. */
