@@ -388,7 +388,7 @@ export class Response {
       fields.unshift(["content-type", TEXT_PLAIN]);
     }
     if (bytes !== undefined && !nullBody) {
-      const length = String(bytes.length);
+      const length = lengthText(bytes.length);
       if (lengthGiven === undefined) fields.push(["content-length", length]);
       else if (lengthGiven !== length) {
         throw new TypeError(
@@ -400,6 +400,19 @@ export class Response {
     this.body = bytes ?? body as AsyncIterable<Uint8Array | string>;
     this.headers = fields;
   }
+}
+
+/** `String(n)` for the lengths of small bodies, made once. */
+const LENGTH_TEXTS: string[] = [];
+
+/**
+ * A body length as header text. Small lengths come from a table, so every response of one length
+ * carries the same string: the field cache below and the bridge then find it by identity instead
+ * of hashing or comparing a new string.
+ */
+function lengthText(length: number): string {
+  if (length >= 4096) return String(length);
+  return LENGTH_TEXTS[length] ??= String(length);
 }
 
 /** Field strings already encoded: responses repeat the same few names and values. */
@@ -483,11 +496,21 @@ interface Host {
   readonly limitMs: number | undefined;
 }
 
+/** The outcome of a request from its handler's and its response's: the first failure. */
+function outcomeOf(handler: Outcome, response: Outcome): Outcome {
+  return handler.ok && !response.ok ? response : handler;
+}
+
 function succeeded(): Outcome {
   return SUCCESS;
 }
 
 const DISCONNECT: HttpDisconnectMessage = Object.freeze({ type: "http.disconnect" });
+
+// Shared empty lists, so that a request allocates none until it has tasks or waiting readers;
+// never pushed to (the first element replaces them with an array of their own).
+const NO_TASKS: TaskEntry[] = [];
+const NO_READERS: PromiseWithResolvers<HttpRequestMessage | HttpDisconnectMessage>[] = [];
 
 /** The response has not started. */
 const PENDING = 0;
@@ -563,11 +586,11 @@ export class Request<A extends object = Record<never, never>> {
   #controller: AbortController | undefined;
   #abortReason: unknown;
   /** Tasks registered before the response was sent; they hold reservations. */
-  #pending: TaskEntry[] = [];
+  #pending: TaskEntry[] = NO_TASKS;
   // Receiving: one underlying receive() call at a time, at most one message read ahead.
   #pulling = false;
   #buffered: HttpRequestMessage | undefined;
-  #readers: PromiseWithResolvers<HttpRequestMessage | HttpDisconnectMessage>[] = [];
+  #readers: PromiseWithResolvers<HttpRequestMessage | HttpDisconnectMessage>[] = NO_READERS;
   #watching = false;
   #bodyRead = false;
   #body: Uint8Array | undefined;
@@ -637,7 +660,8 @@ export class Request<A extends object = Record<never, never>> {
     }
     if (this.#disconnected) return Promise.resolve(DISCONNECT);
     const reader = Promise.withResolvers<HttpRequestMessage | HttpDisconnectMessage>();
-    this.#readers.push(reader);
+    if (this.#readers.length === 0) this.#readers = [reader];
+    else this.#readers.push(reader);
     this.#pull();
     return reader.promise;
   }
@@ -773,6 +797,7 @@ export class Request<A extends object = Record<never, never>> {
     if (this.#timedOut) runner.discard(entry, this.#timedOutReason, true);
     else if (this.#phase === COMPLETE) runner.start(entry);
     else if (this.#ended) runner.discard(entry, `${this.#label} never responded`, true);
+    else if (this.#pending.length === 0) this.#pending = [entry];
     else this.#pending.push(entry);
   }
 
@@ -893,7 +918,7 @@ export class Request<A extends object = Record<never, never>> {
     this.#phase = COMPLETE;
     const pending = this.#pending;
     if (pending.length === 0) return;
-    this.#pending = [];
+    this.#pending = NO_TASKS;
     const runner = this.#host.runner;
     for (const entry of pending) runner.start(entry);
   }
@@ -901,7 +926,7 @@ export class Request<A extends object = Record<never, never>> {
   #discardPending(reason: string): void {
     const runner = this.#host.runner;
     for (const entry of this.#pending) runner.discard(entry, reason, true);
-    this.#pending = [];
+    this.#pending = NO_TASKS;
   }
 
   /** Runs the handler; settles, never rejects, once it and the response it started are done. */
@@ -915,17 +940,23 @@ export class Request<A extends object = Record<never, never>> {
     }
     // The handler may return before the response it started is fully sent.
     const sending = this.#sending;
-    if (sending === undefined) return result;
-    const sent = await sending;
-    return result.ok && !sent.ok ? sent : result;
+    return sending === undefined ? result : outcomeOf(result, await sending);
   }
 
   async #handle(): Promise<void> {
     const limitMs = this.#host.limitMs;
     let result: Outcome;
     if (limitMs === undefined) {
-      // No limit: nothing to race, so no promise is made beyond the handler's own.
-      result = await this.#work();
+      // No limit: nothing to race, so no promise is made beyond the handler's own (this is
+      // #work() inlined: one async call less on every request).
+      try {
+        await this.route.handler(this);
+        result = SUCCESS;
+      } catch (error) {
+        result = failure(error);
+      }
+      const sending = this.#sending;
+      if (sending !== undefined) result = outcomeOf(result, await sending);
     } else {
       const { promise: work, resolve } = Promise.withResolvers<Outcome>();
       // Started before the handler is called, so the limit is never later than promised; cleared

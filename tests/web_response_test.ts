@@ -30,6 +30,13 @@ Deno.test("Response() defaults to status 200, text/plain UTF-8 and a computed co
       ["content-length", "3"],
     ]);
   });
+  await t.step("lengths on both sides of the table of small lengths", () => {
+    for (const length of [4095, 4096, 70_000]) {
+      const response = new Response({ body: "a".repeat(length) });
+      assertEquals(response.headers[1], ["content-length", String(length)]);
+      assertEquals((response.body as Uint8Array).length, length);
+    }
+  });
 });
 
 Deno.test("Response() keeps given headers, lower-cases names and allows repeated names", () => {
