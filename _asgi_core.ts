@@ -117,6 +117,8 @@ class BytePack {
 
   /** `prefix` then `text` as UTF-8; request targets are ASCII nearly always. */
   target(prefix: Uint8Array, text: string): Uint8Array {
+    // Most requests have no query (and no root path): no view to make for it.
+    if (text.length === 0 && prefix.length === 0) return EMPTY;
     const bytes = this.#bytes;
     const start = this.#offset;
     const from = start + prefix.length;
