@@ -494,6 +494,10 @@ interface Host {
   readonly runner: BackgroundRunner;
   readonly log: WebLogger;
   readonly limitMs: number | undefined;
+  /** Requests being handled, awaited at shutdown. */
+  active: number;
+  /** Resolved when `active` drops to 0 while shutdown waits. */
+  idle: PromiseWithResolvers<void> | undefined;
 }
 
 /** The outcome of a request from its handler's and its response's: the first failure. */
@@ -944,36 +948,47 @@ export class Request<A extends object = Record<never, never>> {
   }
 
   async #handle(): Promise<void> {
-    const limitMs = this.#host.limitMs;
-    let result: Outcome;
-    if (limitMs === undefined) {
-      // No limit: nothing to race, so no promise is made beyond the handler's own (this is
-      // #work() inlined: one async call less on every request).
-      try {
-        await this.route.handler(this);
-        result = SUCCESS;
-      } catch (error) {
-        result = failure(error);
+    const host = this.#host;
+    host.active++;
+    try {
+      const limitMs = host.limitMs;
+      let result: Outcome;
+      if (limitMs === undefined) {
+        // No limit: nothing to race, so no promise is made beyond the handler's own (this is
+        // #work() inlined: one async call less on every request).
+        try {
+          await this.route.handler(this);
+          result = SUCCESS;
+        } catch (error) {
+          result = failure(error);
+        }
+        const sending = this.#sending;
+        if (sending !== undefined) result = outcomeOf(result, await sending);
+      } else {
+        const { promise: work, resolve } = Promise.withResolvers<Outcome>();
+        // Started before the handler is called, so the limit is never later than promised;
+        // cleared as soon as the handler settles, so no timer outlives its request.
+        const limited = clearableDeadline(work, limitMs);
+        resolve(this.#work());
+        try {
+          result = await limited.promise;
+        } catch {
+          // `work` never rejects, so this is the time limit.
+          return await this.#timeOut(work);
+        } finally {
+          limited.clear();
+        }
       }
-      const sending = this.#sending;
-      if (sending !== undefined) result = outcomeOf(result, await sending);
-    } else {
-      const { promise: work, resolve } = Promise.withResolvers<Outcome>();
-      // Started before the handler is called, so the limit is never later than promised; cleared
-      // as soon as the handler settles, so no timer outlives its request.
-      const limited = clearableDeadline(work, limitMs);
-      resolve(this.#work());
-      try {
-        result = await limited.promise;
-      } catch {
-        // `work` never rejects, so this is the time limit.
-        return await this.#timeOut(work);
-      } finally {
-        limited.clear();
-      }
+      this.#ended = true;
+      if (result.ok && this.#phase === COMPLETE) return;
+      return await this.#conclude(result);
+    } finally {
+      if (--host.active === 0) host.idle?.resolve();
     }
-    this.#ended = true;
-    if (result.ok && this.#phase === COMPLETE) return;
+  }
+
+  /** Ends a request that did not simply respond: 500, cut-off stream or log line. */
+  async #conclude(result: Outcome): Promise<void> {
     const { log } = this.#host;
     const where = this.#where;
     if (result.ok) {
@@ -1093,9 +1108,6 @@ export class AppBase<A extends object = Record<never, never>> {
   #host: Host;
   #graceMs: number;
   #fetchHandler: AsgiFetchHandler | undefined;
-  /** Requests being handled, awaited at shutdown. */
-  #active = 0;
-  #idle: PromiseWithResolvers<void> | undefined;
 
   /**
    * Creates an app. Prefer `new App(...)`, which types the attributes.
@@ -1136,7 +1148,7 @@ export class AppBase<A extends object = Record<never, never>> {
     this.#lifespan = lifespan;
     this.#log = logger;
     this.#runner = new BackgroundRunner(this.backgroundTaskLimit, taskLimitMs, logger);
-    this.#host = { runner: this.#runner, log: logger, limitMs };
+    this.#host = { runner: this.#runner, log: logger, limitMs, active: 0, idle: undefined };
     this.asgi = this.#asgi.bind(this);
     if (attributes !== undefined) {
       if (attributes === null || typeof attributes !== "object") {
@@ -1169,14 +1181,15 @@ export class AppBase<A extends object = Record<never, never>> {
     );
   }
 
-  async #http(scope: HttpScope, receive: Receive, send: Send): Promise<void> {
-    // The hot path: answer 404 and 405 from the match itself, with no exception thrown.
+  #http(scope: HttpScope, receive: Receive, send: Send): Promise<void> {
+    // The hot path: answer 404 and 405 from the match itself, with no exception thrown. Not an
+    // async function: the request's own #handle() is the only async frame the App adds.
     const match = this.router.match(scope.path);
-    if (match === undefined) return await sendFixed(send, NOT_FOUND_RESPONSE);
+    if (match === undefined) return sendFixed(send, NOT_FOUND_RESPONSE);
     // HEAD is GET without the body (RFC 9110, 9.3.2); the bridge drops the body.
     const route = match.routeFor(scope.method) ??
       (scope.method === "HEAD" ? match.routeFor("GET") : undefined);
-    if (route === undefined) return await sendMethodNotAllowed(send, match.allowed);
+    if (route === undefined) return sendMethodNotAllowed(send, match.allowed);
     const webScope = scope as WebScope<A>;
     webScope.app = this.#self;
     const request = createRequest(
@@ -1188,12 +1201,7 @@ export class AppBase<A extends object = Record<never, never>> {
       send,
       this.#host,
     );
-    this.#active++;
-    try {
-      await handleRequest(request);
-    } finally {
-      if (--this.#active === 0) this.#idle?.resolve();
-    }
+    return handleRequest(request);
   }
 
   async #lifespanLoop(receive: Receive, send: Send): Promise<void> {
@@ -1227,17 +1235,18 @@ export class AppBase<A extends object = Record<never, never>> {
   /** Lets in-flight requests finish, then stops the background tasks, within the grace period. */
   async #drain(): Promise<void> {
     const started = performance.now();
-    if (this.#active > 0) {
-      this.#idle = Promise.withResolvers();
+    const host = this.#host;
+    if (host.active > 0) {
+      host.idle = Promise.withResolvers();
       try {
-        await deadline(this.#idle.promise, this.#graceMs);
+        await deadline(host.idle.promise, this.#graceMs);
       } catch {
         this.#log.warn(
-          `${this.#active} request(s) still running after the shutdown grace period of ` +
+          `${host.active} request(s) still running after the shutdown grace period of ` +
             `${seconds(this.#graceMs)}; shutting down without them`,
         );
       } finally {
-        this.#idle = undefined;
+        host.idle = undefined;
       }
     }
     await this.#runner.close(Math.max(0, this.#graceMs - (performance.now() - started)));
