@@ -417,7 +417,7 @@ export abstract class HttpCycle {
   }
 
   /** Runs the application for this request. */
-  async run(): Promise<void> {
+  run(): void {
     const core = this.core;
     core.track(this);
     if (this.#expectedLength > core.maxBodySize) {
@@ -426,18 +426,31 @@ export abstract class HttpCycle {
       this.#finish();
       return;
     }
+    // Callbacks rather than an async function: the frame an async function keeps across its
+    // await costs more garbage per request than these two functions.
+    let result: unknown;
     try {
-      await core.app(this.scope, this.receive, this.send);
+      result = core.app(this.scope, this.receive, this.send);
     } catch (error) {
-      this.#appDone = true;
-      this.#raised(error);
-      this.#finish();
-      return;
+      return this.#onRaised(error);
     }
+    // An application that is not an async function may return anything; what it returns is
+    // awaited as `await` would.
+    const settled = result instanceof Promise ? result : Promise.resolve(result);
+    settled.then(this.#onReturned, this.#onRaised);
+  }
+
+  readonly #onReturned = (): void => {
     this.#appDone = true;
     this.#returned();
     this.#finish();
-  }
+  };
+
+  readonly #onRaised = (error: unknown): void => {
+    this.#appDone = true;
+    this.#raised(error);
+    this.#finish();
+  };
 
   /** The `receive` callable of this request. */
   readonly receive = (): Promise<ReceiveMessage> => {
