@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { serveForBench } from "./_listen.ts";
 
 /**
  * Answers `GET /hello` with "hello" and `GET /hello/{name}` with "hello <name>".
@@ -28,13 +29,4 @@ function handler(request: Request): Response {
   return new Response("Not Found", { status: 404 });
 }
 
-const server = Deno.serve({
-  hostname: "127.0.0.1",
-  port: Number(Deno.env.get("PORT") ?? 0),
-  onListen: ({ port }) => console.log(`LISTENING ${port}`),
-}, handler);
-// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
-Deno.addSignalListener("SIGTERM", function stop() {
-  Deno.removeSignalListener("SIGTERM", stop);
-  server.shutdown();
-});
+serveForBench(handler);

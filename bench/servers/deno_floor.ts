@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { serveForBench } from "./_listen.ts";
 
 function collect(this: string[], value: string, name: string): void {
   this.push(name, value);
@@ -52,13 +53,4 @@ async function handler(
   return new Response("Not Found", { status: 404, headers: CONTENT_TYPE });
 }
 
-const server = Deno.serve({
-  hostname: "127.0.0.1",
-  port: Number(Deno.env.get("PORT") ?? 0),
-  onListen: ({ port }) => console.log(`LISTENING ${port}`),
-}, handler);
-// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
-Deno.addSignalListener("SIGTERM", function stop() {
-  Deno.removeSignalListener("SIGTERM", stop);
-  server.shutdown();
-});
+serveForBench(handler);

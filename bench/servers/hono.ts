@@ -6,19 +6,11 @@
  *
  * @module
  */
+import { serveForBench } from "./_listen.ts";
 import { Hono } from "npm:hono@4.13.19";
 
 const app = new Hono();
 app.get("/hello", (c) => c.text("hello"));
 app.get("/hello/:name", (c) => c.text(`hello ${c.req.param("name")}`));
 
-const server = Deno.serve({
-  hostname: "127.0.0.1",
-  port: Number(Deno.env.get("PORT") ?? 0),
-  onListen: ({ port }) => console.log(`LISTENING ${port}`),
-}, app.fetch);
-// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
-Deno.addSignalListener("SIGTERM", function stop() {
-  Deno.removeSignalListener("SIGTERM", stop);
-  server.shutdown();
-});
+serveForBench(app.fetch);
