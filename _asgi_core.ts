@@ -777,13 +777,16 @@ export abstract class HttpCycle {
 /**
  * The last few header names or values converted to text, by the identity of their bytes:
  * applications send the same arrays again and again (constant header lists, the web layer's
- * cached fields), and comparing bytes with a known text costs less than making the text again
- * (some 30 ns against 80 on this machine). A hit is checked byte by byte, so an array written
- * into since is converted afresh; what is cached passed validation already.
+ * cached fields), and comparing the bytes with a copy of those converted costs less than making
+ * the text again (some 13 ns against 80 for a 25-byte value on this machine). A hit is checked
+ * byte by byte, so an array written into since is converted afresh; what is cached passed
+ * validation already.
  */
 class TextCache {
   static readonly SIZE = 16;
   readonly #keys: (Uint8Array | null)[] = new Array(TextCache.SIZE).fill(null);
+  /** The bytes each key held when it was converted (in a shared buffer: no ArrayBuffer each). */
+  readonly #copies: Uint8Array[] = new Array(TextCache.SIZE).fill(EMPTY);
   readonly #texts: string[] = new Array(TextCache.SIZE).fill("");
   #next = 0;
 
@@ -791,19 +794,25 @@ class TextCache {
     const keys = this.#keys;
     for (let i = 0; i < keys.length; i++) {
       if (keys[i] !== bytes) continue;
-      const text = this.#texts[i]!;
-      if (text.length !== bytes.length) return undefined;
-      for (let j = 0; j < bytes.length; j++) {
-        if (bytes[j] !== text.charCodeAt(j)) return undefined;
+      // Bytes against bytes: twice as fast as against the text's char codes.
+      const copy = this.#copies[i]!;
+      const length = bytes.length;
+      if (copy.length !== length) return undefined;
+      for (let j = 0; j < length; j++) {
+        if (bytes[j] !== copy[j]) return undefined;
       }
-      return text;
+      return this.#texts[i];
     }
     return undefined;
   }
 
   set(bytes: Uint8Array, text: string): void {
+    if (bytes.length > SLAB_MAX) return;
+    const { buffer, bytes: slab, offset } = reserve(bytes.length);
+    slab.set(bytes, offset);
     const at = this.#next;
     this.#keys[at] = bytes;
+    this.#copies[at] = new Uint8Array(buffer, offset, bytes.length);
     this.#texts[at] = text;
     this.#next = (at + 1) % TextCache.SIZE;
   }
