@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { listenOptions } from "./_listen.ts";
 import { AsgiRouter, Route } from "../../router.ts";
 import { type AsgiApplication, type HttpScope, type Send, serve, textBytes } from "../../asgi.ts";
 
@@ -52,16 +53,8 @@ const app: AsgiApplication = async (scope, receive, send) => {
 };
 
 const transport = Deno.env.get("TRANSPORT") === "node" ? "node" : "deno";
-// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
-const stop = new AbortController();
-Deno.addSignalListener("SIGTERM", function onTerm() {
-  Deno.removeSignalListener("SIGTERM", onTerm);
-  stop.abort();
-});
 serve(app, {
-  port: Number(Deno.env.get("PORT") ?? 0),
-  signal: stop.signal,
+  ...listenOptions(),
   shutdownTimeout: 2_000,
   transport,
-  onListen: ({ port }) => console.log(`LISTENING ${port}`),
 });

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { listenOptions } from "./_listen.ts";
 import { serve } from "../../asgi.ts";
 import { AsgiRouter, Route } from "../../router.ts";
 import { App, type Request, Response, type WebHandler } from "../../web.ts";
@@ -31,15 +32,7 @@ const app = new App({
   logger: { error: console.error, warn: console.warn, info: () => {}, debug: () => {} },
 });
 
-// A graceful exit on SIGTERM lets `--cpu-prof` write its profile.
-const stop = new AbortController();
-Deno.addSignalListener("SIGTERM", function onTerm() {
-  Deno.removeSignalListener("SIGTERM", onTerm);
-  stop.abort();
-});
 serve(app, {
-  port: Number(Deno.env.get("PORT") ?? 0),
-  signal: stop.signal,
+  ...listenOptions(),
   shutdownTimeout: 2_000,
-  onListen: ({ port }) => console.log(`LISTENING ${port}`),
 });
