@@ -78,7 +78,9 @@
  *    variable. Any name works as a plain key: `__proto__` becomes an own property (it never
  *    changes the prototype), and `constructor` or `toString` shadow the inherited members for
  *    that route. Test keys with `Object.hasOwn`, since a route without a `constructor`
- *    variable still inherits `ctx.constructor`.
+ *    variable still inherits `ctx.constructor`. Routes of one shape share an endpoint whose
+ *    context is made before the method picks a route: when they name the variables differently
+ *    (`/x/{a}` for GET, `/x/{b}` for POST), the context holds each value under every name.
  *
  * ## The tree
  *

@@ -579,3 +579,16 @@ Deno.test("AsgiRouter.match() normalizes a doubled trailing slash once, in patte
   assertEquals(lookup(router, "/b//"), ["/b//", {}]);
   assertEquals(lookup(router, "//"), ["/", {}]);
 });
+
+Deno.test("AsgiRouter.match() gives every name of one shape's routes in the context", () => {
+  const router = new AsgiRouter({
+    routes: [
+      new Route("/x/{a}", { handler: () => "get" }),
+      new Route("/x/{b}", { handler: () => "post", methods: ["POST"] }),
+    ],
+  });
+  const match = router.match("/x/1");
+  assertEquals(match?.context, { a: "1", b: "1" });
+  assertEquals(match?.routeFor("GET")?.path, "/x/{a}");
+  assertEquals(match?.routeFor("POST")?.path, "/x/{b}");
+});
