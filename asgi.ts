@@ -8,7 +8,7 @@
  * Bytes are `Uint8Array`s.
  *
  * ```ts
- * import { type Receive, type Scope, type Send, serve } from "./asgi.ts";
+ * import { type Receive, type Scope, type Send, serve } from "@stellarator/stellarator/asgi";
  *
  * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
  *   if (scope.type !== "http") return; // (no lifespan: "auto" serves without it)
@@ -30,640 +30,51 @@
  *
  * @module
  */
-import { textBytes as sharedTextBytes } from "./_bytes.ts";
-import { Core, type Listener, withResolvers } from "./_asgi_core.ts";
-import { handleFetch, listenDeno } from "./_deno_transport.ts";
+import type {
+  AsgiApplication,
+  AsgiFetchHandler,
+  AsgiServer,
+  AsgiServerAddr,
+  FetchHandlerOptions,
+  FetchInfo,
+  ServeOptions,
+} from "./_asgi/types.ts";
+import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
+import { Core, type Listener, withResolvers } from "./_asgi/core.ts";
+import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
 
-/**
- * The ASGI protocol version this bridge speaks (`scope.asgi.version`).
- *
- * @example Checking a scope
- * ```ts
- * import { ASGI_VERSION } from "./asgi.ts";
- * console.assert(ASGI_VERSION === "3.0");
- * ```
- */
-export const ASGI_VERSION = "3.0";
+export { ASGI_VERSION } from "./_asgi/types.ts";
+export type {
+  AsgiApplication,
+  AsgiFetchHandler,
+  AsgiLogger,
+  AsgiServer,
+  AsgiServerAddr,
+  FetchHandlerOptions,
+  FetchInfo,
+  HttpAsgiVersions,
+  HttpDisconnectMessage,
+  HttpRequestMessage,
+  HttpResponseBodyMessage,
+  HttpResponseStartMessage,
+  HttpScope,
+  LifespanAsgiVersions,
+  LifespanScope,
+  LifespanShutdownCompleteMessage,
+  LifespanShutdownFailedMessage,
+  LifespanShutdownMessage,
+  LifespanStartupCompleteMessage,
+  LifespanStartupFailedMessage,
+  LifespanStartupMessage,
+  Receive,
+  ReceiveMessage,
+  Scope,
+  Send,
+  SendMessage,
+  ServeOptions,
+} from "./_asgi/types.ts";
 
-// ---------------------------------------------------------------------------------------------
-// Scopes
-// ---------------------------------------------------------------------------------------------
-
-/**
- * The `asgi` key of an HTTP scope.
- *
- * @example The value every HTTP scope carries
- * ```ts
- * import type { HttpAsgiVersions } from "./asgi.ts";
- * const versions: HttpAsgiVersions = { version: "3.0", spec_version: "2.1" };
- * ```
- */
-export interface HttpAsgiVersions {
-  /** The ASGI protocol version. */
-  version: "3.0";
-  /** The version of the ASGI HTTP spec the bridge implements. */
-  spec_version: "2.1";
-}
-
-/**
- * The `asgi` key of a lifespan scope.
- *
- * @example The value every lifespan scope carries
- * ```ts
- * import type { LifespanAsgiVersions } from "./asgi.ts";
- * const versions: LifespanAsgiVersions = { version: "3.0", spec_version: "2.0" };
- * ```
- */
-export interface LifespanAsgiVersions {
-  /** The ASGI protocol version. */
-  version: "3.0";
-  /** The version of the ASGI lifespan spec the bridge implements. */
-  spec_version: "2.0";
-}
-
-/**
- * The connection scope of one HTTP request.
- *
- * The byte strings (`raw_path`, `query_string`, `headers`) are views into a buffer shared with
- * other requests, as Node.js does for small Buffers, because each ArrayBuffer of its own costs
- * more in Deno than the rest of the scope: their `.buffer` holds other requests' bytes, and
- * keeping one alive keeps that buffer (16 KiB). Use `.slice()` for a copy of your own.
- *
- * @example Reading a scope
- * ```ts
- * import type { HttpScope } from "./asgi.ts";
- *
- * function describe(scope: HttpScope): string {
- *   const host = scope.headers.find(([name]) => new TextDecoder().decode(name) === "host");
- *   return `${scope.method} ${scope.path} on ${host ? new TextDecoder().decode(host[1]) : "?"}`;
- * }
- * ```
- */
-export interface HttpScope {
-  /** Always `"http"`. */
-  type: "http";
-  /** Protocol versions: `{ version: "3.0", spec_version: "2.1" }`. */
-  asgi: HttpAsgiVersions;
-  /**
-   * `"1.1"` on the `deno` transport, which cannot see the request's protocol version (HTTP/1.0
-   * and HTTP/2 requests say `"1.1"` too); the `node` transport reports the real one.
-   */
-  http_version: string;
-  /** The request method, upper case. */
-  method: string;
-  /** `"http"` or `"https"`. */
-  scheme: string;
-  /**
-   * `root_path` followed by the request path, percent-decoded as UTF-8 tolerantly, like Python's
-   * `urllib.parse.unquote`: a malformed `%` sequence stays as it is and bytes that are not UTF-8
-   * become U+FFFD (`/a%2Fb/caf%C3%A9` → `/a/b/café`, `/%zz/%E0%A4%A` → `/%zz/\ufffd%A`).
-   */
-  path: string;
-  /**
-   * `root_path` followed by the request path exactly as the client sent it, still encoded and
-   * not normalised (`..` and `%7e` stay), without the query.
-   */
-  raw_path: Uint8Array;
-  /** The query string after `?`, still percent-encoded, without the `?`; empty when absent. */
-  query_string: Uint8Array;
-  /** The mount point of the application (the `rootPath` option). */
-  root_path: string;
-  /**
-   * Request headers as `[name, value]` byte pairs, names lower case, values as sent. On the
-   * `deno` transport Fetch sorts the names and joins repeated fields with ", " (except
-   * `set-cookie`); the `node` transport keeps the fields in order and apart.
-   */
-  headers: [Uint8Array, Uint8Array][];
-  /** `[host, port]` of the client, or `null` when the host does not say. */
-  client: [string, number] | null;
-  /** `[host, port]` of the listening socket, or `null` under `createFetchHandler`. */
-  server: [string, number] | null;
-  /** A shallow copy of the lifespan scope's `state`, made for each request. */
-  state: Record<string, unknown>;
-  /** Protocol extensions the server supports: none, so `{}`. */
-  extensions: Record<string, unknown>;
-}
-
-/**
- * The scope of the lifespan connection, which lives as long as the server.
- *
- * @example Keeping a resource in the state
- * ```ts
- * import type { LifespanScope } from "./asgi.ts";
- *
- * function remember(scope: LifespanScope): void {
- *   scope.state.startedAt = Date.now(); // each HTTP scope's state sees it
- * }
- * ```
- */
-export interface LifespanScope {
-  /** Always `"lifespan"`. */
-  type: "lifespan";
-  /** Protocol versions: `{ version: "3.0", spec_version: "2.0" }`. */
-  asgi: LifespanAsgiVersions;
-  /** A namespace the application may fill during startup; each HTTP scope gets a shallow copy. */
-  state: Record<string, unknown>;
-}
-
-/**
- * Any scope the bridge calls an application with; tell them apart by `type`.
- *
- * @example Narrowing
- * ```ts
- * import type { Scope } from "./asgi.ts";
- * const label = (scope: Scope) => scope.type === "http" ? scope.path : "lifespan";
- * ```
- */
-export type Scope = HttpScope | LifespanScope;
-
-// ---------------------------------------------------------------------------------------------
-// Messages
-// ---------------------------------------------------------------------------------------------
-
-/**
- * A chunk of the request body. Chunks arrive as the client sends them: `more_body` is `true`
- * while more follow; the last has `false` (an empty body is one message with an empty `body`).
- *
- * @example Reading the whole body
- * ```ts
- * import type { Receive } from "./asgi.ts";
- *
- * async function readBody(receive: Receive): Promise<Uint8Array[] | null> {
- *   const chunks: Uint8Array[] = [];
- *   for (;;) {
- *     const message = await receive();
- *     if (message.type !== "http.request") return null; // the client has gone
- *     chunks.push(message.body);
- *     if (!message.more_body) return chunks;
- *   }
- * }
- * ```
- */
-export interface HttpRequestMessage {
-  /** Message type. */
-  type: "http.request";
-  /** The chunk; empty for an empty body. */
-  body: Uint8Array;
-  /** `true` while more chunks follow. */
-  more_body: boolean;
-}
-
-/**
- * The client has gone, or the response is complete: `receive()` returns it once the body has
- * been read and the response finishes, or as soon as the client disconnects.
- *
- * @example Stopping work when the client leaves
- * ```ts
- * import type { ReceiveMessage } from "./asgi.ts";
- * const gone = (message: ReceiveMessage) => message.type === "http.disconnect";
- * ```
- */
-export interface HttpDisconnectMessage {
-  /** Message type. */
-  type: "http.disconnect";
-}
-
-/**
- * The server is starting: answer with {@linkcode LifespanStartupCompleteMessage} or
- * {@linkcode LifespanStartupFailedMessage}.
- *
- * @example The first lifespan event
- * ```ts
- * import type { LifespanStartupMessage } from "./asgi.ts";
- * const message: LifespanStartupMessage = { type: "lifespan.startup" };
- * ```
- */
-export interface LifespanStartupMessage {
-  /** Message type. */
-  type: "lifespan.startup";
-}
-
-/**
- * The server is stopping: answer with {@linkcode LifespanShutdownCompleteMessage} or
- * {@linkcode LifespanShutdownFailedMessage}.
- *
- * @example The last lifespan event
- * ```ts
- * import type { LifespanShutdownMessage } from "./asgi.ts";
- * const message: LifespanShutdownMessage = { type: "lifespan.shutdown" };
- * ```
- */
-export interface LifespanShutdownMessage {
-  /** Message type. */
-  type: "lifespan.shutdown";
-}
-
-/**
- * Any message `receive()` returns.
- *
- * @example Dispatching on the type
- * ```ts
- * import type { ReceiveMessage } from "./asgi.ts";
- * const size = (m: ReceiveMessage) => m.type === "http.request" ? m.body.length : 0;
- * ```
- */
-export type ReceiveMessage =
-  | HttpRequestMessage
-  | HttpDisconnectMessage
-  | LifespanStartupMessage
-  | LifespanShutdownMessage;
-
-/**
- * Starts the response. Nothing is written until the first body message, so a response sent
- * as one body message goes out as one plain response.
- *
- * @example A JSON response head
- * ```ts
- * import type { HttpResponseStartMessage } from "./asgi.ts";
- * const encoder = new TextEncoder();
- * const start: HttpResponseStartMessage = {
- *   type: "http.response.start",
- *   status: 200,
- *   headers: [[encoder.encode("content-type"), encoder.encode("application/json")]],
- * };
- * ```
- */
-export interface HttpResponseStartMessage {
-  /** Message type. */
-  type: "http.response.start";
-  /** The status code, an integer from 200 to 599 (the range Fetch can send). */
-  status: number;
-  /**
-   * Response headers as `[name, value]` byte pairs, sent as given (repeated names included).
-   * Names must be tokens and values must not contain CR, LF or NUL.
-   *
-   * @default {[]}
-   */
-  headers?: Iterable<readonly [Uint8Array, Uint8Array]>;
-  /** Trailers are not supported: leave it out or `false`. @default {false} */
-  trailers?: boolean;
-}
-
-/**
- * A chunk of the response body. With `more_body: true` the response is streamed (chunked unless
- * a `content-length` was given) and `send` resolves when the client has taken the chunk; don't
- * change a chunk after sending it. HEAD responses and 204/205/304 drop the body.
- *
- * @example A streamed response
- * ```ts
- * import type { Send } from "./asgi.ts";
- *
- * async function stream(send: Send, parts: string[]): Promise<void> {
- *   await send({ type: "http.response.start", status: 200 });
- *   for (const part of parts) {
- *     await send({ type: "http.response.body", body: new TextEncoder().encode(part), more_body: true });
- *   }
- *   await send({ type: "http.response.body" });
- * }
- * ```
- */
-export interface HttpResponseBodyMessage {
-  /** Message type. */
-  type: "http.response.body";
-  /** The chunk. @default {new Uint8Array()} */
-  body?: Uint8Array;
-  /** `true` while more chunks follow. @default {false} */
-  more_body?: boolean;
-}
-
-/**
- * Startup succeeded: the server starts listening.
- *
- * @example Answering startup
- * ```ts
- * import type { LifespanStartupCompleteMessage } from "./asgi.ts";
- * const done: LifespanStartupCompleteMessage = { type: "lifespan.startup.complete" };
- * ```
- */
-export interface LifespanStartupCompleteMessage {
-  /** Message type. */
-  type: "lifespan.startup.complete";
-}
-
-/**
- * Startup failed: the server does not start, and `serve` rejects with a {@linkcode LifespanError}
- * carrying the message.
- *
- * @example Refusing to start
- * ```ts
- * import type { LifespanStartupFailedMessage } from "./asgi.ts";
- * const failed: LifespanStartupFailedMessage = {
- *   type: "lifespan.startup.failed",
- *   message: "Database unreachable",
- * };
- * ```
- */
-export interface LifespanStartupFailedMessage {
-  /** Message type. */
-  type: "lifespan.startup.failed";
-  /** Why. @default {""} */
-  message?: string;
-}
-
-/**
- * Shutdown finished.
- *
- * @example Answering shutdown
- * ```ts
- * import type { LifespanShutdownCompleteMessage } from "./asgi.ts";
- * const done: LifespanShutdownCompleteMessage = { type: "lifespan.shutdown.complete" };
- * ```
- */
-export interface LifespanShutdownCompleteMessage {
-  /** Message type. */
-  type: "lifespan.shutdown.complete";
-}
-
-/**
- * Shutdown failed: `shutdown()` and `finished` reject with a {@linkcode LifespanError}.
- *
- * @example Reporting a failed shutdown
- * ```ts
- * import type { LifespanShutdownFailedMessage } from "./asgi.ts";
- * const failed: LifespanShutdownFailedMessage = {
- *   type: "lifespan.shutdown.failed",
- *   message: "Could not flush the queue",
- * };
- * ```
- */
-export interface LifespanShutdownFailedMessage {
-  /** Message type. */
-  type: "lifespan.shutdown.failed";
-  /** Why. @default {""} */
-  message?: string;
-}
-
-/**
- * Any message an application may `send()`.
- *
- * @example A helper that sends a whole response
- * ```ts
- * import type { SendMessage } from "./asgi.ts";
- *
- * function whole(status: number, body: Uint8Array): SendMessage[] {
- *   return [{ type: "http.response.start", status }, { type: "http.response.body", body }];
- * }
- * ```
- */
-export type SendMessage =
-  | HttpResponseStartMessage
-  | HttpResponseBodyMessage
-  | LifespanStartupCompleteMessage
-  | LifespanStartupFailedMessage
-  | LifespanShutdownCompleteMessage
-  | LifespanShutdownFailedMessage;
-
-/**
- * Returns the next event for the application.
- *
- * @example Waiting for the client to leave
- * ```ts
- * import type { Receive } from "./asgi.ts";
- *
- * async function untilDisconnect(receive: Receive): Promise<void> {
- *   while ((await receive()).type !== "http.disconnect");
- * }
- * ```
- */
-export type Receive = () => Promise<ReceiveMessage>;
-
-/**
- * Sends one event from the application; resolves when the server has accepted it. Rejects with
- * {@linkcode AsgiProtocolError} when the message breaks the protocol; after the client has gone it
- * does nothing.
- *
- * @example Sending an empty 204
- * ```ts
- * import type { Send } from "./asgi.ts";
- *
- * async function noContent(send: Send): Promise<void> {
- *   await send({ type: "http.response.start", status: 204 });
- *   await send({ type: "http.response.body" });
- * }
- * ```
- */
-export type Send = (message: SendMessage) => Promise<void>;
-
-/**
- * An ASGI 3.0 application: called once per HTTP request, and once for the server's lifespan.
- *
- * @example An application with a lifespan
- * ```ts
- * import type { AsgiApplication } from "./asgi.ts";
- *
- * const app: AsgiApplication = async (scope, receive, send) => {
- *   if (scope.type === "lifespan") {
- *     for (;;) {
- *       const message = await receive();
- *       if (message.type === "lifespan.startup") {
- *         await send({ type: "lifespan.startup.complete" });
- *       } else if (message.type === "lifespan.shutdown") {
- *         return await send({ type: "lifespan.shutdown.complete" });
- *       }
- *     }
- *   }
- *   await send({ type: "http.response.start", status: 200 });
- *   await send({ type: "http.response.body", body: new TextEncoder().encode(scope.path) });
- * };
- * ```
- */
-export type AsgiApplication = (scope: Scope, receive: Receive, send: Send) => Promise<void>;
-
-// ---------------------------------------------------------------------------------------------
-// Options and server
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Where the bridge writes its log lines: application errors (with their stacks), protocol
- * errors, failed startups and shutdowns, and informational lines. `console` fits.
- *
- * @example Keeping log lines for a test
- * ```ts
- * import type { AsgiLogger } from "./asgi.ts";
- *
- * const lines: string[] = [];
- * const logger: AsgiLogger = {
- *   error: (...data) => lines.push(data.join(" ")),
- *   warn: (...data) => lines.push(data.join(" ")),
- *   info: () => {},
- * };
- * ```
- */
-export interface AsgiLogger {
-  /** Application errors, protocol errors and failed startups or shutdowns. */
-  error(...data: unknown[]): void;
-  /** Survivable trouble: a request body over the limit, a shutdown that ran out of time. */
-  warn(...data: unknown[]): void;
-  /** Informational lines: the listening address, lifespan unsupported in `"auto"` mode. */
-  info(...data: unknown[]): void;
-}
-
-/**
- * Options of {@linkcode createFetchHandler}, and the shared part of {@linkcode ServeOptions}.
- *
- * @example Mounting under a prefix with a body limit
- * ```ts
- * import type { FetchHandlerOptions } from "./asgi.ts";
- * const options: FetchHandlerOptions = { rootPath: "/api", maxBodySize: 1024 * 1024 };
- * ```
- */
-export interface FetchHandlerOptions {
-  /**
-   * Lifespan protocol: `"auto"` runs it and serves without it (logged once) when the application
-   * raises on the lifespan scope; `"on"` makes such an exception stop the server from starting;
-   * `"off"` never calls the application with a lifespan scope. As uvicorn.
-   *
-   * @default {"auto"}
-   */
-  lifespan?: "auto" | "on" | "off";
-  /**
-   * The `root_path` of every HTTP scope: where a proxy mounts the application. It prefixes
-   * `path` and `raw_path` too, as in uvicorn. `""` or a path starting (not ending) with `/`.
-   *
-   * @default {""}
-   */
-  rootPath?: string;
-  /**
-   * The largest request body accepted, in bytes. A larger `content-length` gets 413 without the
-   * application being called; a chunked body that grows past it gets 413 (if no response has
-   * started) and the application sees `http.disconnect`.
-   *
-   * @default {Infinity}
-   */
-  maxBodySize?: number;
-  /** Where log lines go. @default {console} */
-  logger?: AsgiLogger;
-}
-
-/**
- * The address a server listens on (the shape of `Deno.NetAddr`).
- *
- * @example Building a URL
- * ```ts
- * import type { AsgiServerAddr } from "./asgi.ts";
- * const url = (addr: AsgiServerAddr) => `http://${addr.hostname}:${addr.port}/`;
- * ```
- */
-export interface AsgiServerAddr {
-  /** Always `"tcp"`. */
-  transport: "tcp";
-  /** The bound host name or IP address. */
-  hostname: string;
-  /** The bound port. */
-  port: number;
-}
-
-/**
- * Options of {@linkcode serve}.
- *
- * @example Everything a test server usually sets
- * ```ts
- * import type { ServeOptions } from "./asgi.ts";
- * const options: ServeOptions = { port: 0, lifespan: "off", onListen() {} };
- * ```
- */
-export interface ServeOptions extends FetchHandlerOptions {
-  /** The port to listen on; `0` picks a free one (see `addr`). @default {8000} */
-  port?: number;
-  /**
-   * The interface to listen on. Loopback by default: a library should not open a port on every
-   * interface by surprise; pass `"0.0.0.0"` (or `"::"`) to accept connections from elsewhere.
-   *
-   * @default {"127.0.0.1"}
-   */
-  hostname?: string;
-  /** Aborting it shuts the server down, as `shutdown()` does. */
-  signal?: AbortSignal;
-  /** Called once the server listens. @default {logs "Listening on http://…/" at info level} */
-  onListen?: (addr: AsgiServerAddr) => void;
-  /**
-   * `"deno"` serves with `Deno.serve`, which drops GET and HEAD request bodies and merges
-   * repeated request headers; `"node"` serves with `node:http` (loaded only when chosen), which
-   * delivers those bodies, keeps headers apart and also works on Node.js.
-   *
-   * @default {"deno"}
-   */
-  transport?: "deno" | "node";
-  /**
-   * How long `shutdown()` waits for requests in flight, in milliseconds. Then their applications
-   * see `http.disconnect`, unstarted responses get 500 and started ones are cut off, after
-   * which lifespan shutdown runs.
-   *
-   * @default {30000}
-   */
-  shutdownTimeout?: number;
-}
-
-/**
- * A running server returned by {@linkcode serve}.
- *
- * @example Stopping a server
- * ```ts
- * import { serve } from "./asgi.ts";
- *
- * const server = serve(async () => {}, { port: 0, lifespan: "off", onListen() {} });
- * await server.addr;
- * await server.shutdown();
- * await server.finished;
- * ```
- */
-export interface AsgiServer extends AsyncDisposable {
-  /**
-   * Resolves with the bound address once lifespan startup is complete and the server listens
-   * (the server only listens after startup). Rejects with {@linkcode LifespanError} when startup
-   * fails, with the listen error when the port is taken, and with an `AbortError` when the server
-   * was shut down before it listened.
-   */
-  readonly addr: Promise<AsgiServerAddr>;
-  /**
-   * Settles when the server has stopped and lifespan shutdown has run; rejects when startup,
-   * listening or lifespan shutdown failed.
-   */
-  readonly finished: Promise<void>;
-  /**
-   * Stops accepting connections, lets requests in flight finish (up to `shutdownTimeout`), then
-   * runs lifespan shutdown. Runs once; later calls return the same promise. Rejects with
-   * {@linkcode LifespanError} when lifespan shutdown fails.
-   */
-  shutdown(): Promise<void>;
-}
-
-/**
- * Connection facts a Fetch host passes along with a request; `Deno.ServeHandlerInfo` fits.
- *
- * @example What Deno.serve passes
- * ```ts
- * import type { FetchInfo } from "./asgi.ts";
- * const info: FetchInfo = { remoteAddr: { hostname: "127.0.0.1", port: 50000 } };
- * ```
- */
-export interface FetchInfo {
-  /** The client's address: the scope's `client`. */
-  remoteAddr?: { hostname: string; port: number };
-}
-
-/**
- * The portable form of the bridge: a Fetch handler plus explicit lifespan control, made by
- * {@linkcode createFetchHandler}.
- *
- * @example As the default export for `deno serve`
- * ```ts ignore
- * import { createFetchHandler } from "./asgi.ts";
- * import { app } from "./app.ts";
- *
- * export default createFetchHandler(app); // deno serve --parallel main.ts
- * ```
- */
-export interface AsgiFetchHandler {
-  /** Serves one request; runs lifespan startup first if it has not run yet. */
-  fetch(request: Request, info?: FetchInfo): Promise<Response>;
-  /** Runs lifespan startup (once); rejects with {@linkcode LifespanError} when it fails. */
-  startup(): Promise<void>;
-  /** Runs lifespan shutdown (once); rejects with {@linkcode LifespanError} when it fails. */
-  shutdown(): Promise<void>;
-}
-
-export { AsgiProtocolError, LifespanError } from "./_asgi_core.ts";
+export { AsgiProtocolError, LifespanError } from "./_asgi/core.ts";
 
 /**
  * UTF-8 bytes of a text, for the byte strings of ASGI messages (bodies, header names and values),
@@ -681,7 +92,7 @@ export { AsgiProtocolError, LifespanError } from "./_asgi_core.ts";
  *
  * @example A response body
  * ```ts
- * import { textBytes } from "./asgi.ts";
+ * import { textBytes } from "@stellarator/stellarator/asgi";
  * import { assertEquals } from "@std/assert";
  *
  * const body = textBytes(`hello ${"world"}`);
@@ -795,7 +206,7 @@ function createCore(
  *
  * @example Serving with Deno.serve
  * ```ts
- * import { createFetchHandler, type Scope, type Receive, type Send } from "./asgi.ts";
+ * import { createFetchHandler, type Scope, type Receive, type Send } from "@stellarator/stellarator/asgi";
  *
  * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
  *   if (scope.type !== "http") return;
@@ -867,7 +278,7 @@ function errorMessage(error: unknown): string {
  *
  * @example Serving on a free port
  * ```ts
- * import { serve, type Scope, type Receive, type Send } from "./asgi.ts";
+ * import { serve, type Scope, type Receive, type Send } from "@stellarator/stellarator/asgi";
  *
  * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
  *   if (scope.type !== "http") return;
@@ -991,7 +402,7 @@ class Server implements AsgiServer {
     let listener: Listener;
     try {
       listener = transport === "node"
-        ? await (await import("./_node_transport.ts")).listenNode(core, hostname, port)
+        ? await (await import("./_asgi/node_transport.ts")).listenNode(core, hostname, port)
         : listenDeno(core, hostname, port);
     } catch (error) {
       core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorMessage(error)}`);

@@ -5,7 +5,7 @@
  * that never throw and allocate little more than the result.
  *
  * ```ts
- * import { AsgiRouter, Route } from "./router.ts";
+ * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
  * import { assertEquals } from "@std/assert";
  *
  * const router = new AsgiRouter({
@@ -144,8 +144,8 @@ import {
   REGEX,
   type Token,
   type VariableToken,
-} from "./_pattern.ts";
-import { hasCode } from "./_redos.ts";
+} from "./_router/pattern.ts";
+import { hasCode } from "./_router/redos.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Public types
@@ -155,7 +155,7 @@ import { hasCode } from "./_redos.ts";
  *
  * @example A low-level ASGI handler
  * ```ts
- * import type { AnyHandler } from "./router.ts";
+ * import type { AnyHandler } from "@stellarator/stellarator/router";
  *
  * const handler: AnyHandler = async (context, scope, receive, send) => {
  *   await send({ type: "http.response.start", status: 200 });
@@ -171,7 +171,7 @@ export type AnyHandler = (...args: any[]) => unknown;
  *
  * @example Reading a context
  * ```ts
- * import { AsgiRouter, Route, type PathContext } from "./router.ts";
+ * import { AsgiRouter, Route, type PathContext } from "@stellarator/stellarator/router";
  * import { assertEquals } from "@std/assert";
  *
  * const router = new AsgiRouter({ routes: [new Route("/u/{name}", { handler: () => {} })] });
@@ -188,7 +188,7 @@ export type PathContext = Record<string, string>;
  *
  * @example Options for a POST route
  * ```ts
- * import { Route, type RouteOptions } from "./router.ts";
+ * import { Route, type RouteOptions } from "@stellarator/stellarator/router";
  *
  * const options: RouteOptions<() => string> = { handler: () => "ok", methods: ["POST"] };
  * new Route("/items", options);
@@ -211,7 +211,7 @@ export interface RouteOptions<H> {
  *
  * @example Dispatching a POST
  * ```ts
- * import { AsgiRouter, Route, type DispatchOptions } from "./router.ts";
+ * import { AsgiRouter, Route, type DispatchOptions } from "@stellarator/stellarator/router";
  * import { assertEquals } from "@std/assert";
  *
  * const router = new AsgiRouter({
@@ -252,7 +252,7 @@ export interface DispatchOptions {
  *
  * @example Calling a low-level ASGI handler
  * ```ts
- * import { AsgiRouter, Route, type EndpointHandler } from "./router.ts";
+ * import { AsgiRouter, Route, type EndpointHandler } from "@stellarator/stellarator/router";
  * import { assertEquals } from "@std/assert";
  *
  * type Low = (context: Record<string, string>, scope: { method: string }) => Promise<string>;
@@ -279,7 +279,7 @@ export type EndpointHandler<H extends AnyHandler = AnyHandler> = (
  *
  * @example Answering 405 with an Allow header
  * ```ts
- * import { AsgiRouter, Route, type RouteMatch } from "./router.ts";
+ * import { AsgiRouter, Route, type RouteMatch } from "@stellarator/stellarator/router";
  * import { assertEquals } from "@std/assert";
  *
  * const router = new AsgiRouter({ routes: [new Route("/", { handler: () => "home" })] });
@@ -311,7 +311,7 @@ export interface RouteMatch<H extends AnyHandler = AnyHandler> {
  *
  * @example A strict router
  * ```ts
- * import { AsgiRouter, type AsgiRouterOptions } from "./router.ts";
+ * import { AsgiRouter, type AsgiRouterOptions } from "@stellarator/stellarator/router";
  *
  * const options: AsgiRouterOptions<() => void> = { trailingSlash: "strict" };
  * new AsgiRouter(options);
@@ -368,7 +368,7 @@ export interface AsgiRouterOptions<H extends AnyHandler = AnyHandler> {
  *
  * @example Catching any router error
  * ```ts
- * import { AsgiRouter, RouterError } from "./router.ts";
+ * import { AsgiRouter, RouterError } from "@stellarator/stellarator/router";
  * import { assertInstanceOf, assertThrows } from "@std/assert";
  *
  * const error = assertThrows(() => new AsgiRouter().getRoute("/nowhere"));
@@ -392,7 +392,7 @@ export class RouterError extends Error {
  *
  * @example A miss
  * ```ts
- * import { AsgiRouter, UnknownEndpoint } from "./router.ts";
+ * import { AsgiRouter, UnknownEndpoint } from "@stellarator/stellarator/router";
  * import { assertEquals, assertThrows } from "@std/assert";
  *
  * const error = assertThrows(() => new AsgiRouter().getRoute("/x"), UnknownEndpoint);
@@ -435,7 +435,7 @@ export class UnknownEndpoint extends RouterError {
  *
  * @example The wrong method
  * ```ts
- * import { AsgiRouter, MethodNotAllowed, Route } from "./router.ts";
+ * import { AsgiRouter, MethodNotAllowed, Route } from "@stellarator/stellarator/router";
  * import { assertEquals, assertRejects } from "@std/assert";
  *
  * const router = new AsgiRouter({ routes: [new Route("/", { handler: () => "ok" })] });
@@ -472,7 +472,7 @@ export class MethodNotAllowed extends RouterError {
  *
  * @example Two GET routes for one shape
  * ```ts
- * import { AsgiRouter, Route, RouteConflict } from "./router.ts";
+ * import { AsgiRouter, Route, RouteConflict } from "@stellarator/stellarator/router";
  * import { assertEquals, assertThrows } from "@std/assert";
  *
  * const router = new AsgiRouter({ routes: [new Route("/x/{a}", { handler: () => {} })] });
@@ -517,7 +517,7 @@ export class RouteConflict extends RouterError {
  *
  * @example A missing brace
  * ```ts
- * import { InvalidRoutePattern, Route } from "./router.ts";
+ * import { InvalidRoutePattern, Route } from "@stellarator/stellarator/router";
  * import { assertEquals, assertThrows } from "@std/assert";
  *
  * const error = assertThrows(
@@ -589,7 +589,7 @@ function shorten(text: string): string {
  *
  * @example Routes
  * ```ts
- * import { Route } from "./router.ts";
+ * import { Route } from "@stellarator/stellarator/router";
  * import { assertEquals } from "@std/assert";
  *
  * const home = new Route("/", { handler: () => "home" });
@@ -1619,7 +1619,7 @@ function firstAmbiguousVariable(tokens: readonly Token[]): number {
  *
  * @example The seed's example routes
  * ```ts
- * import { AsgiRouter, MethodNotAllowed, Route, UnknownEndpoint } from "./router.ts";
+ * import { AsgiRouter, MethodNotAllowed, Route, UnknownEndpoint } from "@stellarator/stellarator/router";
  * import { assertEquals, assertRejects, assertThrows } from "@std/assert";
  *
  * const router = new AsgiRouter({
@@ -1706,7 +1706,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *
    * @example Listing routes
    * ```ts
-   * import { AsgiRouter, Route } from "./router.ts";
+   * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
    * import { assertEquals } from "@std/assert";
    *
    * const router = new AsgiRouter({ routes: [new Route("/a", { handler: () => {} })] });
@@ -1730,7 +1730,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *
    * @example Adding routes
    * ```ts
-   * import { AsgiRouter, Route } from "./router.ts";
+   * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
    * import { assertEquals } from "@std/assert";
    *
    * const router = new AsgiRouter();
@@ -1778,7 +1778,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *
    * @example 404, 405 or a handler
    * ```ts
-   * import { AsgiRouter, Route } from "./router.ts";
+   * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
    * import { assertEquals } from "@std/assert";
    *
    * const router = new AsgiRouter({
@@ -1806,7 +1806,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *
    * @example Calling the endpoint handler
    * ```ts
-   * import { AsgiRouter, Route } from "./router.ts";
+   * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
    * import { assertEquals } from "@std/assert";
    *
    * const router = new AsgiRouter({
@@ -1838,7 +1838,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *
    * @example Drawing a small tree
    * ```ts
-   * import { AsgiRouter, Route } from "./router.ts";
+   * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
    * import { assertEquals } from "@std/assert";
    *
    * const router = new AsgiRouter({

@@ -54,8 +54,8 @@
  * @example Serve an App
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { AsgiRouter, Route } from "./router.ts";
- * import { App, type Request, Response } from "./web.ts";
+ * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
+ * import { App, type Request, Response } from "@stellarator/stellarator/web";
  *
  * async function hello(request: Request): Promise<void> {
  *   await request.respondWith(new Response({ body: `Hello, ${request.context.name}` }));
@@ -71,8 +71,8 @@
  */
 import { abortable } from "@std/async/abortable";
 import { deadline } from "@std/async/deadline";
-import { clearableDeadline } from "./_web_deadline.ts";
-import { textBytes } from "./_bytes.ts";
+import { clearableDeadline } from "./_web/deadline.ts";
+import { textBytes } from "./_asgi/bytes.ts";
 import { STATUS_CODE } from "@std/http/status";
 import {
   type AsgiApplication,
@@ -95,8 +95,8 @@ import {
   type Outcome,
   SUCCESS,
   type TaskEntry,
-} from "./_web_background.ts";
-import { countOption, describe, seconds, secondsOption } from "./_web_options.ts";
+} from "./_web/background.ts";
+import { countOption, describe, seconds, secondsOption } from "./_web/options.ts";
 
 // One import serves a web app (`App`, `AsgiRouter`, `Route`, `serve`...), and the types the web
 // layer's signatures mention are documented from this entry point too.
@@ -279,7 +279,7 @@ let encodedHeaders: (response: Response) => readonly (readonly [Uint8Array, Uint
  * @example A JSON response
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { Response } from "./web.ts";
+ * import { Response } from "@stellarator/stellarator/web";
  *
  * const response = new Response({ body: '{"ok":true}', contentType: "application/json" });
  * assertEquals(response.status, 200);
@@ -288,7 +288,7 @@ let encodedHeaders: (response: Response) => readonly (readonly [Uint8Array, Uint
  *
  * @example A streamed body
  * ```ts
- * import { Response } from "./web.ts";
+ * import { Response } from "@stellarator/stellarator/web";
  *
  * async function* lines(): AsyncGenerator<string> {
  *   yield "one\n";
@@ -542,8 +542,8 @@ let handleRequest: <A extends object>(request: Request<A>) => Promise<void>;
  * @example Read a JSON body and answer
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { AsgiRouter, Route } from "./router.ts";
- * import { App, type Request, Response } from "./web.ts";
+ * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
+ * import { App, type Request, Response } from "@stellarator/stellarator/web";
  *
  * async function echo(request: Request): Promise<void> {
  *   const payload = JSON.parse(await request.text() || "{}");
@@ -1060,7 +1060,7 @@ export class Request<A extends object = Record<never, never>> {
  * @example The lifespan constants
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { App } from "./web.ts";
+ * import { App } from "@stellarator/stellarator/web";
  *
  * assertEquals(App.LIFESPAN_STARTUP, "lifespan.startup");
  * assertEquals(App.LIFESPAN_SHUTDOWN, "lifespan.shutdown");
@@ -1295,9 +1295,9 @@ export interface AppConstructor {
  * @example Attributes set by the lifespan function, read by a handler
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { createFetchHandler } from "./asgi.ts";
- * import { AsgiRouter, Route } from "./router.ts";
- * import { App, type Request, Response } from "./web.ts";
+ * import { createFetchHandler } from "@stellarator/stellarator/asgi";
+ * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
+ * import { App, type Request, Response } from "@stellarator/stellarator/web";
  *
  * type Attributes = { db: Map<string, string> | null };
  *

@@ -1,10 +1,10 @@
 /**
- * Tolerant percent-decoding of `scope.path` (`_percent.ts`): the results of Python's
+ * Tolerant percent-decoding of `scope.path` (`_asgi/percent.ts`): the results of Python's
  * `urllib.parse.unquote`, which ASGI servers use, including for malformed input.
  */
 import { assertEquals } from "@std/assert";
 import fc from "npm:fast-check@4.10.2";
-import { unquote } from "../_percent.ts";
+import { unquote } from "../_asgi/percent.ts";
 
 Deno.test("unquote() decodes like Python's urllib.parse.unquote", async (t) => {
   // Expected values as Python 3.12 gives them: unquote(s) with errors="replace".

@@ -9,14 +9,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { HttpScope } from "./asgi.ts";
-import {
-  type Core,
-  HttpCycle,
-  httpScope,
-  type Listener,
-  parseContentLength,
-} from "./_asgi_core.ts";
+import type { HttpScope } from "./types.ts";
+import { type Core, HttpCycle, httpScope, type Listener, parseContentLength } from "./core.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
 interface ServerState {

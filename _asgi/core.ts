@@ -17,9 +17,9 @@ import type {
   LifespanScope,
   ReceiveMessage,
   SendMessage,
-} from "./asgi.ts";
-import { reserve, SLAB_MAX, textBytes } from "./_bytes.ts";
-import { unquote } from "./_percent.ts";
+} from "./types.ts";
+import { reserve, SLAB_MAX, textBytes } from "./bytes.ts";
+import { unquote } from "./percent.ts";
 
 /** A `send()` call broke the ASGI protocol. */
 export class AsgiProtocolError extends Error {
@@ -30,7 +30,7 @@ export class AsgiProtocolError extends Error {
    *
    * @example Usage
    * ```ts
-   * import { AsgiProtocolError } from "./asgi.ts";
+   * import { AsgiProtocolError } from "@stellarator/stellarator/asgi";
    * const error = new AsgiProtocolError('Cannot send "http.response.body" before "http.response.start"');
    * console.assert(error.name === "AsgiProtocolError");
    * ```
@@ -55,7 +55,7 @@ export class LifespanError extends Error {
    *
    * @example Usage
    * ```ts
-   * import { LifespanError } from "./asgi.ts";
+   * import { LifespanError } from "@stellarator/stellarator/asgi";
    * const error = new LifespanError("startup", "Database unreachable");
    * console.assert(error.phase === "startup");
    * ```
@@ -86,7 +86,7 @@ const utf8Encoder = new TextEncoder();
 
 /**
  * Copies the byte strings of one request (raw path, query, header names and values) into a
- * shared buffer and hands out views of it (see `_bytes.ts` for why, and what it costs).
+ * shared buffer and hands out views of it (see `bytes.ts` for why, and what it costs).
  */
 class BytePack {
   readonly #buffer: ArrayBuffer;

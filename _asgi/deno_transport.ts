@@ -5,14 +5,8 @@
  *
  * @module
  */
-import type { AsgiServerAddr, FetchInfo, HttpScope } from "./asgi.ts";
-import {
-  type Core,
-  HttpCycle,
-  httpScope,
-  type Listener,
-  parseContentLength,
-} from "./_asgi_core.ts";
+import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
+import { type Core, HttpCycle, httpScope, type Listener, parseContentLength } from "./core.ts";
 
 /** Feeds a streamed response to Deno one chunk at a time, so `send` feels back-pressure. */
 class ChunkSource implements UnderlyingDefaultSource<Uint8Array> {

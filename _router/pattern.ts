@@ -6,7 +6,7 @@
  * @module
  */
 
-import { analyzeRegex, type RegexFacts, RegexProblem } from "./_redos.ts";
+import { analyzeRegex, type RegexFacts, RegexProblem } from "./redos.ts";
 
 /** Token kinds, ordered as the priority rules rank them (static text first). */
 export const LITERAL = 0;

@@ -17,8 +17,8 @@
  * @module
  */
 import { deadline } from "@std/async/deadline";
-import { clearableDeadline } from "./_web_deadline.ts";
-import { seconds } from "./_web_options.ts";
+import { clearableDeadline } from "./deadline.ts";
+import { seconds } from "./options.ts";
 
 /** A background task: called with a signal that aborts at its time limit and at shutdown. */
 export type Task = (signal: AbortSignal) => unknown;
