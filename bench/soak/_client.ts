@@ -246,6 +246,8 @@ export interface LoadResult {
   errorSamples: string[];
   /** Latencies in ms, one per response. */
   latencies: number[];
+  /** Responses that closed their keep-alive connection (`connection: close`). */
+  closes: number;
   /** Wall time in ms. */
   ms: number;
 }
@@ -274,7 +276,14 @@ export async function load(
   const started = performance.now();
   const until = started + options.durationMs;
   const max = options.maxRequests ?? Infinity;
-  const result: LoadResult = { requests: 0, errors: 0, errorSamples: [], latencies: [], ms: 0 };
+  const result: LoadResult = {
+    requests: 0,
+    errors: 0,
+    errorSamples: [],
+    latencies: [],
+    closes: 0,
+    ms: 0,
+  };
   const fail = (what: string) => {
     result.errors++;
     if (result.errorSamples.length < 5 && !result.errorSamples.includes(what)) {
@@ -303,6 +312,7 @@ export async function load(
           fail(`status ${response.status}`);
         }
         if (response.close) {
+          result.closes++;
           current.close();
           connection = undefined;
         }
