@@ -15,6 +15,7 @@ import {
 } from "../asgi.ts";
 import { bytes, readBody, RecordingLogger, sleep, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { freePort } from "./fixtures/net.ts";
+import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
 async function canConnect(port: number): Promise<boolean> {
   try {
@@ -106,7 +107,7 @@ for (const transport of TRANSPORTS) {
     }, options(new RecordingLogger()));
     const { port } = await server.addr;
     const response = fetch(`http://127.0.0.1:${port}/`).then((r) => r.text());
-    await arrived.promise;
+    await withTimeout(arrived.promise, BOUND_MS, "the request to reach the app");
     const stopped = server.shutdown();
     await sleep(20);
     assertEquals(await canConnect(port), false, "still accepting after shutdown()");

@@ -4,6 +4,7 @@ import type { AsgiApplication } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type AppOptions, type Request, Response, type WebHandler } from "../web.ts";
 import { instance, RecordingLogger, startServer, waitFor } from "./fixtures/web_helpers.ts";
+import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
 type Handler = WebHandler<Record<never, never>>;
 
@@ -62,7 +63,7 @@ Deno.test("Request.registerBackground() runs the task after the response, cut of
   await using served = await startServer({ asgi: recording });
   const response = await fetch(served.base);
   assertEquals(await response.text(), "ok");
-  const reason = await stopped.promise;
+  const reason = await withTimeout(stopped.promise, BOUND_MS, "the task to see its signal abort");
   assertEquals(marks, ["iteration 1", "iteration 2", "iteration 3"]);
   assertEquals(instance(reason, DOMException).name, "TimeoutError");
   assert(responseSentAt <= taskStartedAt, "the task started before the response was sent");
@@ -93,7 +94,7 @@ Deno.test("A background task that ignores its signal is abandoned at its limit",
   await waitFor(() => logger.at("warn").length > 0, 1000, "the cut-off warning");
   assertEquals(endings(logger, 1).length, 1);
   assert(endings(logger, 1)[0]!.includes("cut off at its time limit of 0.1 s"));
-  await finished.promise;
+  await withTimeout(finished.promise, BOUND_MS, "the task to finish");
   assert(signalAborted, "the signal was not aborted at the limit");
   await waitFor(() => logger.at("debug").length > 0, 1000, "the debug line of the late result");
   assert(
@@ -174,7 +175,7 @@ Deno.test("Request.registerBackground() waits for room beyond backgroundTaskLimi
     assertEquals(thirdRegistered, false, "the third registration did not wait");
     assertEquals(ran, ["gated 1", "gated 2"]);
     gates[0]!.resolve();
-    await handlerDone.promise;
+    await withTimeout(handlerDone.promise, BOUND_MS, "the handler to finish");
     await waitFor(() => ran.length === 3, 1000, "the third task");
     gates[1]!.resolve();
     await waitFor(() => logger.at("info").length === 3, 1000, "three completions");
@@ -360,7 +361,7 @@ Deno.test("Shutdown abandons a task that ignores its signal after the grace peri
     'Background task "stubborn" (#1) cancelled at shutdown: it did not stop within the grace ' +
     "period of 0.2 s after its signal was aborted, so it was abandoned",
   ]);
-  await finished.promise;
+  await withTimeout(finished.promise, BOUND_MS, "the abandoned task to finish");
   assertEquals(endings(logger, 1).length, 1);
 });
 
@@ -379,9 +380,33 @@ Deno.test("Shutdown lets an in-flight request finish before the lifespan shutdow
   });
   const served = await startServer(app);
   const pending = fetch(`${served.base}/slow`).then((response) => response.text());
-  await inHandler.promise;
+  await withTimeout(inHandler.promise, BOUND_MS, "the handler to start");
   const stopping = served.server.shutdown();
-  assertEquals(await pending, "finished");
-  await stopping;
+  assertEquals(await withTimeout(pending, BOUND_MS, "the in-flight response"), "finished");
+  await withTimeout(stopping, BOUND_MS, "shutdown to finish");
   assertEquals(events, ["lifespan.startup", "responded", "lifespan.shutdown"]);
+});
+
+// Issue 10: with the grace period's deadline removed, shutdown waited forever for a request that
+// never ends, and every test still passed.
+Deno.test("Shutdown gives up on a request that never ends once the grace period is over", async () => {
+  const logger = new RecordingLogger();
+  const inHandler = Promise.withResolvers<void>();
+  const app = appWith([["/hang", async () => {
+    inHandler.resolve();
+    // Deaf to its signal and to http.disconnect alike.
+    await new Promise(() => {});
+  }]], { shutdownGracePeriod: 0.2, logger });
+  const served = await startServer(app, { shutdownTimeout: 100 });
+  const answered = fetch(`${served.base}/hang`).then(
+    (response) => response.body?.cancel(),
+    () => {},
+  );
+  await withTimeout(inHandler.promise, BOUND_MS, "the handler to start");
+  const before = performance.now();
+  await withTimeout(served.server.shutdown(), BOUND_MS, "shutdown to give up on the request");
+  const took = performance.now() - before;
+  // The bridge's 0.1 s and the App's 0.2 s, with room for a busy machine.
+  assert(took < 100 + 200 + 700, `shutdown took ${took} ms`);
+  await withTimeout(answered, BOUND_MS, "the client to get an answer or a close");
 });

@@ -77,7 +77,9 @@ Deno.test("examples/web_app.ts answers every row of seed 4.3 on both transports"
         assertEquals(response.header("content-type"), "text/plain; charset=utf-8");
         assertEquals(response.header("content-length"), "27");
         assertEquals(response.body, "Request time limit exceeded");
-        assert(elapsed >= 990 && elapsed < 1900, `408 after ${elapsed} ms`);
+        // Issue 10: a limit 1.5× late passed the old 990-1900 ms window. 150 ms covers timer
+        // lateness and a loopback request on a busy machine.
+        assert(elapsed >= 990 && elapsed < 1150, `408 after ${elapsed} ms, expected 1000-1150 ms`);
       });
 
       await t.step("paths that match no route get 404", async () => {

@@ -6,6 +6,7 @@ import {
   assertStringIncludes,
 } from "@std/assert";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   buildRegistry,
   ensureRegistry,
@@ -16,6 +17,8 @@ import {
   serveRegistry,
   stripJsdocTypeTags,
 } from "../tools/with_jsr_mirror.ts";
+import { freePort, waitForServer } from "./fixtures/net.ts";
+import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
 /** A miniature `deno-std` package folder: two packages, one importing the other. */
 async function fakeDenoStd(): Promise<string> {
@@ -276,3 +279,146 @@ function hasNpm(): boolean {
     return false;
   }
 }
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+/** Starts the tool as `deno task` would, with the JSR_URL of this run so it skips the probe. */
+function spawnTool(args: string[]): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "tools/with_jsr_mirror.ts", ...args],
+    cwd: root,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+}
+
+/** Resolves with the first line `stream` prints, then drains the rest so the child never blocks. */
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const lines = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await lines.read();
+    if (done) break;
+    text += value;
+  }
+  (async () => {
+    while (!(await lines.read()).done);
+  })().catch(() => {});
+  return text.split("\n")[0]!;
+}
+
+/**
+ * The process ids below `pid`, read from /proc while they are still its descendants: once the
+ * tool is gone an orphan hangs off PID 1, and a failing test must still be able to end it.
+ */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      // The command name in parentheses may hold spaces; the parent id follows the last ")".
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry.name)]);
+    } catch {
+      // It exited while we looked.
+    }
+  }
+  const found: number[] = [];
+  const walk = (id: number) => {
+    for (const child of children.get(id) ?? []) {
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** Ends every process of `pids` still alive, so a failed run leaves nothing holding a port. */
+function killSurvivors(pids: readonly number[]): void {
+  for (const pid of pids) {
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch {
+      // Gone already, as it should be.
+    }
+  }
+}
+
+// A command that reports SIGTERM through its exit code, so the test sees it was passed on.
+const TRAPS_SIGTERM = 'Deno.addSignalListener("SIGTERM", () => Deno.exit(7)); ' +
+  'console.log("ready"); setTimeout(() => {}, 60_000);';
+
+Deno.test({
+  name: "main() passes SIGTERM on to the command and exits with its status",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const tool = spawnTool(["deno", "eval", TRAPS_SIGTERM]);
+    let below: number[] = [];
+    try {
+      assertEquals(
+        await withTimeout(firstLine(tool.stdout), 30_000, "the command to start"),
+        "ready",
+      );
+      below = descendants(tool.pid);
+      tool.kill("SIGTERM");
+      const status = await withTimeout(tool.status, BOUND_MS, "the tool to exit after SIGTERM");
+      assertEquals(status.code, 7);
+    } finally {
+      killSurvivors([tool.pid, ...below]);
+      await tool.status;
+    }
+  },
+});
+
+Deno.test("main() exits with 128 + N when signal N ends the command", async () => {
+  const tool = spawnTool(["deno", "eval", 'Deno.kill(Deno.pid, "SIGTERM")']);
+  const status = await withTimeout(tool.status, 30_000, "the tool to exit");
+  await tool.stdout.cancel();
+  assertEquals([status.code, status.signal], [143, null]);
+});
+
+// Issue 10, item 9: `kill -TERM` of `deno task example` used to end only the tool, leaving the
+// example server re-parented to PID 1 and still holding its port.
+Deno.test({
+  name: "main() under deno task: kill -TERM of deno task example leaves no orphan on the port",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const port = freePort();
+    const task = new Deno.Command(Deno.execPath(), {
+      args: ["task", "example"],
+      cwd: root,
+      env: { PORT: String(port) },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    let log = "";
+    const reading = task.stdout.pipeThrough(new TextDecoderStream()).pipeTo(
+      new WritableStream({ write: (text) => void (log += text) }),
+    );
+    let below: number[] = [];
+    try {
+      const answer = await withTimeout(
+        waitForServer(`http://127.0.0.1:${port}/`),
+        60_000,
+        "the example to listen",
+      );
+      await answer.body?.cancel();
+      below = descendants(task.pid);
+      task.kill("SIGTERM");
+      const status = await withTimeout(task.status, BOUND_MS, "deno task to exit after SIGTERM");
+      await withTimeout(reading, BOUND_MS, "the example to exit (its output to end)");
+      assertEquals(status.code, 0, log);
+      assertStringIncludes(log, "Lifespan shutdown");
+      // The port is free again only if the example itself stopped.
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+    } finally {
+      killSurvivors([task.pid, ...below]);
+      await task.status;
+      await reading.catch(() => {});
+    }
+  },
+});

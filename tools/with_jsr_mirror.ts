@@ -15,6 +15,8 @@
  *
  * A leading `deno` in the command is replaced by the running Deno executable,
  * so the pinned Deno that started the tool is the one that runs the command.
+ * SIGINT and SIGTERM are passed on to the command, and the tool exits with the
+ * command's status, so `kill -TERM` of `deno task example` stops the server too.
  *
  * @module
  */
@@ -345,24 +347,50 @@ export interface MainOptions {
   log?: (message: string) => void;
 }
 
+/**
+ * The signals passed on to the command. `deno task` hands a SIGTERM to this tool only, so a
+ * command that never hears of it is left running without a parent, still holding its port. Ctrl-C
+ * reaches the command twice (the terminal signals the whole process group, then we pass it on),
+ * as under `npm run`; a graceful server stops once either way. Windows delivers Ctrl-C to every
+ * process of the console and cannot send a signal to a child, so nothing is passed on there.
+ */
+const FORWARDED_SIGNALS: readonly Deno.Signal[] = Deno.build.os === "windows"
+  ? []
+  : ["SIGINT", "SIGTERM"];
+
 async function spawnCommand(command: string[], env: Record<string, string>): Promise<number> {
   const [first, ...args] = command;
   const cmd = first === "deno" ? Deno.execPath() : first!;
   const child = new Deno.Command(cmd, { args, env, stdin: "inherit" }).spawn();
-  // Let Ctrl-C reach the child (it shares our process group); we wait for it to exit.
-  const ignore = () => {};
-  Deno.addSignalListener("SIGINT", ignore);
+  const listeners: [Deno.Signal, () => void][] = FORWARDED_SIGNALS.map((signal) => [
+    signal,
+    () => {
+      try {
+        child.kill(signal);
+      } catch {
+        // It exited between the signal and now; its status is on the way.
+      }
+    },
+  ]);
+  // On Windows a listener still keeps Ctrl-C from ending this tool before the command it waits for.
+  if (Deno.build.os === "windows") listeners.push(["SIGINT", () => {}]);
+  for (const [signal, listener] of listeners) Deno.addSignalListener(signal, listener);
   try {
+    // Deno reports a command killed by signal N with code 128 + N, as shells do.
     return (await child.status).code;
   } finally {
-    Deno.removeSignalListener("SIGINT", ignore);
+    for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
   }
 }
 
 /**
  * Runs `command`, through the offline mirror when jsr.io is unreachable.
  *
- * @returns The command's exit code (1 with a message on a mirror failure, 2 on bad usage).
+ * SIGINT and SIGTERM received while the command runs are passed on to it, and the tool waits for
+ * it to exit.
+ *
+ * @returns The command's exit code: 128 + N when a signal N ended it (143 for SIGTERM), 1 with a
+ *   message on a mirror failure, 2 on bad usage.
  */
 export async function main(command: string[], options: MainOptions = {}): Promise<number> {
   const {
