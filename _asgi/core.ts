@@ -313,6 +313,16 @@ function isNullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
 }
 
+/**
+ * A 205 carries no content, but unlike 204 and 304 its framing still counts (RFC 9112 §6.3): it
+ * states `content-length: 0` (RFC 9110 §15.3.6), whatever length the application declared.
+ */
+function resetContentHeaders(headers: [string, string][]): [string, string][] {
+  const kept = headers.filter(([name]) => name.toLowerCase() !== "content-length");
+  kept.push(["content-length", "0"]);
+  return kept;
+}
+
 function describe(value: unknown): string {
   if (value === null) return "null";
   if (value instanceof Uint8Array) return "Uint8Array";
@@ -383,7 +393,10 @@ export abstract class HttpCycle {
     this.#expectedLength = expectedLength;
   }
 
-  /** Sends a complete response. `body` is `null` when the response must not carry one. */
+  /**
+   * Sends a complete response. `body` is `null` when the response must not carry one. For HEAD,
+   * `body` is what a GET would get: the transport states its length and sends no body.
+   */
   protected abstract sendWhole(
     status: number,
     headers: [string, string][],
@@ -410,6 +423,11 @@ export abstract class HttpCycle {
   protected watchClient(): void {}
   /** Releases what the transport holds once the cycle is over. */
   protected closeExchange(): void {}
+  /**
+   * The request body exceeded `maxBodySize` and will not be read on: the transport should close
+   * the connection once the 413 is out rather than read the rest.
+   */
+  protected refuseBody(): void {}
 
   /** `true` once the response head has been handed to the transport. */
   protected get headSent(): boolean {
@@ -648,7 +666,7 @@ export abstract class HttpCycle {
       }
     }
     this.#status = status;
-    this.#headers = headers;
+    this.#headers = status === 205 ? resetContentHeaders(headers) : headers;
     this.#declaredLength = declared;
     this.#discard = this.scope.method === "HEAD" || isNullBodyStatus(status);
     this.#phase = STARTED;
@@ -686,7 +704,11 @@ export abstract class HttpCycle {
     if (this.#phase === STARTED) {
       if (discard) {
         this.#phase = more ? STREAMING : DONE;
-        this.sendWhole(this.#status, this.#headers, null);
+        // A HEAD response given whole, without a content-length, goes out with its body so the
+        // transport states the length a GET would get (RFC 9110 §9.3.2); both transports drop
+        // the bytes themselves. Else no body, and no length unless the application set one.
+        const whole = !more && declared < 0 && body.length > 0 && !isNullBodyStatus(this.#status);
+        this.sendWhole(this.#status, this.#headers, whole ? body : null);
       } else if (!more) {
         this.#phase = DONE;
         this.sendWhole(this.#status, this.#headers, body);
@@ -756,6 +778,7 @@ export abstract class HttpCycle {
         this.#headers,
       );
     }
+    this.refuseBody();
     this.core.logger.warn(
       `Request body exceeds maxBodySize ${this.core.maxBodySize}: answered 413 and disconnected`,
     );

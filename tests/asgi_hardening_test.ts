@@ -1,0 +1,357 @@
+/**
+ * The bridge under traffic a test client would not send by accident: bodies that arrive after
+ * their headers, uploads over the limit, and HTTP details a browser never exercises. Each test is a
+ * regression test for a defect of issue 10 ("Survive real traffic"), named after it, and runs on
+ * both transports over real sockets unless the defect belongs to one.
+ */
+import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
+import type { Receive, Send } from "../asgi.ts";
+import { bytes, readBody, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+
+/** Answers 200 with the number of body bytes the app received. */
+async function countBody(send: Send, receive: Receive): Promise<void> {
+  const messages = await readBody(receive);
+  const length = messages.reduce((n, m) => n + m.body.length, 0);
+  await send({
+    type: "http.response.start",
+    status: 200,
+    headers: [[bytes("content-type"), bytes("text/plain")]],
+  });
+  await send({ type: "http.response.body", body: bytes(`got ${length}`) });
+}
+
+const latin1 = (data: Uint8Array): string => String.fromCharCode(...data);
+
+/**
+ * A raw HTTP/1.1 client on one TCP connection, for what `fetch` would smooth over: when bytes are
+ * written, whether the connection is reused, and when the server closes it.
+ */
+class RawClient {
+  readonly #conn: Deno.TcpConn;
+  #buffered = "";
+  #closed = false;
+
+  private constructor(conn: Deno.TcpConn) {
+    this.#conn = conn;
+  }
+
+  static async connect(port: number): Promise<RawClient> {
+    return new RawClient(await Deno.connect({ hostname: "127.0.0.1", port }));
+  }
+
+  async write(text: string): Promise<void> {
+    const data = Uint8Array.from(text, (c) => c.charCodeAt(0));
+    for (let written = 0; written < data.length;) {
+      written += await this.#conn.write(data.subarray(written));
+    }
+  }
+
+  /** Writes what it can: a server that refuses the upload may close the connection midway. */
+  async writeUntilClosed(text: string): Promise<void> {
+    try {
+      await this.write(text);
+    } catch (error) {
+      if (
+        !(error instanceof Deno.errors.BrokenPipe || error instanceof Deno.errors.ConnectionReset)
+      ) {
+        throw error;
+      }
+    }
+  }
+
+  /** Reads more bytes; `false` once the server has closed (or reset) the connection. */
+  async #fill(timeoutMs: number): Promise<boolean> {
+    if (this.#closed) return false;
+    const buffer = new Uint8Array(65536);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<"expired">((resolve) => {
+      timer = setTimeout(() => resolve("expired"), timeoutMs);
+    });
+    try {
+      const n = await Promise.race([this.#conn.read(buffer), expired]);
+      if (n === "expired") throw new Error(`Nothing arrived within ${timeoutMs} ms`);
+      if (n === null) {
+        this.#closed = true;
+        return false;
+      }
+      this.#buffered += latin1(buffer.subarray(0, n));
+      return true;
+    } catch (error) {
+      if (error instanceof Deno.errors.ConnectionReset) {
+        this.#closed = true;
+        return false;
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Reads one response with a `content-length` body (or none), within `timeoutMs`. `bodiless`
+   * for the answer to HEAD, and for 204 and 304, whose content-length is not followed by bytes.
+   */
+  async response(
+    { timeoutMs = 5000, bodiless = false } = {},
+  ): Promise<{ head: string; body: string }> {
+    const until = performance.now() + timeoutMs;
+    for (;;) {
+      const end = this.#buffered.indexOf("\r\n\r\n");
+      if (end !== -1) {
+        const head = this.#buffered.slice(0, end);
+        const length = bodiless || /^HTTP\/1\.1 (204|304) /.test(head)
+          ? 0
+          : Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (this.#buffered.length >= end + 4 + length) {
+          const body = this.#buffered.slice(end + 4, end + 4 + length);
+          this.#buffered = this.#buffered.slice(end + 4 + length);
+          return { head, body };
+        }
+      }
+      if (!await this.#fill(Math.max(1, until - performance.now()))) {
+        throw new Error(`Connection closed before a whole response: ${this.#buffered}`);
+      }
+    }
+  }
+
+  /** Milliseconds until the server closes the connection, or `Infinity` after `timeoutMs`. */
+  async closedWithin(timeoutMs: number): Promise<number> {
+    const start = performance.now();
+    try {
+      while (await this.#fill(Math.max(1, timeoutMs - (performance.now() - start)))) {
+        // Bytes after the response (there should be none) are kept for the assertion message.
+      }
+    } catch {
+      return Infinity;
+    }
+    return performance.now() - start;
+  }
+
+  /** Bytes received but not yet read as part of a response. */
+  get pending(): string {
+    return this.#buffered;
+  }
+
+  close(): void {
+    try {
+      this.#conn.close();
+    } catch {
+      // Closed by the server already.
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+for (const transport of TRANSPORTS) {
+  const name = (behaviour: string) => `serve() [${transport}] ${behaviour}`;
+
+  // Issue 10, point 1: after the last content-length byte the deno transport never read the body
+  // to its end, so Deno answered "connection: close" and left the socket in CLOSE-WAIT.
+  Deno.test(
+    name("keeps the connection alive after a POST body that arrives after its headers"),
+    async () => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type === "http") await countBody(send, receive);
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      for (let i = 0; i < 3; i++) {
+        await client.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n");
+        await sleep(30);
+        await client.write("hello");
+        const { head, body } = await client.response();
+        assertMatch(head, /^HTTP\/1\.1 200 /);
+        assertEquals(body, "got 5");
+        assert(!/\r\nconnection: close/i.test(head), head);
+      }
+    },
+  );
+
+  Deno.test(
+    name("keeps the connection alive after a chunked body whose end arrives late"),
+    async () => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type === "http") await countBody(send, receive);
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      for (let i = 0; i < 3; i++) {
+        await client.write(
+          "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+        );
+        await sleep(30);
+        await client.write("0\r\n\r\n");
+        const { head, body } = await client.response();
+        assertEquals(body, "got 5");
+        assert(!/\r\nconnection: close/i.test(head), head);
+      }
+    },
+  );
+
+  // node:http reads on and waits for the rest of the upload, then reuses the connection; Deno
+  // held the socket, answered but never closed, until a garbage collection.
+  Deno.test({
+    name: name("closes the connection promptly when the app leaves a started body unread"),
+    ignore: transport !== "deno",
+    fn: async () => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await receive(); // the first chunk only
+        await send({ type: "http.response.start", status: 400 });
+        await send({ type: "http.response.body", body: bytes("no") });
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      await client.write("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+      await client.write("5\r\nhello\r\n");
+      const { head } = await client.response();
+      assertMatch(head, /^HTTP\/1\.1 400 /);
+      const ms = await client.closedWithin(2000);
+      assert(ms < 2000, "the connection is still open after 2 s");
+    },
+  });
+
+  // Issue 10, point 3: the 413 went out, but the deno transport neither read nor closed the
+  // connection, so the client hung until its own timeout (node closes in ~0.03 s).
+  Deno.test(name("closes an oversized chunked upload promptly"), async () => {
+    await using s = await start(
+      async (scope, receive, send) => {
+        if (scope.type === "http") await countBody(send, receive);
+      },
+      transport,
+      { maxBodySize: 1000 },
+    );
+    using client = await RawClient.connect(s.port);
+    await client.writeUntilClosed(
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+        `400\r\n${"x".repeat(1024)}\r\n`.repeat(3),
+    );
+    const { head, body } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 413 /);
+    assertEquals(body, "Content Too Large");
+    // Tolerant of a busy machine: node measures ~30 ms, a stalled connection never closes.
+    const ms = await client.closedWithin(2000);
+    assert(ms < 2000, "the connection is still open after 2 s");
+  });
+
+  Deno.test(
+    name("closes an upload whose content-length exceeds maxBodySize promptly"),
+    async () => {
+      await using s = await start(
+        async (scope, receive, send) => {
+          if (scope.type === "http") await countBody(send, receive);
+        },
+        transport,
+        { maxBodySize: 1000 },
+      );
+      using client = await RawClient.connect(s.port);
+      await client.writeUntilClosed(
+        `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n${"x".repeat(4096)}`,
+      );
+      const { head } = await client.response();
+      assertMatch(head, /^HTTP\/1\.1 413 /);
+      // Without a prompt close Deno would read all 100 MB the client declared.
+      const ms = await client.closedWithin(2000);
+      assert(ms < 2000, "the connection is still open after 2 s");
+    },
+  );
+
+  // Issue 10, point 10: on deno a HEAD response without a content-length went out with
+  // "content-length: 0" while the GET sent 21 bytes (RFC 9110 §8.6).
+  Deno.test(
+    name("states the GET's length, or none, for a HEAD response without content-length"),
+    async (t) => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        await send({
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("content-type"), bytes("text/plain")]],
+        });
+        const body = bytes("twenty-one bytes long");
+        if (scope.path === "/stream") {
+          await send({ type: "http.response.body", body, more_body: true });
+          await send({ type: "http.response.body" });
+        } else {
+          await send({ type: "http.response.body", body });
+        }
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      await t.step("a whole body: the length a GET gets", async () => {
+        await client.write("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n");
+        const { head, body } = await client.response({ bodiless: true });
+        assertMatch(head, /\r\ncontent-length: 21(\r\n|$)/i);
+        assertEquals(body, "");
+      });
+      await t.step("a streamed body: no length at all", async () => {
+        await client.write("HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+        const { head, body } = await client.response({ bodiless: true });
+        assert(!/\r\ncontent-length:/i.test(head), head);
+        assertEquals(body, "");
+      });
+      await t.step("the connection still serves a GET with the 21 bytes", async () => {
+        await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        const { body } = await client.response();
+        assertEquals(body, "twenty-one bytes long");
+      });
+    },
+  );
+
+  // Issue 10, point 10: "get / HTTP/1.1" reached the app as method "get" on deno.
+  Deno.test(name("answers 400 to a lower-case method without calling the app"), async () => {
+    let calls = 0;
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      calls++;
+      await countBody(send, receive);
+    }, transport);
+    using client = await RawClient.connect(s.port);
+    await client.write("get / HTTP/1.1\r\nHost: x\r\n\r\n");
+    const { head } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 400 /);
+    assertEquals(calls, 0);
+  });
+
+  // Issue 10, point 10: 205 and 304 must drop the body as 204 does, whatever the app declares.
+  Deno.test(name("drops the body of 205 and 304 responses as of 204"), async (t) => {
+    for (const status of [204, 205, 304]) {
+      await t.step(String(status), async () => {
+        await using s = await start(async (scope, receive, send) => {
+          if (scope.type !== "http") return;
+          await readBody(receive);
+          await send({
+            type: "http.response.start",
+            status,
+            headers: [[bytes("content-length"), bytes("7")], [bytes("etag"), bytes('"x"')]],
+          });
+          await send({ type: "http.response.body", body: bytes("ignored") });
+        }, transport);
+        const raw = await rawExchange(s.port, `GET / HTTP/1.1\r\nHost: x\r\n\r\n`);
+        assertMatch(raw, new RegExp(`^HTTP/1\\.1 ${status} `));
+        assertStringIncludes(raw, 'etag: "x"');
+        assert(!raw.includes("ignored"), raw);
+        // Deno.serve strips the content-length of a 205 (clients then wait for the connection to
+        // close: a limit the README states); node:http sends the 0 the bridge sets.
+        if (status === 205 && transport === "node") assertMatch(raw, /\r\ncontent-length: 0\r\n/i);
+        assertEquals(s.logger.lines("error"), []);
+      });
+    }
+  });
+}
+
+/** Everything the server sends for `request` within 300 ms of quiet (keep-alive kept open). */
+async function rawExchange(port: number, request: string): Promise<string> {
+  using client = await RawClient.connect(port);
+  await client.write(request);
+  let out = "";
+  try {
+    const { head, body } = await client.response({ timeoutMs: 2000 });
+    out = `${head}\r\n\r\n${body}`;
+    await client.closedWithin(300);
+    out += client.pending;
+  } catch (error) {
+    out += String(error);
+  }
+  return out;
+}
