@@ -41,6 +41,33 @@ export class AsgiProtocolError extends Error {
   }
 }
 
+/**
+ * Raised by an application to cut its own response off on purpose, a time limit say: the bridge
+ * ends the exchange as for any exception (500 before the start; after it, the connection closed
+ * without completing the response), but logs one warning line, `Response cut off: <message>`,
+ * instead of "Exception in ASGI application" with a stack. The web layer raises it when a stream
+ * outlives the request time limit.
+ */
+export class ResponseCutOffError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message Why the response is cut off; it is logged as the warning.
+   * @param options The underlying cause, if any.
+   *
+   * @example A stream cut at a deadline
+   * ```ts
+   * import { ResponseCutOffError } from "@stellarator/stellarator/asgi";
+   * const error = new ResponseCutOffError("GET /feed was still streaming at its limit of 1 s");
+   * console.assert(error.name === "ResponseCutOffError");
+   * ```
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ResponseCutOffError";
+  }
+}
+
 /** Lifespan startup or shutdown failed: the application said so, or raised with lifespan `"on"`. */
 export class LifespanError extends Error {
   /** The phase that failed. */
@@ -201,6 +228,14 @@ const TOKEN: Uint8Array = (() => {
   return table;
 })();
 
+/** How long a connection may wait, in milliseconds (0: no limit); see `ServeOptions`. */
+export interface ConnectionTimeouts {
+  /** From the connection (or the previous response) to the end of the request head. */
+  headersTimeout: number;
+  /** Idle between a response and the next request on a kept-alive connection. */
+  keepAliveTimeout: number;
+}
+
 /** A listening transport, as `serve` drives it. */
 export interface Listener {
   /** The bound address. */
@@ -209,6 +244,8 @@ export interface Listener {
   close(): Promise<void>;
   /** Drops the connections that are left (after `Core.abortAll`). */
   forceClose(): void;
+  /** Settles, with the reason, if the transport stops listening for good by itself. */
+  readonly failed: Promise<unknown>;
 }
 
 /** Settings shared by every request of one server or fetch handler. */
@@ -747,7 +784,12 @@ export abstract class HttpCycle {
   }
 
   #raised(error: unknown): void {
-    if (error !== this.#reported) this.core.logger.error("Exception in ASGI application\n", error);
+    if (error instanceof ResponseCutOffError) {
+      // Intended, and said so by the application: one line, no stack (issue 10, point 7).
+      this.core.logger.warn(`Response cut off: ${error.message}`);
+    } else if (error !== this.#reported) {
+      this.core.logger.error("Exception in ASGI application\n", error);
+    }
     const phase = this.#phase;
     if (phase === DONE) return;
     if (!this.#gone) {

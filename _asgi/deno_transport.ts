@@ -419,8 +419,26 @@ export function handleFetch(
   return cycle.response;
 }
 
+/** The first wait before listening again after the listener failed; it doubles up to the max. */
+const RELISTEN_FIRST_DELAY = 100;
+const RELISTEN_MAX_DELAY = 2000;
+
+/** Bind errors that waiting cannot cure; anything else (EMFILE, ENFILE, ENOBUFS) may pass. */
+function isPermanent(error: unknown): boolean {
+  return error instanceof Deno.errors.AddrInUse || error instanceof Deno.errors.PermissionDenied ||
+    error instanceof Deno.errors.AddrNotAvailable;
+}
+
 /**
- * Starts `Deno.serve` for the core.
+ * Starts `Deno.serve` for the core, and keeps it listening.
+ *
+ * When accepting fails ("Too many open files" once idle connections hold every fd of the
+ * process), Deno.serve stops listening and rejects its `finished`; unhandled, that ends the
+ * process. Here it is logged and the port is bound again after a back-off (0.1 s doubling to
+ * 2 s), while the connections already open are served on. Only a bind error that waiting
+ * cannot cure (the port taken meanwhile) ends the listener for good, through `failed`.
+ *
+ * Deno.serve (2.9) has no header-read or keep-alive timeout: idle connections are not bounded.
  *
  * @param core The shared state.
  * @param hostname The interface.
@@ -429,24 +447,86 @@ export function handleFetch(
  */
 export function listenDeno(core: Core, hostname: string, port: number): Listener {
   let server: [string, number] | null = null;
-  const httpServer = Deno.serve({
-    hostname,
-    port,
-    onListen() {},
-    // Only errored response streams get here (the handler never throws), and the cycle has
-    // logged why already; Deno would print the error a second time.
-    onError: () => new Response(null, { status: 500 }),
-  }, (request, info) => handleFetch(core, request, info, server, true));
+  const servers = new Set<Deno.HttpServer<Deno.NetAddr>>();
+  const failed = Promise.withResolvers<unknown>();
+  let closing = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let delay = RELISTEN_FIRST_DELAY;
+  let lastFailure = -Infinity;
+
+  const open = (port: number): Deno.HttpServer<Deno.NetAddr> => {
+    const httpServer = Deno.serve({
+      hostname,
+      port,
+      onListen() {},
+      // Only errored response streams get here (the handler never throws), and the cycle has
+      // logged why already; Deno would print the error a second time.
+      onError: () => new Response(null, { status: 500 }),
+    }, (request, info) => handleFetch(core, request, info, server, true));
+    servers.add(httpServer);
+    httpServer.finished.then(() => servers.delete(httpServer), (error) => {
+      servers.delete(httpServer);
+      if (!closing) relistenLater(error);
+    });
+    return httpServer;
+  };
+
+  const relistenLater = (error: unknown): void => {
+    // A listener that failed again soon after the last failure waits longer each time.
+    const now = performance.now();
+    delay = now - lastFailure < 10_000
+      ? Math.min(delay * 2, RELISTEN_MAX_DELAY)
+      : RELISTEN_FIRST_DELAY;
+    lastFailure = now;
+    core.logger.error(
+      `Listener on ${hostForLog(hostname)}:${addr.port} failed: ${
+        errorText(error)
+      }; listening again in ${delay} ms`,
+    );
+    retry = setTimeout(relisten, delay);
+  };
+
+  const relisten = (): void => {
+    retry = undefined;
+    if (closing) return;
+    try {
+      open(addr.port);
+    } catch (error) {
+      if (isPermanent(error)) {
+        core.logger.error(
+          `Listener on ${hostForLog(hostname)}:${addr.port} is gone: ${errorText(error)}`,
+        );
+        failed.resolve(error);
+      } else {
+        relistenLater(error);
+      }
+    }
+  };
+
+  const first = open(port);
   const addr: AsgiServerAddr = {
     transport: "tcp",
-    hostname: httpServer.addr.hostname,
-    port: httpServer.addr.port,
+    hostname: first.addr.hostname,
+    port: first.addr.port,
   };
   server = [addr.hostname, addr.port];
   return {
     addr,
-    close: () => httpServer.shutdown(),
+    close: () => {
+      closing = true;
+      clearTimeout(retry);
+      return Promise.all([...servers].map((s) => s.shutdown())).then(() => {});
+    },
     // Deno has no forced close; Core.abortAll() has ended every response by the time this runs.
     forceClose() {},
+    failed: failed.promise,
   };
+}
+
+function hostForLog(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -5,7 +5,7 @@
  * both transports over real sockets unless the defect belongs to one.
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
-import type { Receive, Send } from "../asgi.ts";
+import { type Receive, ResponseCutOffError, type Send } from "../asgi.ts";
 import { bytes, readBody, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 
 /** Answers 200 with the number of body bytes the app received. */
@@ -298,6 +298,28 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Issue 10, point 7: a stream the web layer cuts off at its request limit was logged as
+  // "Exception in ASGI application" with a stack, 993 lines in one storm.
+  Deno.test(
+    name("logs a ResponseCutOffError as one warning line and cuts the stream"),
+    async () => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        await send({ type: "http.response.start", status: 200 });
+        await send({ type: "http.response.body", body: bytes("partial"), more_body: true });
+        throw new ResponseCutOffError("GET / was still streaming at its limit of 0.1 s");
+      }, transport);
+      const raw = await rawExchange(s.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      // Chunked and never terminated: the client cannot take the body for a whole one.
+      assert(!raw.includes("\r\n0\r\n\r\n"), raw);
+      assertEquals(s.logger.lines("error"), []);
+      assertEquals(s.logger.lines("warn"), [
+        "Response cut off: GET / was still streaming at its limit of 0.1 s",
+      ]);
+    },
+  );
+
   // Issue 10, point 10: "get / HTTP/1.1" reached the app as method "get" on deno.
   Deno.test(name("answers 400 to a lower-case method without calling the app"), async () => {
     let calls = 0;
@@ -355,3 +377,112 @@ async function rawExchange(port: number, request: string): Promise<string> {
   }
   return out;
 }
+
+// Issue 10, point 2: under a 1024-fd limit, 1,100 idle connections made accept() fail with "Too
+// many open files"; the rejection of Deno.serve's `finished` went unhandled and the process
+// exited with code 1.
+Deno.test("serve() [deno] keeps serving after accept() runs out of file descriptors", async () => {
+  const root = new URL("..", import.meta.url).pathname;
+  const child = new Deno.Command("bash", {
+    args: [
+      "-c",
+      `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts deno 0`,
+    ],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let output = "";
+  try {
+    while (!/listening (\d+)/.test(output)) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`The server exited before listening: ${output}`);
+      output += value;
+    }
+    const port = Number(/listening (\d+)/.exec(output)![1]);
+    const idle: Deno.TcpConn[] = [];
+    for (let i = 0; i < 300; i++) {
+      try {
+        idle.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+      } catch {
+        // Refused while the listener is being bound again: that is the point.
+      }
+    }
+    await sleep(300);
+    for (const conn of idle) conn.close();
+    // The listener is bound again after a back-off of at most 2 s.
+    let answer = "";
+    for (const until = performance.now() + 10_000; performance.now() < until;) {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: "hi" });
+        answer = await response.text();
+        break;
+      } catch {
+        await sleep(200);
+      }
+    }
+    assertEquals(answer, "ok 2");
+  } finally {
+    child.kill("SIGTERM");
+    await lines.cancel();
+  }
+  const stderr = await new Response(child.stderr).text();
+  const { code } = await child.status;
+  assertEquals(code, 0, stderr);
+  assertMatch(stderr, /Listener on 127\.0\.0\.1:\d+ failed: .*; listening again in \d+ ms/);
+});
+
+Deno.test("serve() [node] closes a connection that sends no request head within headersTimeout", async () => {
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "http") await countBody(send, receive);
+    },
+    "node",
+    { headersTimeout: 300 },
+  );
+  using silent = await RawClient.connect(s.port);
+  using partial = await RawClient.connect(s.port);
+  await partial.write("GET / HTTP/1.1\r\nHost: x\r\n");
+  // Node checks on a quarter of the limit; generous bounds for a busy machine.
+  for (const client of [silent, partial]) {
+    const ms = await client.closedWithin(3000);
+    assert(ms < 3000, "the connection is still open after 3 s");
+  }
+});
+
+Deno.test("serve() [node] closes an idle kept-alive connection after keepAliveTimeout", async () => {
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "http") await countBody(send, receive);
+    },
+    "node",
+    { keepAliveTimeout: 200 },
+  );
+  using client = await RawClient.connect(s.port);
+  await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  await client.response();
+  const started = performance.now();
+  const ms = await client.closedWithin(5000);
+  // Node adds one second to the socket timeout it derives from keepAliveTimeout.
+  assert(ms < 5000, "the connection is still open after 5 s");
+  assert(performance.now() - started >= 150, "closed before keepAliveTimeout");
+});
+
+Deno.test("serve() [deno] warns that headersTimeout and keepAliveTimeout cannot apply", async () => {
+  await using s = await start(async () => {}, "deno", { headersTimeout: 1000 });
+  assertEquals(s.logger.lines("warn").length, 1);
+  assertStringIncludes(s.logger.lines("warn")[0]!, 'transport "node"');
+});
+
+Deno.test("serve() rejects a negative headersTimeout or keepAliveTimeout", async () => {
+  const { assertThrows } = await import("@std/assert");
+  const { serve } = await import("../asgi.ts");
+  for (const key of ["headersTimeout", "keepAliveTimeout"]) {
+    assertThrows(
+      () => serve(async () => {}, { [key]: -1, onListen() {} }),
+      RangeError,
+      `Invalid ${key} -1: use a number of 0 or more`,
+    );
+  }
+});
