@@ -807,6 +807,8 @@ export abstract class HttpCycle {
   }
 
   #tooLarge(): void {
+    // First, while the transport can still act before the 413 is on its way.
+    this.refuseBody();
     if (this.#phase === AWAIT_START) {
       this.sendWhole(413, [
         ["content-type", "text/plain; charset=utf-8"],
@@ -820,7 +822,6 @@ export abstract class HttpCycle {
         this.#headers,
       );
     }
-    this.refuseBody();
     this.core.logger.warn(
       `Request body exceeds maxBodySize ${this.core.maxBodySize}: answered 413 and disconnected`,
     );

@@ -152,19 +152,24 @@ for (const transport of TRANSPORTS) {
   // to its end, so Deno answered "connection: close" and left the socket in CLOSE-WAIT.
   Deno.test(
     name("keeps the connection alive after a POST body that arrives after its headers"),
-    async () => {
+    async (t) => {
       await using s = await start(async (scope, receive, send) => {
         if (scope.type === "http") await countBody(send, receive);
       }, transport);
-      using client = await RawClient.connect(s.port);
-      for (let i = 0; i < 3; i++) {
-        await client.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n");
-        await sleep(30);
-        await client.write("hello");
-        const { head, body } = await client.response();
-        assertMatch(head, /^HTTP\/1\.1 200 /);
-        assertEquals(body, "got 5");
-        assert(!/\r\nconnection: close/i.test(head), head);
+      // 5 bytes are read whole, 100,000 (over 64 KiB) stream in chunks: both paths of deno.
+      for (const size of [5, 100_000]) {
+        await t.step(`${size} bytes`, async () => {
+          using client = await RawClient.connect(s.port);
+          for (let i = 0; i < 3; i++) {
+            await client.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${size}\r\n\r\n`);
+            await sleep(30);
+            await client.write("x".repeat(size));
+            const { head, body } = await client.response();
+            assertMatch(head, /^HTTP\/1\.1 200 /);
+            assertEquals(body, `got ${size}`);
+            assert(!/\r\nconnection: close/i.test(head), head);
+          }
+        });
       }
     },
   );
