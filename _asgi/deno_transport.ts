@@ -218,7 +218,10 @@ class DenoCycle extends HttpCycle {
     headers: [string, string][],
     body: Uint8Array | null,
   ): void {
-    if (body === null && this.scope.method === "HEAD" && !hasContentLength(headers)) {
+    if (
+      body === null && this.scope.method === "HEAD" && status !== 204 && status !== 304 &&
+      !hasContentLength(headers)
+    ) {
       // Deno states "content-length: 0" for a null body, which for HEAD claims the GET response
       // is empty (RFC 9110 §8.6 forbids that); for a stream it states no length at all.
       this.#respond(new Response(emptyStream(), { status, headers }));
