@@ -40,7 +40,7 @@ import type {
   ServeOptions,
 } from "./_asgi/types.ts";
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
-import { type ConnectionTimeouts, Core, type Listener, withResolvers } from "./_asgi/core.ts";
+import { type ConnectionLimits, Core, type Listener, withResolvers } from "./_asgi/core.ts";
 import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
 
 export { ASGI_VERSION } from "./_asgi/types.ts";
@@ -315,12 +315,26 @@ export function serve(
   checkNonNegative("shutdownTimeout", options.shutdownTimeout);
   checkNonNegative("headersTimeout", options.headersTimeout);
   checkNonNegative("keepAliveTimeout", options.keepAliveTimeout);
+  const { maxConnections } = options;
+  if (
+    maxConnections !== undefined &&
+    (typeof maxConnections !== "number" ||
+      !(Number.isInteger(maxConnections) || maxConnections === Infinity) ||
+      maxConnections < 1)
+  ) {
+    throw new RangeError(
+      `Invalid maxConnections ${
+        describeValue(maxConnections)
+      }: use an integer of 1 or more, or Infinity`,
+    );
+  }
   if (
     transport === "deno" &&
-    (options.headersTimeout !== undefined || options.keepAliveTimeout !== undefined)
+    (options.headersTimeout !== undefined || options.keepAliveTimeout !== undefined ||
+      maxConnections !== undefined)
   ) {
     core.logger.warn(
-      'headersTimeout and keepAliveTimeout have no effect with transport "deno": Deno.serve cannot bound idle connections; use transport "node" for them',
+      'headersTimeout, keepAliveTimeout and maxConnections have no effect with transport "deno": Deno.serve cannot bound connections; use transport "node" for them',
     );
   }
   if (options.onListen !== undefined && typeof options.onListen !== "function") {
@@ -334,9 +348,10 @@ export function serve(
     hostname,
     transport,
     shutdownTimeout: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
-    timeouts: {
+    limits: {
       headersTimeout: options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT,
       keepAliveTimeout: options.keepAliveTimeout ?? DEFAULT_KEEP_ALIVE_TIMEOUT,
+      maxConnections: options.maxConnections ?? Infinity,
     },
     onListen: options.onListen ??
       ((addr) =>
@@ -369,7 +384,7 @@ interface ServerSettings {
   hostname: string;
   transport: "deno" | "node";
   shutdownTimeout: number;
-  timeouts: ConnectionTimeouts;
+  limits: ConnectionLimits;
   onListen: (addr: AsgiServerAddr) => void;
   signal: AbortSignal | undefined;
 }
@@ -428,7 +443,7 @@ class Server implements AsgiServer {
           core,
           hostname,
           port,
-          this.#settings.timeouts,
+          this.#settings.limits,
         )
         : listenDeno(core, hostname, port);
     } catch (error) {

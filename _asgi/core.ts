@@ -228,12 +228,14 @@ const TOKEN: Uint8Array = (() => {
   return table;
 })();
 
-/** How long a connection may wait, in milliseconds (0: no limit); see `ServeOptions`. */
-export interface ConnectionTimeouts {
-  /** From the connection (or the previous response) to the end of the request head. */
+/** What bounds a server's connections; see `ServeOptions`. */
+export interface ConnectionLimits {
+  /** Milliseconds from the connection (or previous response) to the end of the request head. */
   headersTimeout: number;
-  /** Idle between a response and the next request on a kept-alive connection. */
+  /** Milliseconds idle between a response and the next request on a kept-alive connection. */
   keepAliveTimeout: number;
+  /** Connections served at once; more are closed as soon as they are accepted. */
+  maxConnections: number;
 }
 
 /** A listening transport, as `serve` drives it. */

@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { HttpScope } from "./types.ts";
 import {
-  type ConnectionTimeouts,
+  type ConnectionLimits,
   type Core,
   HttpCycle,
   httpScope,
@@ -189,18 +189,18 @@ function handleNode(
  * @param core The shared state.
  * @param hostname The interface.
  * @param port The port.
- * @param timeouts How long a connection may take to send its request head, and stay idle
- *   between requests, in milliseconds; 0 for no limit.
+ * @param limits How long a connection may take to send its request head and stay idle
+ *   between requests, in milliseconds (0: no limit), and how many are served at once.
  * @returns The listener, once it listens.
  */
 export async function listenNode(
   core: Core,
   hostname: string,
   port: number,
-  timeouts: ConnectionTimeouts,
+  limits: ConnectionLimits,
 ): Promise<Listener> {
   const state: ServerState = { closing: false, closeIdle: () => {} };
-  const { headersTimeout, keepAliveTimeout } = timeouts;
+  const { headersTimeout, keepAliveTimeout, maxConnections } = limits;
   const server = createServer({
     headersTimeout,
     keepAliveTimeout,
@@ -214,6 +214,9 @@ export async function listenNode(
       : 30_000,
   }, (request, response) => handleNode(core, state, request, response));
   state.closeIdle = () => server.closeIdleConnections();
+  // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
+  // node:http stops accepting for good (measured on Deno 2.9.6).
+  if (maxConnections !== Infinity) server.maxConnections = maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, hostname, () => {

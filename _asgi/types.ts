@@ -573,6 +573,15 @@ export interface ServeOptions extends FetchHandlerOptions {
    */
   keepAliveTimeout?: number;
   /**
+   * The most connections served at once; a connection beyond is closed as soon as it is
+   * accepted. Keeps accepting from running out of file descriptors: leave some 200 of
+   * `ulimit -n` spare. Applies to `transport: "node"` only (Node's `server.maxConnections`), as
+   * `headersTimeout`.
+   *
+   * @default {Infinity}
+   */
+  maxConnections?: number;
+  /**
    * How long `shutdown()` waits for requests in flight, in milliseconds. Then their applications
    * see `http.disconnect`, unstarted responses get 500 and started ones are cut off, after
    * which lifespan shutdown runs.

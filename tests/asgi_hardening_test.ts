@@ -487,13 +487,34 @@ Deno.test("serve() [node] closes an idle kept-alive connection after keepAliveTi
   assert(performance.now() - started >= 150, "closed before keepAliveTimeout");
 });
 
-Deno.test("serve() [deno] warns that headersTimeout and keepAliveTimeout cannot apply", async () => {
+// Issue 10, point 2: under an fd limit Deno's node:http stopped accepting for good once accept()
+// failed; closing connections beyond maxConnections keeps it from ever failing.
+Deno.test("serve() [node] closes connections beyond maxConnections and serves again after", async () => {
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "http") await countBody(send, receive);
+    },
+    "node",
+    { maxConnections: 2 },
+  );
+  const held = [await RawClient.connect(s.port), await RawClient.connect(s.port)];
+  await sleep(100);
+  using extra = await RawClient.connect(s.port);
+  const ms = await extra.closedWithin(2000);
+  assert(ms < 2000, "a connection beyond maxConnections is still open after 2 s");
+  for (const client of held) client.close();
+  await sleep(100);
+  const response = await fetch(s.url, { method: "POST", body: "hi" });
+  assertEquals(await response.text(), "got 2");
+});
+
+Deno.test("serve() [deno] warns that headersTimeout, keepAliveTimeout and maxConnections cannot apply", async () => {
   await using s = await start(async () => {}, "deno", { headersTimeout: 1000 });
   assertEquals(s.logger.lines("warn").length, 1);
   assertStringIncludes(s.logger.lines("warn")[0]!, 'transport "node"');
 });
 
-Deno.test("serve() rejects a negative headersTimeout or keepAliveTimeout", async () => {
+Deno.test("serve() rejects a negative timeout and a maxConnections below 1", async () => {
   const { assertThrows } = await import("@std/assert");
   const { serve } = await import("../asgi.ts");
   for (const key of ["headersTimeout", "keepAliveTimeout"]) {
@@ -503,4 +524,9 @@ Deno.test("serve() rejects a negative headersTimeout or keepAliveTimeout", async
       `Invalid ${key} -1: use a number of 0 or more`,
     );
   }
+  assertThrows(
+    () => serve(async () => {}, { maxConnections: 0.5, onListen() {} }),
+    RangeError,
+    "Invalid maxConnections 0.5: use an integer of 1 or more, or Infinity",
+  );
 });
