@@ -451,6 +451,73 @@ Deno.test("serve() [deno] keeps serving after accept() runs out of file descript
   assertMatch(stderr, /Listener on 127\.0\.0\.1:\d+ failed: .*; listening again in \d+ ms/);
 });
 
+Deno.test(
+  "serve() [deno] shuts down and rejects finished when the port cannot be bound again",
+  async () => {
+    const root = new URL("..", import.meta.url).pathname;
+    const child = new Deno.Command("bash", {
+      args: [
+        "-c",
+        `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts deno 0`,
+      ],
+      cwd: root,
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const err = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let output = "";
+    let stderr = "";
+    const idle: Deno.TcpConn[] = [];
+    let squatter: Deno.Listener | undefined;
+    try {
+      while (!/listening (\d+)/.test(output)) {
+        const { value, done } = await out.read();
+        if (done) throw new Error(`The server exited before listening: ${output}`);
+        output += value;
+      }
+      const port = Number(/listening (\d+)/.exec(output)![1]);
+      const connecting = (async () => {
+        for (let i = 0; i < 300; i++) {
+          try {
+            idle.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+          } catch {
+            // Refused once the listener has failed.
+          }
+        }
+      })();
+      // As soon as the listener fails, another process takes the port: waiting cannot cure that.
+      while (!/failed: .*listening again/.test(stderr)) {
+        const { value, done } = await err.read();
+        if (done) throw new Error(`The server exited: ${stderr}`);
+        stderr += value;
+      }
+      squatter = Deno.listen({ hostname: "127.0.0.1", port });
+      await connecting;
+      for (;;) {
+        const { value, done } = await err.read();
+        if (done) break;
+        stderr += value;
+      }
+    } finally {
+      for (const conn of idle) conn.close();
+      squatter?.close();
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // It has exited by itself: what the test expects.
+      }
+      await out.cancel();
+      await err.cancel();
+    }
+    const { code } = await child.status;
+    // finished rejected: the fixture's `await server.finished` ends the process with an error.
+    assert(code !== 0, stderr);
+    assertMatch(stderr, /Listener on 127\.0\.0\.1:\d+ is gone: /);
+    assertStringIncludes(stderr, "Shutting down: the server can no longer listen");
+  },
+);
+
 Deno.test("serve() [node] closes a connection that sends no request head within headersTimeout", async () => {
   await using s = await start(
     async (scope, receive, send) => {
