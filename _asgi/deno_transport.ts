@@ -322,6 +322,10 @@ class DenoCycle extends HttpCycle {
 
   protected override refuseBody(): void {
     this.#refused = true;
+    if (this.#whole) {
+      this.#whole = false;
+      this.#body = this.#request.body;
+    }
     // Claim a body nobody read yet before Deno sees the 413: Deno reads an unclaimed body to its
     // end, all of a declared 10 GB, and a reader taken later does not stop that.
     if (this.#body !== null && this.#reader === null) this.#reader = this.#body.getReader();
