@@ -40,7 +40,7 @@ import type {
   ServeOptions,
 } from "./_asgi/types.ts";
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
-import { Core, type Listener, withResolvers } from "./_asgi/core.ts";
+import { type ConnectionLimits, Core, type Listener, withResolvers } from "./_asgi/core.ts";
 import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
 
 export { ASGI_VERSION } from "./_asgi/types.ts";
@@ -74,7 +74,7 @@ export type {
   ServeOptions,
 } from "./_asgi/types.ts";
 
-export { AsgiProtocolError, LifespanError } from "./_asgi/core.ts";
+export { AsgiProtocolError, LifespanError, ResponseCutOffError } from "./_asgi/core.ts";
 
 /**
  * UTF-8 bytes of a text, for the byte strings of ASGI messages (bodies, header names and values),
@@ -112,6 +112,10 @@ export function textBytes(text: string): Uint8Array {
 const DEFAULT_PORT = 8000;
 const DEFAULT_HOSTNAME = "127.0.0.1";
 const DEFAULT_SHUTDOWN_TIMEOUT = 30_000;
+/** Node's `server.headersTimeout` default. */
+const DEFAULT_HEADERS_TIMEOUT = 60_000;
+/** uvicorn's `timeout_keep_alive` and Node's `server.keepAliveTimeout` default. */
+const DEFAULT_KEEP_ALIVE_TIMEOUT = 5_000;
 
 function resolveApp(app: AsgiApplication | { asgi: AsgiApplication }): AsgiApplication {
   if (typeof app === "function") return app;
@@ -265,7 +269,8 @@ function errorMessage(error: unknown): string {
  * - it raises before `http.response.start`: 500 `text/plain` "Internal Server Error";
  * - it returns without starting a response: the same 500 (nothing if the client has gone);
  * - it raises, or returns, after the start: the response is cut off and the connection closed
- *   (no 500 is injected);
+ *   (no 500 is injected); a {@linkcode ResponseCutOffError} does the same on purpose and is
+ *   logged as one warning line, not as an exception with its stack;
  * - a message breaks the protocol (a body before the start, a second start, anything after the
  *   last body, a wrong type, CR or LF in a header, more or fewer bytes than `content-length`):
  *   `send` rejects with {@linkcode AsgiProtocolError}.
@@ -308,6 +313,30 @@ export function serve(
     throw new TypeError(`Invalid transport ${describeValue(transport)}: use "deno" or "node"`);
   }
   checkNonNegative("shutdownTimeout", options.shutdownTimeout);
+  checkNonNegative("headersTimeout", options.headersTimeout);
+  checkNonNegative("keepAliveTimeout", options.keepAliveTimeout);
+  const { maxConnections } = options;
+  if (
+    maxConnections !== undefined &&
+    (typeof maxConnections !== "number" ||
+      !(Number.isInteger(maxConnections) || maxConnections === Infinity) ||
+      maxConnections < 1)
+  ) {
+    throw new RangeError(
+      `Invalid maxConnections ${
+        describeValue(maxConnections)
+      }: use an integer of 1 or more, or Infinity`,
+    );
+  }
+  if (
+    transport === "deno" &&
+    (options.headersTimeout !== undefined || options.keepAliveTimeout !== undefined ||
+      maxConnections !== undefined)
+  ) {
+    core.logger.warn(
+      'headersTimeout, keepAliveTimeout and maxConnections have no effect with transport "deno": Deno.serve cannot bound connections; use transport "node" for them',
+    );
+  }
   if (options.onListen !== undefined && typeof options.onListen !== "function") {
     throw new TypeError(`Invalid onListen ${describeValue(options.onListen)}: use a function`);
   }
@@ -319,6 +348,11 @@ export function serve(
     hostname,
     transport,
     shutdownTimeout: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
+    limits: {
+      headersTimeout: options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT,
+      keepAliveTimeout: options.keepAliveTimeout ?? DEFAULT_KEEP_ALIVE_TIMEOUT,
+      maxConnections: options.maxConnections ?? Infinity,
+    },
     onListen: options.onListen ??
       ((addr) =>
         core.logger.info(`Listening on http://${hostForUrl(addr.hostname)}:${addr.port}/`)),
@@ -350,6 +384,7 @@ interface ServerSettings {
   hostname: string;
   transport: "deno" | "node";
   shutdownTimeout: number;
+  limits: ConnectionLimits;
   onListen: (addr: AsgiServerAddr) => void;
   signal: AbortSignal | undefined;
 }
@@ -364,6 +399,8 @@ class Server implements AsgiServer {
   #stopping = false;
   #stop: Promise<void> | null = null;
   #onAbort: (() => void) | null = null;
+  /** Why the listener died, if it did: `finished` rejects with it. */
+  #fatal: { error: unknown } | null = null;
 
   constructor(core: Core, settings: ServerSettings) {
     this.#core = core;
@@ -402,7 +439,12 @@ class Server implements AsgiServer {
     let listener: Listener;
     try {
       listener = transport === "node"
-        ? await (await import("./_asgi/node_transport.ts")).listenNode(core, hostname, port)
+        ? await (await import("./_asgi/node_transport.ts")).listenNode(
+          core,
+          hostname,
+          port,
+          this.#settings.limits,
+        )
         : listenDeno(core, hostname, port);
     } catch (error) {
       core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorMessage(error)}`);
@@ -416,6 +458,12 @@ class Server implements AsgiServer {
       throw error;
     }
     this.#listener = listener;
+    listener.failed.then((error) => {
+      // The listener cannot be brought back: serve what is in flight, stop, and say why.
+      core.logger.error(`Shutting down: the server can no longer listen (${errorMessage(error)})`);
+      this.#fatal = { error };
+      this.shutdown().catch(() => {});
+    });
     this.#settings.onListen(listener.addr);
     return listener.addr;
   }
@@ -468,7 +516,8 @@ class Server implements AsgiServer {
       throw error;
     }
     this.#release();
-    this.#done.resolve();
+    if (this.#fatal !== null) this.#done.reject(this.#fatal.error);
+    else this.#done.resolve();
   }
 
   #release(): void {

@@ -41,6 +41,33 @@ export class AsgiProtocolError extends Error {
   }
 }
 
+/**
+ * Raised by an application to cut its own response off on purpose, a time limit say: the bridge
+ * ends the exchange as for any exception (500 before the start; after it, the connection closed
+ * without completing the response), but logs one warning line, `Response cut off: <message>`,
+ * instead of "Exception in ASGI application" with a stack. The web layer raises it when a stream
+ * outlives the request time limit.
+ */
+export class ResponseCutOffError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message Why the response is cut off; it is logged as the warning.
+   * @param options The underlying cause, if any.
+   *
+   * @example A stream cut at a deadline
+   * ```ts
+   * import { ResponseCutOffError } from "@stellarator/stellarator/asgi";
+   * const error = new ResponseCutOffError("GET /feed was still streaming at its limit of 1 s");
+   * console.assert(error.name === "ResponseCutOffError");
+   * ```
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ResponseCutOffError";
+  }
+}
+
 /** Lifespan startup or shutdown failed: the application said so, or raised with lifespan `"on"`. */
 export class LifespanError extends Error {
   /** The phase that failed. */
@@ -201,6 +228,16 @@ const TOKEN: Uint8Array = (() => {
   return table;
 })();
 
+/** What bounds a server's connections; see `ServeOptions`. */
+export interface ConnectionLimits {
+  /** Milliseconds from the connection (or previous response) to the end of the request head. */
+  headersTimeout: number;
+  /** Milliseconds idle between a response and the next request on a kept-alive connection. */
+  keepAliveTimeout: number;
+  /** Connections served at once; more are closed as soon as they are accepted. */
+  maxConnections: number;
+}
+
 /** A listening transport, as `serve` drives it. */
 export interface Listener {
   /** The bound address. */
@@ -209,6 +246,8 @@ export interface Listener {
   close(): Promise<void>;
   /** Drops the connections that are left (after `Core.abortAll`). */
   forceClose(): void;
+  /** Settles, with the reason, if the transport stops listening for good by itself. */
+  readonly failed: Promise<unknown>;
 }
 
 /** Settings shared by every request of one server or fetch handler. */
@@ -313,6 +352,16 @@ function isNullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
 }
 
+/**
+ * A 205 carries no content, but unlike 204 and 304 its framing still counts (RFC 9112 §6.3): it
+ * states `content-length: 0` (RFC 9110 §15.3.6), whatever length the application declared.
+ */
+function resetContentHeaders(headers: [string, string][]): [string, string][] {
+  const kept = headers.filter(([name]) => name.toLowerCase() !== "content-length");
+  kept.push(["content-length", "0"]);
+  return kept;
+}
+
 function describe(value: unknown): string {
   if (value === null) return "null";
   if (value instanceof Uint8Array) return "Uint8Array";
@@ -383,7 +432,10 @@ export abstract class HttpCycle {
     this.#expectedLength = expectedLength;
   }
 
-  /** Sends a complete response. `body` is `null` when the response must not carry one. */
+  /**
+   * Sends a complete response. `body` is `null` when the response must not carry one. For HEAD,
+   * `body` is what a GET would get: the transport states its length and sends no body.
+   */
   protected abstract sendWhole(
     status: number,
     headers: [string, string][],
@@ -410,6 +462,11 @@ export abstract class HttpCycle {
   protected watchClient(): void {}
   /** Releases what the transport holds once the cycle is over. */
   protected closeExchange(): void {}
+  /**
+   * The request body exceeded `maxBodySize` and will not be read on: the transport should close
+   * the connection once the 413 is out rather than read the rest.
+   */
+  protected refuseBody(): void {}
 
   /** `true` once the response head has been handed to the transport. */
   protected get headSent(): boolean {
@@ -648,7 +705,7 @@ export abstract class HttpCycle {
       }
     }
     this.#status = status;
-    this.#headers = headers;
+    this.#headers = status === 205 ? resetContentHeaders(headers) : headers;
     this.#declaredLength = declared;
     this.#discard = this.scope.method === "HEAD" || isNullBodyStatus(status);
     this.#phase = STARTED;
@@ -686,7 +743,11 @@ export abstract class HttpCycle {
     if (this.#phase === STARTED) {
       if (discard) {
         this.#phase = more ? STREAMING : DONE;
-        this.sendWhole(this.#status, this.#headers, null);
+        // A HEAD response given whole, without a content-length, goes out with its body so the
+        // transport states the length a GET would get (RFC 9110 §9.3.2); both transports drop
+        // the bytes themselves. Else no body, and no length unless the application set one.
+        const whole = !more && declared < 0 && body.length > 0 && !isNullBodyStatus(this.#status);
+        this.sendWhole(this.#status, this.#headers, whole ? body : null);
       } else if (!more) {
         this.#phase = DONE;
         this.sendWhole(this.#status, this.#headers, body);
@@ -725,7 +786,12 @@ export abstract class HttpCycle {
   }
 
   #raised(error: unknown): void {
-    if (error !== this.#reported) this.core.logger.error("Exception in ASGI application\n", error);
+    if (error instanceof ResponseCutOffError) {
+      // Intended, and said so by the application: one line, no stack (issue 10, point 7).
+      this.core.logger.warn(`Response cut off: ${error.message}`);
+    } else if (error !== this.#reported) {
+      this.core.logger.error("Exception in ASGI application\n", error);
+    }
     const phase = this.#phase;
     if (phase === DONE) return;
     if (!this.#gone) {
@@ -743,6 +809,8 @@ export abstract class HttpCycle {
   }
 
   #tooLarge(): void {
+    // First, while the transport can still act before the 413 is on its way.
+    this.refuseBody();
     if (this.#phase === AWAIT_START) {
       this.sendWhole(413, [
         ["content-type", "text/plain; charset=utf-8"],

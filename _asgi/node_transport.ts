@@ -10,7 +10,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { HttpScope } from "./types.ts";
-import { type Core, HttpCycle, httpScope, type Listener, parseContentLength } from "./core.ts";
+import {
+  type ConnectionLimits,
+  type Core,
+  HttpCycle,
+  httpScope,
+  type Listener,
+  parseContentLength,
+} from "./core.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
 interface ServerState {
@@ -182,12 +189,34 @@ function handleNode(
  * @param core The shared state.
  * @param hostname The interface.
  * @param port The port.
+ * @param limits How long a connection may take to send its request head and stay idle
+ *   between requests, in milliseconds (0: no limit), and how many are served at once.
  * @returns The listener, once it listens.
  */
-export async function listenNode(core: Core, hostname: string, port: number): Promise<Listener> {
+export async function listenNode(
+  core: Core,
+  hostname: string,
+  port: number,
+  limits: ConnectionLimits,
+): Promise<Listener> {
   const state: ServerState = { closing: false, closeIdle: () => {} };
-  const server = createServer((request, response) => handleNode(core, state, request, response));
+  const { headersTimeout, keepAliveTimeout, maxConnections } = limits;
+  const server = createServer({
+    headersTimeout,
+    keepAliveTimeout,
+    // Node's 300 s cap on a whole request would cut long uploads off; uvicorn and the deno
+    // transport have none: the application bounds how long it reads.
+    requestTimeout: 0,
+    // Node checks headersTimeout on this period (30 s by default): a shorter limit needs a
+    // shorter period to be kept within a quarter of itself.
+    connectionsCheckingInterval: headersTimeout > 0
+      ? Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4)))
+      : 30_000,
+  }, (request, response) => handleNode(core, state, request, response));
   state.closeIdle = () => server.closeIdleConnections();
+  // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
+  // node:http stops accepting for good (measured on Deno 2.9.6).
+  if (maxConnections !== Infinity) server.maxConnections = maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, hostname, () => {
@@ -195,7 +224,18 @@ export async function listenNode(core: Core, hostname: string, port: number): Pr
       resolve();
     });
   });
+  // An accept error (EMFILE under an fd limit) must never end the process: log it; the server
+  // keeps listening, and the timeouts free the fds of idle connections.
   const info = server.address() as AddressInfo;
+  let lastLogged = -Infinity;
+  server.on("error", (error: Error) => {
+    const now = performance.now();
+    if (now - lastLogged < 1000) return;
+    lastLogged = now;
+    core.logger.error(
+      `Cannot accept a connection on ${info.address}:${info.port}: ${error.message}`,
+    );
+  });
   return {
     addr: { transport: "tcp", hostname: info.address, port: info.port },
     close: () =>
@@ -205,5 +245,6 @@ export async function listenNode(core: Core, hostname: string, port: number): Pr
         server.closeIdleConnections();
       }),
     forceClose: () => server.closeAllConnections(),
+    failed: new Promise(() => {}),
   };
 }

@@ -556,6 +556,32 @@ export interface ServeOptions extends FetchHandlerOptions {
    */
   transport?: "deno" | "node";
   /**
+   * How long a connection may take to send a complete request head, in milliseconds, from when
+   * it opens or its previous response ends; then it is closed (Node answers 408 first). `0`: no
+   * limit. Node's default. Applies to `transport: "node"` only: `Deno.serve` offers no such
+   * control (see the README's limits).
+   *
+   * @default {60000}
+   */
+  headersTimeout?: number;
+  /**
+   * How long a kept-alive connection may stay idle between requests, in milliseconds, before it
+   * is closed. `0`: no limit. The default of uvicorn and Node. Applies to `transport: "node"`
+   * only, as `headersTimeout`.
+   *
+   * @default {5000}
+   */
+  keepAliveTimeout?: number;
+  /**
+   * The most connections served at once; a connection beyond is closed as soon as it is
+   * accepted. Keeps accepting from running out of file descriptors: leave some 200 of
+   * `ulimit -n` spare. Applies to `transport: "node"` only (Node's `server.maxConnections`), as
+   * `headersTimeout`.
+   *
+   * @default {Infinity}
+   */
+  maxConnections?: number;
+  /**
    * How long `shutdown()` waits for requests in flight, in milliseconds. Then their applications
    * see `http.disconnect`, unstarted responses get 500 and started ones are cut off, after
    * which lifespan shutdown runs.
@@ -588,7 +614,8 @@ export interface AsgiServer extends AsyncDisposable {
   readonly addr: Promise<AsgiServerAddr>;
   /**
    * Settles when the server has stopped and lifespan shutdown has run; rejects when startup,
-   * listening or lifespan shutdown failed.
+   * listening or lifespan shutdown failed, or when the listener died for good (its port could
+   * not be bound again after an accept error): then the server has shut down gracefully first.
    */
   readonly finished: Promise<void>;
   /**

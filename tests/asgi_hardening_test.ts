@@ -1,0 +1,605 @@
+/**
+ * The bridge under traffic a test client would not send by accident: bodies that arrive after
+ * their headers, uploads over the limit, and HTTP details a browser never exercises. Each test is a
+ * regression test for a defect of issue 10 ("Survive real traffic"), named after it, and runs on
+ * both transports over real sockets unless the defect belongs to one.
+ */
+import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
+import { type Receive, ResponseCutOffError, type Send } from "../asgi.ts";
+import { bytes, readBody, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+
+/** Answers 200 with the number of body bytes the app received. */
+async function countBody(send: Send, receive: Receive): Promise<void> {
+  const messages = await readBody(receive);
+  const length = messages.reduce((n, m) => n + m.body.length, 0);
+  await send({
+    type: "http.response.start",
+    status: 200,
+    headers: [[bytes("content-type"), bytes("text/plain")]],
+  });
+  await send({ type: "http.response.body", body: bytes(`got ${length}`) });
+}
+
+const latin1 = (data: Uint8Array): string => String.fromCharCode(...data);
+
+/**
+ * A raw HTTP/1.1 client on one TCP connection, for what `fetch` would smooth over: when bytes are
+ * written, whether the connection is reused, and when the server closes it.
+ */
+class RawClient {
+  readonly #conn: Deno.TcpConn;
+  #buffered = "";
+  #closed = false;
+
+  private constructor(conn: Deno.TcpConn) {
+    this.#conn = conn;
+  }
+
+  static async connect(port: number): Promise<RawClient> {
+    return new RawClient(await Deno.connect({ hostname: "127.0.0.1", port }));
+  }
+
+  async write(text: string): Promise<void> {
+    const data = Uint8Array.from(text, (c) => c.charCodeAt(0));
+    for (let written = 0; written < data.length;) {
+      written += await this.#conn.write(data.subarray(written));
+    }
+  }
+
+  /** Writes what it can: a server that refuses the upload may close the connection midway. */
+  async writeUntilClosed(text: string): Promise<void> {
+    try {
+      await this.write(text);
+    } catch (error) {
+      if (
+        !(error instanceof Deno.errors.BrokenPipe || error instanceof Deno.errors.ConnectionReset)
+      ) {
+        throw error;
+      }
+    }
+  }
+
+  /** Reads more bytes; `false` once the server has closed (or reset) the connection. */
+  async #fill(timeoutMs: number): Promise<boolean> {
+    if (this.#closed) return false;
+    const buffer = new Uint8Array(65536);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<"expired">((resolve) => {
+      timer = setTimeout(() => resolve("expired"), timeoutMs);
+    });
+    try {
+      const n = await Promise.race([this.#conn.read(buffer), expired]);
+      if (n === "expired") throw new Error(`Nothing arrived within ${timeoutMs} ms`);
+      if (n === null) {
+        this.#closed = true;
+        return false;
+      }
+      this.#buffered += latin1(buffer.subarray(0, n));
+      return true;
+    } catch (error) {
+      if (error instanceof Deno.errors.ConnectionReset) {
+        this.#closed = true;
+        return false;
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Reads one response with a `content-length` body (or none), within `timeoutMs`. `bodiless`
+   * for the answer to HEAD, and for 204 and 304, whose content-length is not followed by bytes.
+   */
+  async response(
+    { timeoutMs = 5000, bodiless = false } = {},
+  ): Promise<{ head: string; body: string }> {
+    const until = performance.now() + timeoutMs;
+    for (;;) {
+      const end = this.#buffered.indexOf("\r\n\r\n");
+      if (end !== -1) {
+        const head = this.#buffered.slice(0, end);
+        const length = bodiless || /^HTTP\/1\.1 (204|304) /.test(head)
+          ? 0
+          : Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (this.#buffered.length >= end + 4 + length) {
+          const body = this.#buffered.slice(end + 4, end + 4 + length);
+          this.#buffered = this.#buffered.slice(end + 4 + length);
+          return { head, body };
+        }
+      }
+      if (!await this.#fill(Math.max(1, until - performance.now()))) {
+        throw new Error(`Connection closed before a whole response: ${this.#buffered}`);
+      }
+    }
+  }
+
+  /** Milliseconds until the server closes the connection, or `Infinity` after `timeoutMs`. */
+  async closedWithin(timeoutMs: number): Promise<number> {
+    const start = performance.now();
+    try {
+      while (await this.#fill(Math.max(1, timeoutMs - (performance.now() - start)))) {
+        // Bytes after the response (there should be none) are kept for the assertion message.
+      }
+    } catch {
+      return Infinity;
+    }
+    return performance.now() - start;
+  }
+
+  /** Bytes received but not yet read as part of a response. */
+  get pending(): string {
+    return this.#buffered;
+  }
+
+  close(): void {
+    try {
+      this.#conn.close();
+    } catch {
+      // Closed by the server already.
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+for (const transport of TRANSPORTS) {
+  const name = (behaviour: string) => `serve() [${transport}] ${behaviour}`;
+
+  // Issue 10, point 1: after the last content-length byte the deno transport never read the body
+  // to its end, so Deno answered "connection: close" and left the socket in CLOSE-WAIT.
+  Deno.test(
+    name("keeps the connection alive after a POST body that arrives after its headers"),
+    async (t) => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type === "http") await countBody(send, receive);
+      }, transport);
+      // 5 bytes are read whole, 100,000 (over 64 KiB) stream in chunks: both paths of deno.
+      for (const size of [5, 100_000]) {
+        await t.step(`${size} bytes`, async () => {
+          using client = await RawClient.connect(s.port);
+          for (let i = 0; i < 3; i++) {
+            await client.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${size}\r\n\r\n`);
+            await sleep(30);
+            await client.write("x".repeat(size));
+            const { head, body } = await client.response();
+            assertMatch(head, /^HTTP\/1\.1 200 /);
+            assertEquals(body, `got ${size}`);
+            assert(!/\r\nconnection: close/i.test(head), head);
+          }
+        });
+      }
+    },
+  );
+
+  Deno.test(
+    name("keeps the connection alive after a chunked body whose end arrives late"),
+    async () => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type === "http") await countBody(send, receive);
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      for (let i = 0; i < 3; i++) {
+        await client.write(
+          "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+        );
+        await sleep(30);
+        await client.write("0\r\n\r\n");
+        const { head, body } = await client.response();
+        assertEquals(body, "got 5");
+        assert(!/\r\nconnection: close/i.test(head), head);
+      }
+    },
+  );
+
+  // node:http reads on and waits for the rest of the upload, then reuses the connection; Deno
+  // held the socket, answered but never closed, until a garbage collection.
+  if (transport === "deno") {
+    Deno.test(
+      name("closes the connection promptly when the app leaves a started body unread"),
+      async () => {
+        await using s = await start(async (scope, receive, send) => {
+          if (scope.type !== "http") return;
+          await receive(); // the first chunk only
+          await send({ type: "http.response.start", status: 400 });
+          await send({ type: "http.response.body", body: bytes("no") });
+        }, transport);
+        using client = await RawClient.connect(s.port);
+        await client.write("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+        await client.write("5\r\nhello\r\n");
+        const { head } = await client.response();
+        assertMatch(head, /^HTTP\/1\.1 400 /);
+        const ms = await client.closedWithin(2000);
+        assert(ms < 2000, "the connection is still open after 2 s");
+      },
+    );
+  }
+
+  // Issue 10, point 3: the 413 went out, but the deno transport neither read nor closed the
+  // connection, so the client hung until its own timeout (node closes in ~0.03 s).
+  Deno.test(name("closes an oversized chunked upload promptly"), async () => {
+    await using s = await start(
+      async (scope, receive, send) => {
+        if (scope.type === "http") await countBody(send, receive);
+      },
+      transport,
+      { maxBodySize: 1000 },
+    );
+    using client = await RawClient.connect(s.port);
+    await client.writeUntilClosed(
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+        `400\r\n${"x".repeat(1024)}\r\n`.repeat(3),
+    );
+    const { head, body } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 413 /);
+    assertEquals(body, "Content Too Large");
+    // Tolerant of a busy machine: node measures ~30 ms, a stalled connection never closes.
+    const ms = await client.closedWithin(2000);
+    assert(ms < 2000, "the connection is still open after 2 s");
+  });
+
+  Deno.test(
+    name("closes an upload whose content-length exceeds maxBodySize promptly"),
+    async (t) => {
+      await using s = await start(
+        async (scope, receive, send) => {
+          if (scope.type === "http") await countBody(send, receive);
+        },
+        transport,
+        { maxBodySize: 1000 },
+      );
+      // 5,000 bytes would be read whole on deno, 100 MB streamed: both paths. The client sends
+      // 2 KiB and waits; without a prompt close Deno would wait for (or read) the rest.
+      for (const declared of [5000, 100_000_000]) {
+        await t.step(`content-length ${declared}`, async () => {
+          using client = await RawClient.connect(s.port);
+          await client.writeUntilClosed(
+            `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${declared}\r\n\r\n` +
+              "x".repeat(2048),
+          );
+          const { head } = await client.response();
+          assertMatch(head, /^HTTP\/1\.1 413 /);
+          const ms = await client.closedWithin(2000);
+          assert(ms < 2000, "the connection is still open after 2 s");
+        });
+      }
+    },
+  );
+
+  // Issue 10, point 10: on deno a HEAD response without a content-length went out with
+  // "content-length: 0" while the GET sent 21 bytes (RFC 9110 §8.6).
+  Deno.test(
+    name("states the GET's length, or none, for a HEAD response without content-length"),
+    async (t) => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        await send({
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("content-type"), bytes("text/plain")]],
+        });
+        const body = bytes("twenty-one bytes long");
+        if (scope.path === "/stream") {
+          await send({ type: "http.response.body", body, more_body: true });
+          await send({ type: "http.response.body" });
+        } else {
+          await send({ type: "http.response.body", body });
+        }
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      await t.step("a whole body: the length a GET gets", async () => {
+        await client.write("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n");
+        const { head, body } = await client.response({ bodiless: true });
+        assertMatch(head, /\r\ncontent-length: 21(\r\n|$)/i);
+        assertEquals(body, "");
+      });
+      await t.step("a streamed body: no length at all", async () => {
+        await client.write("HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+        const { head, body } = await client.response({ bodiless: true });
+        assert(!/\r\ncontent-length:/i.test(head), head);
+        assertEquals(body, "");
+      });
+      await t.step("the connection still serves a GET with the 21 bytes", async () => {
+        await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        const { body } = await client.response();
+        assertEquals(body, "twenty-one bytes long");
+      });
+    },
+  );
+
+  // Issue 10, point 7: a stream the web layer cuts off at its request limit was logged as
+  // "Exception in ASGI application" with a stack, 993 lines in one storm.
+  Deno.test(
+    name("logs a ResponseCutOffError as one warning line and cuts the stream"),
+    async () => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        await send({ type: "http.response.start", status: 200 });
+        await send({ type: "http.response.body", body: bytes("partial"), more_body: true });
+        throw new ResponseCutOffError("GET / was still streaming at its limit of 0.1 s");
+      }, transport);
+      const raw = await rawExchange(s.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      // Chunked and never terminated: the client cannot take the body for a whole one.
+      assert(!raw.includes("\r\n0\r\n\r\n"), raw);
+      assertEquals(s.logger.lines("error"), []);
+      assertEquals(s.logger.lines("warn"), [
+        "Response cut off: GET / was still streaming at its limit of 0.1 s",
+      ]);
+    },
+  );
+
+  // Issue 10, point 10: "get / HTTP/1.1" reached the app as method "get" on deno.
+  Deno.test(name("answers 400 to a lower-case method without calling the app"), async () => {
+    let calls = 0;
+    await using s = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      calls++;
+      await countBody(send, receive);
+    }, transport);
+    using client = await RawClient.connect(s.port);
+    await client.write("get / HTTP/1.1\r\nHost: x\r\n\r\n");
+    const { head } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 400 /);
+    assertEquals(calls, 0);
+  });
+
+  // Issue 10, point 10: 205 and 304 must drop the body as 204 does, whatever the app declares.
+  Deno.test(
+    name("drops the body of 205 and 304 responses as of 204, for GET and HEAD"),
+    async (t) => {
+      for (const status of [204, 205, 304]) {
+        await t.step(String(status), async () => {
+          await using s = await start(async (scope, receive, send) => {
+            if (scope.type !== "http") return;
+            await readBody(receive);
+            const length: [Uint8Array, Uint8Array][] = scope.path === "/declared"
+              ? [[bytes("content-length"), bytes("7")]]
+              : [];
+            await send({
+              type: "http.response.start",
+              status,
+              headers: [...length, [bytes("etag"), bytes('"x"')]],
+            });
+            await send({ type: "http.response.body", body: bytes("ignored") });
+          }, transport);
+          for (const path of ["/", "/declared"]) {
+            const head = await rawExchange(s.port, `HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+            assertMatch(head, new RegExp(`^HTTP/1\\.1 ${status} `));
+          }
+          const raw = await rawExchange(s.port, `GET /declared HTTP/1.1\r\nHost: x\r\n\r\n`);
+          assertMatch(raw, new RegExp(`^HTTP/1\\.1 ${status} `));
+          assertStringIncludes(raw, 'etag: "x"');
+          assert(!raw.includes("ignored"), raw);
+          // Deno.serve strips the content-length of a 205 (clients then wait for the connection to
+          // close: a limit the README states); node:http sends the 0 the bridge sets.
+          if (status === 205 && transport === "node") {
+            assertMatch(raw, /\r\ncontent-length: 0\r\n/i);
+          }
+          assertEquals(s.logger.lines("error"), []);
+        });
+      }
+    },
+  );
+}
+
+/** Everything the server sends for `request` within 300 ms of quiet (keep-alive kept open). */
+async function rawExchange(port: number, request: string): Promise<string> {
+  using client = await RawClient.connect(port);
+  await client.write(request);
+  let out = "";
+  try {
+    const { head, body } = await client.response({ timeoutMs: 2000 });
+    out = `${head}\r\n\r\n${body}`;
+    await client.closedWithin(300);
+    out += client.pending;
+  } catch (error) {
+    out += String(error);
+  }
+  return out;
+}
+
+// Issue 10, point 2: under a 1024-fd limit, 1,100 idle connections made accept() fail with "Too
+// many open files"; the rejection of Deno.serve's `finished` went unhandled and the process
+// exited with code 1.
+Deno.test("serve() [deno] keeps serving after accept() runs out of file descriptors", async () => {
+  const root = new URL("..", import.meta.url).pathname;
+  const child = new Deno.Command("bash", {
+    args: [
+      "-c",
+      `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts deno 0`,
+    ],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let output = "";
+  try {
+    while (!/listening (\d+)/.test(output)) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`The server exited before listening: ${output}`);
+      output += value;
+    }
+    const port = Number(/listening (\d+)/.exec(output)![1]);
+    const idle: Deno.TcpConn[] = [];
+    for (let i = 0; i < 300; i++) {
+      try {
+        idle.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+      } catch {
+        // Refused while the listener is being bound again: that is the point.
+      }
+    }
+    await sleep(300);
+    for (const conn of idle) conn.close();
+    // The listener is bound again after a back-off of at most 2 s.
+    let answer = "";
+    for (const until = performance.now() + 10_000; performance.now() < until;) {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: "hi" });
+        answer = await response.text();
+        break;
+      } catch {
+        await sleep(200);
+      }
+    }
+    assertEquals(answer, "ok 2");
+  } finally {
+    child.kill("SIGTERM");
+    await lines.cancel();
+  }
+  const stderr = await new Response(child.stderr).text();
+  const { code } = await child.status;
+  assertEquals(code, 0, stderr);
+  assertMatch(stderr, /Listener on 127\.0\.0\.1:\d+ failed: .*; listening again in \d+ ms/);
+});
+
+Deno.test(
+  "serve() [deno] shuts down and rejects finished when the port cannot be bound again",
+  async () => {
+    const root = new URL("..", import.meta.url).pathname;
+    const child = new Deno.Command("bash", {
+      args: [
+        "-c",
+        `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts deno 0`,
+      ],
+      cwd: root,
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const err = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let output = "";
+    let stderr = "";
+    const idle: Deno.TcpConn[] = [];
+    let squatter: Deno.Listener | undefined;
+    try {
+      while (!/listening (\d+)/.test(output)) {
+        const { value, done } = await out.read();
+        if (done) throw new Error(`The server exited before listening: ${output}`);
+        output += value;
+      }
+      const port = Number(/listening (\d+)/.exec(output)![1]);
+      const connecting = (async () => {
+        for (let i = 0; i < 300; i++) {
+          try {
+            idle.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+          } catch {
+            // Refused once the listener has failed.
+          }
+        }
+      })();
+      // As soon as the listener fails, another process takes the port: waiting cannot cure that.
+      while (!/failed: .*listening again/.test(stderr)) {
+        const { value, done } = await err.read();
+        if (done) throw new Error(`The server exited: ${stderr}`);
+        stderr += value;
+      }
+      squatter = Deno.listen({ hostname: "127.0.0.1", port });
+      await connecting;
+      for (;;) {
+        const { value, done } = await err.read();
+        if (done) break;
+        stderr += value;
+      }
+    } finally {
+      for (const conn of idle) conn.close();
+      squatter?.close();
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // It has exited by itself: what the test expects.
+      }
+      await out.cancel();
+      await err.cancel();
+    }
+    const { code } = await child.status;
+    // finished rejected: the fixture's `await server.finished` ends the process with an error.
+    assert(code !== 0, stderr);
+    assertMatch(stderr, /Listener on 127\.0\.0\.1:\d+ is gone: /);
+    assertStringIncludes(stderr, "Shutting down: the server can no longer listen");
+  },
+);
+
+Deno.test("serve() [node] closes a connection that sends no request head within headersTimeout", async () => {
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "http") await countBody(send, receive);
+    },
+    "node",
+    { headersTimeout: 300 },
+  );
+  using silent = await RawClient.connect(s.port);
+  using partial = await RawClient.connect(s.port);
+  await partial.write("GET / HTTP/1.1\r\nHost: x\r\n");
+  // Node checks on a quarter of the limit; generous bounds for a busy machine.
+  for (const client of [silent, partial]) {
+    const ms = await client.closedWithin(3000);
+    assert(ms < 3000, "the connection is still open after 3 s");
+  }
+});
+
+Deno.test("serve() [node] closes an idle kept-alive connection after keepAliveTimeout", async () => {
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "http") await countBody(send, receive);
+    },
+    "node",
+    { keepAliveTimeout: 200 },
+  );
+  using client = await RawClient.connect(s.port);
+  await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  await client.response();
+  const started = performance.now();
+  const ms = await client.closedWithin(5000);
+  // Node adds one second to the socket timeout it derives from keepAliveTimeout.
+  assert(ms < 5000, "the connection is still open after 5 s");
+  assert(performance.now() - started >= 150, "closed before keepAliveTimeout");
+});
+
+// Issue 10, point 2: under an fd limit Deno's node:http stopped accepting for good once accept()
+// failed; closing connections beyond maxConnections keeps it from ever failing.
+Deno.test("serve() [node] closes connections beyond maxConnections and serves again after", async () => {
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "http") await countBody(send, receive);
+    },
+    "node",
+    { maxConnections: 2 },
+  );
+  const held = [await RawClient.connect(s.port), await RawClient.connect(s.port)];
+  await sleep(100);
+  using extra = await RawClient.connect(s.port);
+  const ms = await extra.closedWithin(2000);
+  assert(ms < 2000, "a connection beyond maxConnections is still open after 2 s");
+  for (const client of held) client.close();
+  await sleep(100);
+  const response = await fetch(s.url, { method: "POST", body: "hi" });
+  assertEquals(await response.text(), "got 2");
+});
+
+Deno.test("serve() [deno] warns that headersTimeout, keepAliveTimeout and maxConnections cannot apply", async () => {
+  await using s = await start(async () => {}, "deno", { headersTimeout: 1000 });
+  assertEquals(s.logger.lines("warn").length, 1);
+  assertStringIncludes(s.logger.lines("warn")[0]!, 'transport "node"');
+});
+
+Deno.test("serve() rejects a negative timeout and a maxConnections below 1", async () => {
+  const { assertThrows } = await import("@std/assert");
+  const { serve } = await import("../asgi.ts");
+  for (const key of ["headersTimeout", "keepAliveTimeout"]) {
+    assertThrows(
+      () => serve(async () => {}, { [key]: -1, onListen() {} }),
+      RangeError,
+      `Invalid ${key} -1: use a number of 0 or more`,
+    );
+  }
+  assertThrows(
+    () => serve(async () => {}, { maxConnections: 0.5, onListen() {} }),
+    RangeError,
+    "Invalid maxConnections 0.5: use an integer of 1 or more, or Infinity",
+  );
+});
