@@ -8,13 +8,18 @@
  * @module
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { HttpScope } from "./types.ts";
 import { type Core, HttpCycle, httpScope, type Listener, parseContentLength } from "./core.ts";
+import { nodeUpgradeHandler } from "./node_websocket.ts";
+import { maxMessageSizeOf } from "./websocket.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
 interface ServerState {
   closing: boolean;
+  /** `"https"` over TLS. */
+  scheme: string;
   closeIdle(): void;
 }
 
@@ -165,7 +170,7 @@ function handleNode(
   const socket = request.socket;
   const scope = httpScope(core, {
     method: request.method ?? "GET",
-    scheme: "http",
+    scheme: state.scheme,
     httpVersion: request.httpVersion,
     rawPath: queryStart === -1 ? target : target.slice(0, queryStart),
     query: queryStart === -1 ? "" : target.slice(queryStart + 1),
@@ -182,11 +187,29 @@ function handleNode(
  * @param core The shared state.
  * @param hostname The interface.
  * @param port The port.
+ * @param tls The certificate chain and key (PEM), for HTTPS through `node:https`.
  * @returns The listener, once it listens.
  */
-export async function listenNode(core: Core, hostname: string, port: number): Promise<Listener> {
-  const state: ServerState = { closing: false, closeIdle: () => {} };
-  const server = createServer((request, response) => handleNode(core, state, request, response));
+export async function listenNode(
+  core: Core,
+  hostname: string,
+  port: number,
+  tls?: { cert: string; key: string },
+): Promise<Listener> {
+  const state: ServerState = {
+    closing: false,
+    scheme: tls === undefined ? "http" : "https",
+    closeIdle: () => {},
+  };
+  const handler = (request: IncomingMessage, response: ServerResponse) =>
+    handleNode(core, state, request, response);
+  const server = tls === undefined ? createServer(handler) : createTlsServer(tls, handler);
+  const upgrade = await nodeUpgradeHandler(
+    core,
+    maxMessageSizeOf(core),
+    tls === undefined ? "ws" : "wss",
+  );
+  server.on("upgrade", upgrade);
   state.closeIdle = () => server.closeIdleConnections();
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
