@@ -137,6 +137,15 @@ export type SocketHandler<A extends object = Record<never, never>> = (
 ) => Promise<void> | void;
 
 /**
+ * Any handler of an App's routes: a {@linkcode WebHandler}, or a {@linkcode SocketHandler} for
+ * routes whose methods are `["WEBSOCKET"]`. Name it when one router holds both kinds:
+ * `new AsgiRouter<AppHandler>({ routes })`.
+ *
+ * @typeParam A The app's attributes, see {@linkcode App}.
+ */
+export type AppHandler<A extends object = Record<never, never>> = WebHandler<A> | SocketHandler<A>;
+
+/**
  * A background task, registered with {@linkcode Request.registerBackground}. It is called with one
  * argument, a signal that aborts when the task reaches its time limit or the app shuts down; a
  * zero-argument function fits too.
@@ -197,7 +206,7 @@ export interface AppOptions<A extends object = Record<never, never>> {
    * Routes requests to handlers; routes whose methods are `["WEBSOCKET"]` take a
    * {@linkcode SocketHandler}.
    */
-  router: AsgiRouter<WebHandler<A> | SocketHandler<A>>;
+  router: AsgiRouter<AppHandler<A>>;
   /**
    * The longest a handler may take to start its response, in seconds; then the client gets 408.
    *
@@ -1098,7 +1107,7 @@ export class AppBase<A extends object = Record<never, never>> {
   static readonly LIFESPAN_SHUTDOWN: "lifespan.shutdown" = "lifespan.shutdown";
 
   /** Routes requests (and WebSockets) to handlers. */
-  readonly router: AsgiRouter<WebHandler<A> | SocketHandler<A>>;
+  readonly router: AsgiRouter<AppHandler<A>>;
   /** The request time limit in seconds, or `undefined` for none. */
   readonly requestTimeLimit: number | undefined;
   /** The time limit of each background task in seconds, or `undefined` for none. */

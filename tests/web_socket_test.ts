@@ -6,6 +6,7 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import {
   App,
+  type AppHandler,
   AsgiRouter,
   createFetchHandler,
   type Request,
@@ -20,7 +21,7 @@ import { RecordingLogger } from "./fixtures/asgi_harness.ts";
 import { rawRequest } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
 
-type Handler = WebHandler | SocketHandler;
+type Handler = AppHandler;
 
 class Logs extends RecordingLogger {
   debug(...data: unknown[]): void {
