@@ -106,7 +106,7 @@ class NodeWebSocketCycle extends WebSocketCycle {
           this.core.logger.warn(
             `WebSocket message exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
           );
-          this.closed(MESSAGE_TOO_BIG, "Message too big");
+          this.closed(MESSAGE_TOO_BIG, "");
         }
       });
       ws.on("close", (code, reason) => this.closed(code, utf8.decode(reason)));

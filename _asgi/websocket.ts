@@ -380,7 +380,7 @@ export abstract class WebSocketCycle {
       this.core.logger.warn(
         `WebSocket message of ${size} bytes exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
       );
-      this.#closeBy(MESSAGE_TOO_BIG, "Message too big");
+      this.#closeBy(MESSAGE_TOO_BIG, "");
       return;
     }
     const message: WebSocketReceiveMessage = typeof data === "string"
