@@ -1,6 +1,7 @@
 /**
- * A faithful bridge that runs ASGI 3.0 applications (HTTP spec 2.1, WebSocket 2.5, lifespan 2.0), written
- * in TypeScript, on `Deno.serve` — or on `node:http`, which also makes it run on Node.js.
+ * A faithful bridge that runs ASGI 3.0 applications (HTTP spec 2.1, WebSocket 2.5, lifespan
+ * 2.0), written in TypeScript, on `Deno.serve` — or on `node:http`, which also makes it run on
+ * Node.js.
  *
  * An ASGI application is one async function of a connection `scope` and two callables: `receive`
  * for events from the client and `send` for events to it. Message and scope keys are the ASGI
