@@ -265,7 +265,12 @@ export function createFetchHandler(
       return lifespan.startup().then(() => handleFetch(core, request, info, null), unavailable);
     },
     startup: () => lifespan.startup(),
-    shutdown: () => lifespan.shutdown(),
+    shutdown: () => {
+      // Open WebSockets learn that the server restarts; nothing waits for their closing
+      // handshakes here, since a Fetch host gives no time limit to bound the wait.
+      void closeWebSockets(core);
+      return lifespan.shutdown();
+    },
   };
 }
 

@@ -1117,7 +1117,7 @@ export class AppBase<A extends object = Record<never, never>> {
   /** How long shutdown waits for requests and background tasks, in seconds. */
   readonly shutdownGracePeriod: number;
   /**
-   * The app as an ASGI application: serves `http` and `lifespan` scopes. It is bound to the app,
+   * The app as an ASGI application: serves `http`, `websocket` and `lifespan` scopes. It is bound to the app,
    * so it can be passed on alone: `serve(app.asgi)` works as well as `serve(app)`.
    */
   readonly asgi: AsgiApplication;

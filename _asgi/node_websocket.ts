@@ -27,7 +27,9 @@ interface WsSocket {
   terminate(): void;
   pause(): void;
   resume(): void;
+  ping(): void;
   on(event: "message", listener: (data: Uint8Array, isBinary: boolean) => void): void;
+  on(event: "pong", listener: () => void): void;
   on(event: "close", listener: (code: number, reason: Uint8Array) => void): void;
   on(event: "error", listener: (error: Error & { code?: string }) => void): void;
 }
@@ -52,6 +54,12 @@ interface Answer {
   subprotocol: string | null;
   headers: [string, string][];
 }
+
+/**
+ * How often an idle client is pinged; one that has not answered the previous ping by the next is
+ * dropped (1006). uvicorn's default interval; Deno's `upgradeWebSocket` pings by itself.
+ */
+const PING_INTERVAL_MS = 20_000;
 
 /** Queue lengths at which reading from the client stops and starts again. */
 const PAUSE_AT = 16;
@@ -109,7 +117,17 @@ class NodeWebSocketCycle extends WebSocketCycle {
           this.closed(MESSAGE_TOO_BIG, "");
         }
       });
-      ws.on("close", (code, reason) => this.closed(code, utf8.decode(reason)));
+      let alive = true;
+      ws.on("pong", () => (alive = true));
+      const pinger = setInterval(() => {
+        if (!alive) return ws.terminate();
+        alive = false;
+        ws.ping();
+      }, PING_INTERVAL_MS);
+      ws.on("close", (code, reason) => {
+        clearInterval(pinger);
+        this.closed(code, utf8.decode(reason));
+      });
       this.opened();
     });
   }

@@ -476,3 +476,34 @@ Deno.test("AsgiRouter.getRoute() routes a websocket scope to the path's WEBSOCKE
   assertEquals(await handler(context, { type: "http", method: "GET" } as Scope), "page");
   assertEquals(router.match("/chat/lobby")?.allowed, ["GET", "WEBSOCKET"]);
 });
+
+Deno.test("serve() [node] closes sockets with 1012 only after the HTTP requests in flight", async () => {
+  const order: string[] = [];
+  const requestStarted = Promise.withResolvers<void>();
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type === "http") {
+      requestStarted.resolve();
+      await sleep(300);
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("slow") });
+      order.push("http response sent");
+    } else if (scope.type === "websocket") {
+      await receive();
+      await send({ type: "websocket.accept" });
+      const message = await receive();
+      order.push(`app saw ${(message as { code?: number }).code}`);
+    }
+  };
+  const server = await start(app, "node");
+  const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+  const response = fetch(server.url).then((r) => r.text());
+  await requestStarted.promise;
+  const stopped = server.server.shutdown();
+  assertEquals((await client.closeEvent()).code, 1012);
+  order.push("client saw 1012");
+  assertEquals(await response, "slow");
+  await within(stopped, 5000, "shutdown");
+  // Which end of the socket hears of the close first is a race; both come after the response.
+  assertEquals(order[0], "http response sent");
+  assertEquals(order.slice(1).sort(), ["app saw 1012", "client saw 1012"]);
+});
