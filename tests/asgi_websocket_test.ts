@@ -507,3 +507,28 @@ Deno.test("serve() [node] closes sockets with 1012 only after the HTTP requests 
   assertEquals(order[0], "http response sent");
   assertEquals(order.slice(1).sort(), ["app saw 1012", "client saw 1012"]);
 });
+
+Deno.test("serve() [node] stops reading from a client whose messages the app does not take", async () => {
+  const release = Promise.withResolvers<void>();
+  let received = 0;
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    await release.promise;
+    while ((await receive()).type === "websocket.receive") received++;
+  };
+  await using server = await start(app, "node");
+  const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+  const chunk = new Uint8Array(64 * 1024);
+  for (let i = 0; i < 400; i++) client.socket.send(chunk); // 25 MiB
+  await sleep(1000);
+  // The server holds at most 16 messages for the app plus what the kernel buffers; the rest
+  // of the 25 MiB waits on the client's side.
+  const waiting = client.socket.bufferedAmount;
+  assert(waiting > 8 * 1024 * 1024, `only ${waiting} bytes still wait on the client`);
+  release.resolve();
+  while (received < 400) await sleep(20);
+  client.socket.close();
+  await client.closeEvent();
+});
