@@ -149,15 +149,26 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   return null;
 }
 
-/** `true` when the fields ask to upgrade the connection to a WebSocket. */
+/**
+ * `true` when the fields ask to upgrade the connection to a WebSocket: `Upgrade: websocket` and
+ * `Connection: upgrade`. Without the latter the request is plain HTTP (RFC 9110, 7.8), as
+ * `node:http` also decides.
+ */
 export function isUpgrade(fields: string[]): boolean {
+  let upgrade = false;
+  let connection = false;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i]!;
-    if (name.length === 7 && name === "upgrade") {
-      return fields[i + 1]!.toLowerCase().split(",").some((token) => token.trim() === "websocket");
+    if (name.length === 7 && name === "upgrade") upgrade = hasToken(fields[i + 1]!, "websocket");
+    else if (name.length === 10 && name === "connection") {
+      connection ||= hasToken(fields[i + 1]!, "upgrade");
     }
   }
-  return false;
+  return upgrade && connection;
+}
+
+function hasToken(value: string, token: string): boolean {
+  return value.toLowerCase().split(",").some((part) => part.trim() === token);
 }
 
 /** The open sockets of one server, so shutdown can close them and wait for their applications. */

@@ -421,19 +421,29 @@ for (const transport of TRANSPORTS) {
     assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
   });
 
-  Deno.test(`serve() [${transport}] refuses a handshake of another version with 426`, async () => {
-    let called = false;
-    await using server = await start(() => {
-      called = true;
-      return Promise.resolve();
-    }, transport);
-    const raw = await rawRequest(
-      server.port,
-      handshake("/").replace("Sec-WebSocket-Version: 13", "Sec-WebSocket-Version: 8"),
+  Deno.test(`serve() [${transport}] refuses a bad handshake without calling the app`, async () => {
+    const called: string[] = [];
+    const app: AsgiApplication = async (scope, _receive, send) => {
+      called.push(scope.type);
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("plain http") });
+    };
+    await using server = await start(app, transport);
+    const version8 = handshake("/").replace(
+      "Sec-WebSocket-Version: 13",
+      "Sec-WebSocket-Version: 8",
     );
-    assertMatch(raw, /^HTTP\/1\.1 426 /);
-    assertMatch(raw, /\r\nsec-websocket-version: 13\r\n/i);
-    assertEquals(called, false);
+    const refused = await rawRequest(server.port, version8);
+    assertMatch(refused, /^HTTP\/1\.1 426 /);
+    assertMatch(refused, /\r\nsec-websocket-version: 13\r\n/i);
+    const badKey = handshake("/").replace("dGhlIHNhbXBsZSBub25jZQ==", "short");
+    assertMatch(await rawRequest(server.port, badKey), /^HTTP\/1\.1 400 /);
+    assertEquals(called, []);
+    // Upgrade without "Connection: Upgrade" is a plain HTTP request (RFC 9110, 7.8).
+    const noConnection = handshake("/").replace("Connection: Upgrade\r\n", "");
+    assertMatch(await rawRequest(server.port, noConnection), /^HTTP\/1\.1 200 [^]*plain http$/);
+    assertEquals(called, ["http"]);
   });
 
   Deno.test(`serve() [${transport}] makes send wait for a client that does not read`, async () => {
