@@ -76,7 +76,10 @@ class NodeWebSocketCycle extends WebSocketCycle {
   #ws: WsSocket | null = null;
   #paused = false;
   /** Until the upgrade, a closed TCP socket is how the client leaves; then ws reports it. */
-  #onSocketClose = () => this.closed(1006, "");
+  #onSocketClose = () => {
+    this.closed(1006, "");
+    this.#socket.destroy();
+  };
 
   constructor(
     core: Core,
@@ -93,6 +96,8 @@ class NodeWebSocketCycle extends WebSocketCycle {
     this.#head = firstBytes;
     this.#server = server;
     this.#answers = answers;
+    // node:http keeps its sockets half-open: a client that leaves shows as "end" first.
+    socket.on("end", this.#onSocketClose);
     socket.on("close", this.#onSocketClose);
     socket.on("error", () => {});
   }
@@ -103,6 +108,7 @@ class NodeWebSocketCycle extends WebSocketCycle {
   ): void {
     this.#answers.set(this.#request, { subprotocol, headers });
     this.#server.handleUpgrade(this.#request, this.#socket, this.#head, (ws) => {
+      this.#socket.off("end", this.#onSocketClose);
       this.#socket.off("close", this.#onSocketClose);
       this.#ws = ws;
       ws.on("message", (data, isBinary) => {

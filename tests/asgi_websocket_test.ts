@@ -421,6 +421,31 @@ for (const transport of TRANSPORTS) {
     assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
   });
 
+  Deno.test(
+    `serve() [${transport}] tells the app when the client leaves before the handshake is answered`,
+    async () => {
+      // Regression (found while writing this test): on node, such a client left a half-open
+      // socket that nobody closed, and shutdown waited 2 × shutdownTimeout for it.
+      const probe = new Probe();
+      let accepted: unknown = "not yet";
+      const app = probe.app(async (_scope, receive, send) => {
+        await receive();
+        await sleep(300);
+        accepted = await send({ type: "websocket.accept" }).catch((error) => error);
+        await receive();
+      });
+      await using server = await start(app, transport);
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+      await conn.write(new TextEncoder().encode(handshake("/")));
+      await sleep(50);
+      conn.close();
+      await probe.finished();
+      assertInstanceOf(accepted, ClientDisconnected);
+      assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
+      assertEquals(server.logger.lines("error"), []);
+    },
+  );
+
   Deno.test(`serve() [${transport}] refuses a bad handshake without calling the app`, async () => {
     const called: string[] = [];
     const app: AsgiApplication = async (scope, _receive, send) => {
