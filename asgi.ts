@@ -1,6 +1,7 @@
 /**
- * A faithful bridge that runs ASGI 3.0 applications (HTTP spec 2.1, lifespan spec 2.0), written
- * in TypeScript, on `Deno.serve` — or on `node:http`, which also makes it run on Node.js.
+ * A faithful bridge that runs ASGI 3.0 applications (HTTP spec 2.1, WebSocket 2.5, lifespan
+ * 2.0), written in TypeScript, on `Deno.serve` — or on `node:http`, which also makes it run on
+ * Node.js.
  *
  * An ASGI application is one async function of a connection `scope` and two callables: `receive`
  * for events from the client and `send` for events to it. Message and scope keys are the ASGI
@@ -42,6 +43,13 @@ import type {
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
 import { type ConnectionLimits, Core, type Listener, withResolvers } from "./_asgi/core.ts";
 import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
+import {
+  abortWebSockets,
+  closeWebSockets,
+  configureWebSockets,
+  DEFAULT_MAX_MESSAGE_SIZE,
+  webSocketsIdle,
+} from "./_asgi/websocket.ts";
 
 export { ASGI_VERSION } from "./_asgi/types.ts";
 export type {
@@ -72,9 +80,20 @@ export type {
   Send,
   SendMessage,
   ServeOptions,
+  WebSocketAcceptMessage,
+  WebSocketAsgiVersions,
+  WebSocketCloseMessage,
+  WebSocketConnectMessage,
+  WebSocketDisconnectMessage,
+  WebSocketHttpResponseBodyMessage,
+  WebSocketHttpResponseStartMessage,
+  WebSocketReceiveMessage,
+  WebSocketScope,
+  WebSocketSendMessage,
 } from "./_asgi/types.ts";
 
 export { AsgiProtocolError, LifespanError, ResponseCutOffError } from "./_asgi/core.ts";
+export { ClientDisconnected } from "./_asgi/websocket.ts";
 
 /**
  * UTF-8 bytes of a text, for the byte strings of ASGI messages (bodies, header names and values),
@@ -158,6 +177,7 @@ function checkOptions(options: ServeOptions): void {
     }
   }
   checkNonNegative("maxBodySize", maxBodySize);
+  checkNonNegative("maxMessageSize", options.maxMessageSize);
   if (
     logger !== undefined &&
     (typeof logger !== "object" || logger === null ||
@@ -184,12 +204,14 @@ function createCore(
 ): Core {
   const application = resolveApp(app);
   checkOptions(options);
-  return new Core(application, {
+  const core = new Core(application, {
     lifespan: options.lifespan ?? "auto",
     rootPath: options.rootPath ?? "",
     maxBodySize: options.maxBodySize ?? Infinity,
     logger: options.logger ?? console,
   });
+  configureWebSockets(core, options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE);
+  return core;
 }
 
 /**
@@ -247,7 +269,12 @@ export function createFetchHandler(
       return lifespan.startup().then(() => handleFetch(core, request, info, null), unavailable);
     },
     startup: () => lifespan.startup(),
-    shutdown: () => lifespan.shutdown(),
+    shutdown: () => {
+      // Open WebSockets learn that the server restarts; nothing waits for their closing
+      // handshakes here, since a Fetch host gives no time limit to bound the wait.
+      void closeWebSockets(core);
+      return lifespan.shutdown();
+    },
   };
 }
 
@@ -343,10 +370,12 @@ export function serve(
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw new TypeError(`Invalid signal ${describeValue(options.signal)}: use an AbortSignal`);
   }
+  const tls = tlsOption(options.cert, options.key);
   return new Server(core, {
     port,
     hostname,
     transport,
+    tls,
     shutdownTimeout: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
     limits: {
       headersTimeout: options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT,
@@ -355,9 +384,23 @@ export function serve(
     },
     onListen: options.onListen ??
       ((addr) =>
-        core.logger.info(`Listening on http://${hostForUrl(addr.hostname)}:${addr.port}/`)),
+        core.logger.info(
+          `Listening on ${tls ? "https" : "http"}://${hostForUrl(addr.hostname)}:${addr.port}/`,
+        )),
     signal: options.signal,
   });
+}
+
+function tlsOption(cert: unknown, key: unknown): { cert: string; key: string } | undefined {
+  if (cert === undefined && key === undefined) return undefined;
+  if (typeof cert !== "string" || typeof key !== "string") {
+    throw new TypeError(
+      `Invalid TLS options: give both cert and key as PEM text (got cert ${
+        describeValue(cert === undefined ? cert : typeof cert)
+      }, key ${describeValue(key === undefined ? key : typeof key)})`,
+    );
+  }
+  return { cert, key };
 }
 
 /** Resolves `true` if `promise` settles within `ms` milliseconds, `false` otherwise. */
@@ -383,6 +426,7 @@ interface ServerSettings {
   port: number;
   hostname: string;
   transport: "deno" | "node";
+  tls: { cert: string; key: string } | undefined;
   shutdownTimeout: number;
   limits: ConnectionLimits;
   onListen: (addr: AsgiServerAddr) => void;
@@ -435,7 +479,7 @@ class Server implements AsgiServer {
       throw error;
     }
     if (this.#stopping) return await this.#stopBeforeListening();
-    const { hostname, port, transport } = this.#settings;
+    const { hostname, port, transport, tls } = this.#settings;
     let listener: Listener;
     try {
       listener = transport === "node"
@@ -444,8 +488,9 @@ class Server implements AsgiServer {
           hostname,
           port,
           this.#settings.limits,
+          tls,
         )
-        : listenDeno(core, hostname, port);
+        : listenDeno(core, hostname, port, tls);
     } catch (error) {
       core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorMessage(error)}`);
       try {
@@ -493,13 +538,19 @@ class Server implements AsgiServer {
     }
     const core = this.#core;
     const listener = this.#listener!;
-    const drained = Promise.all([listener.close(), core.idle()]);
+    // Open WebSockets get 1012 once the HTTP requests in flight are done (the deno transport
+    // closes them as it stops listening: see listenDeno), and their applications are awaited.
+    const drained = Promise.all([
+      listener.close(),
+      core.idle().then(() => closeWebSockets(core)).then(() => webSocketsIdle(core)),
+    ]);
     const timeout = this.#settings.shutdownTimeout;
     if (!await within(drained, timeout)) {
       core.logger.warn(
         `Graceful shutdown exceeded shutdownTimeout ${timeout} ms: closing the requests in flight`,
       );
       core.abortAll(new Error("Server shut down before the response completed"));
+      abortWebSockets(core);
       listener.forceClose();
       // A response the application has finished can still be on its way to a slow client, and
       // Deno.serve cannot cut it off: give it one more period, then stop waiting.

@@ -199,7 +199,8 @@ export interface RouteOptions<H> {
   handler: H;
   /**
    * HTTP methods the route serves, case-insensitive, stored upper-case: any of `GET`, `HEAD`,
-   * `POST`, `PUT`, `DELETE`, `CONNECT`, `OPTIONS`, `TRACE`, `PATCH`.
+   * `POST`, `PUT`, `DELETE`, `CONNECT`, `OPTIONS`, `TRACE`, `PATCH`, and `WEBSOCKET`, which
+   * stands for ASGI `websocket` scopes: a path can have an HTTP route and a WebSocket route.
    *
    * @default {["GET"]}
    */
@@ -241,7 +242,8 @@ export interface DispatchOptions {
  * 1. if the last argument is a plain object (its prototype is `Object.prototype` or `null`;
  *    a router context never is) with a string `method`, that string;
  * 2. else, if the second argument is a non-null object with a string `method` (an ASGI scope in
- *    `handler(context, scope, receive, send)`), that string;
+ *    `handler(context, scope, receive, send)`), that string; `"WEBSOCKET"` if it has no method
+ *    and its `type` is `"websocket"`;
  * 3. else `"GET"`.
  *
  * The returned promise rejects with {@linkcode MethodNotAllowed} when no route of the path
@@ -563,6 +565,8 @@ const KNOWN_METHODS = [
   "POST",
   "PUT",
   "TRACE",
+  // Not an HTTP method: the routes of WebSocket scopes, which have no method (see dispatchMethod).
+  "WEBSOCKET",
 ];
 const SLASH = 0x2f;
 
@@ -901,6 +905,7 @@ function dispatchMethod(args: unknown[]): string {
   if (typeof scope === "object" && scope !== null) {
     const method = (scope as { method?: unknown }).method;
     if (typeof method === "string") return method;
+    if ((scope as { type?: unknown }).type === "websocket") return "WEBSOCKET";
   }
   return "GET";
 }

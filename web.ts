@@ -97,6 +97,16 @@ import {
   type TaskEntry,
 } from "./_web/background.ts";
 import { countOption, describe, seconds, secondsOption } from "./_web/options.ts";
+import {
+  closeSockets,
+  denySocket,
+  handleSocket,
+  sendUpgradeRequired,
+  type WebSocketRequest,
+} from "./_web/socket.ts";
+
+export { WebSocketRequest } from "./_web/socket.ts";
+export type { AcceptOptions, CloseInfo, SocketMessage } from "./_web/socket.ts";
 
 // One import serves a web app (`App`, `AsgiRouter`, `Route`, `serve`...), and the types the web
 // layer's signatures mention are documented from this entry point too.
@@ -115,6 +125,25 @@ export * from "./asgi.ts";
 export type WebHandler<A extends object = Record<never, never>> = (
   request: Request<A>,
 ) => Promise<void> | void;
+
+/**
+ * A WebSocket handler, for routes whose methods are `["WEBSOCKET"]`: accepts (or closes to deny),
+ * then receives and sends until the socket closes.
+ *
+ * @typeParam A The app's attributes, see {@linkcode App}.
+ */
+export type SocketHandler<A extends object = Record<never, never>> = (
+  socket: WebSocketRequest<App<A>>,
+) => Promise<void> | void;
+
+/**
+ * Any handler of an App's routes: a {@linkcode WebHandler}, or a {@linkcode SocketHandler} for
+ * routes whose methods are `["WEBSOCKET"]`. Name it when one router holds both kinds:
+ * `new AsgiRouter<AppHandler>({ routes })`.
+ *
+ * @typeParam A The app's attributes, see {@linkcode App}.
+ */
+export type AppHandler<A extends object = Record<never, never>> = WebHandler<A> | SocketHandler<A>;
 
 /**
  * A background task, registered with {@linkcode Request.registerBackground}. It is called with one
@@ -173,8 +202,11 @@ export interface RegisterBackgroundOptions {
  * @typeParam A The app's attributes, see {@linkcode App}.
  */
 export interface AppOptions<A extends object = Record<never, never>> {
-  /** Routes requests to handlers. */
-  router: AsgiRouter<WebHandler<A>>;
+  /**
+   * Routes requests to handlers; routes whose methods are `["WEBSOCKET"]` take a
+   * {@linkcode SocketHandler}.
+   */
+  router: AsgiRouter<AppHandler<A>>;
   /**
    * The longest a handler may take to start its response, in seconds; then the client gets 408.
    *
@@ -472,6 +504,8 @@ async function sendFixed(send: Send, response: Response): Promise<void> {
 }
 
 async function sendMethodNotAllowed(send: Send, allowed: readonly string[]): Promise<void> {
+  allowed = allowed.filter((method) => method !== "WEBSOCKET");
+  if (allowed.length === 0) return await sendUpgradeRequired(send);
   if (allowed.includes("GET") && !allowed.includes("HEAD")) allowed = [...allowed, "HEAD"].sort();
   await send({
     type: "http.response.start",
@@ -1072,8 +1106,8 @@ export class AppBase<A extends object = Record<never, never>> {
   /** The message type the lifespan function is called with at shutdown. */
   static readonly LIFESPAN_SHUTDOWN: "lifespan.shutdown" = "lifespan.shutdown";
 
-  /** Routes requests to handlers. */
-  readonly router: AsgiRouter<WebHandler<A>>;
+  /** Routes requests (and WebSockets) to handlers. */
+  readonly router: AsgiRouter<AppHandler<A>>;
   /** The request time limit in seconds, or `undefined` for none. */
   readonly requestTimeLimit: number | undefined;
   /** The time limit of each background task in seconds, or `undefined` for none. */
@@ -1083,7 +1117,7 @@ export class AppBase<A extends object = Record<never, never>> {
   /** How long shutdown waits for requests and background tasks, in seconds. */
   readonly shutdownGracePeriod: number;
   /**
-   * The app as an ASGI application: serves `http` and `lifespan` scopes. It is bound to the app,
+   * The app as an ASGI application: serves `http`, `websocket` and `lifespan` scopes. It is bound to the app,
    * so it can be passed on alone: `serve(app.asgi)` works as well as `serve(app)`.
    */
   readonly asgi: AsgiApplication;
@@ -1173,6 +1207,12 @@ export class AppBase<A extends object = Record<never, never>> {
   #asgi(scope: Scope, receive: Receive, send: Send): Promise<void> {
     if (scope.type === "http") return this.#http(scope, receive, send);
     if (scope.type === "lifespan") return this.#lifespanLoop(receive, send);
+    if (scope.type === "websocket") {
+      const match = this.router.match(scope.path);
+      const route = match?.routeFor("WEBSOCKET");
+      if (route === undefined) return denySocket(receive, send, match === undefined ? 404 : 403);
+      return handleSocket(this.#self, scope, match!.context, route, receive, send, this.#host);
+    }
     return Promise.reject(
       new TypeError(
         `Cannot serve a ${describe((scope as { type?: unknown }).type)} scope: an App serves ` +
@@ -1196,7 +1236,8 @@ export class AppBase<A extends object = Record<never, never>> {
       this.#self,
       webScope,
       match.context,
-      route,
+      // An HTTP method never selects a WEBSOCKET route (the router refuses other names).
+      route as Route<WebHandler<A>>,
       receive,
       send,
       this.#host,
@@ -1249,6 +1290,7 @@ export class AppBase<A extends object = Record<never, never>> {
         host.idle = undefined;
       }
     }
+    await closeSockets(this.#host, Math.max(0, this.#graceMs - (performance.now() - started)));
     await this.#runner.close(Math.max(0, this.#graceMs - (performance.now() - started)));
   }
 }

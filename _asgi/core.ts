@@ -889,7 +889,7 @@ class TextCache {
 const headerNames = new TextCache();
 const headerValues = new TextCache();
 
-function headerName(bytes: Uint8Array): string {
+export function headerName(bytes: Uint8Array): string {
   if (bytes.length === 0) {
     throw new AsgiProtocolError(
       'Invalid header name "": a header name is one or more token characters',
@@ -908,7 +908,7 @@ function headerName(bytes: Uint8Array): string {
   return latin1Text(bytes);
 }
 
-function headerValue(name: string, bytes: Uint8Array): string {
+export function headerValue(name: string, bytes: Uint8Array): string {
   for (let i = 0; i < bytes.length; i++) {
     const byte = bytes[i]!;
     if (byte === 0x0d || byte === 0x0a || byte === 0) {

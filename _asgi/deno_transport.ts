@@ -7,6 +7,11 @@
  */
 import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
 import { type Core, HttpCycle, httpScope, type Listener, parseContentLength } from "./core.ts";
+import { serveWebSocket } from "./deno_websocket.ts";
+import { closeWebSockets, isUpgrade } from "./websocket.ts";
+
+/** Whether this runtime can upgrade a Fetch request (Deno can; other Fetch hosts get HTTP). */
+const CAN_UPGRADE = typeof Deno !== "undefined" && typeof Deno.upgradeWebSocket === "function";
 
 /** Feeds a streamed response to Deno one chunk at a time, so `send` feels back-pressure. */
 class ChunkSource implements UnderlyingDefaultSource<Uint8Array> {
@@ -432,6 +437,16 @@ export function handleFetch(
     hasBody = whole ? expectedLength > 0 : request.body !== null;
   }
   const remote = info?.remoteAddr;
+  if (CAN_UPGRADE && request.method === "GET" && isUpgrade(fields)) {
+    return serveWebSocket(core, request, {
+      scheme: schemeEnd === 5 ? "wss" : "ws",
+      rawPath: rawPath === "" ? "/" : rawPath,
+      query: queryStart === -1 ? "" : url.slice(queryStart + 1),
+      fields,
+      client: remote === undefined ? null : [remote.hostname, remote.port],
+      server: server === null ? null : [server[0], server[1]],
+    });
+  }
   const scope = httpScope(core, {
     method,
     scheme: schemeEnd === 5 ? "https" : "http",
@@ -471,9 +486,15 @@ function isPermanent(error: unknown): boolean {
  * @param core The shared state.
  * @param hostname The interface.
  * @param port The port.
+ * @param tls The certificate chain and key (PEM), for HTTPS.
  * @returns The listener.
  */
-export function listenDeno(core: Core, hostname: string, port: number): Listener {
+export function listenDeno(
+  core: Core,
+  hostname: string,
+  port: number,
+  tls?: { cert: string; key: string },
+): Listener {
   let server: [string, number] | null = null;
   const servers = new Set<Deno.HttpServer<Deno.NetAddr>>();
   const failed = Promise.withResolvers<unknown>();
@@ -486,6 +507,7 @@ export function listenDeno(core: Core, hostname: string, port: number): Listener
     const httpServer = Deno.serve({
       hostname,
       port,
+      ...tls,
       onListen() {},
       // Only errored response streams get here (the handler never throws), and the cycle has
       // logged why already; Deno would print the error a second time.
@@ -540,10 +562,15 @@ export function listenDeno(core: Core, hostname: string, port: number): Listener
   server = [addr.hostname, addr.port];
   return {
     addr,
+    // Deno.serve's shutdown closes upgraded sockets at once with 1001 (going away), even those
+    // whose close frame is still being written: close them with 1012 (service restart) and wait
+    // for their closing handshakes first, so clients know to reconnect.
     close: () => {
       closing = true;
       clearTimeout(retry);
-      return Promise.all([...servers].map((s) => s.shutdown())).then(() => {});
+      return closeWebSockets(core)
+        .then(() => Promise.all([...servers].map((s) => s.shutdown())))
+        .then(() => {});
     },
     // Deno has no forced close; Core.abortAll() has ended every response by the time this runs.
     forceClose() {},

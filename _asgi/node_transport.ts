@@ -8,6 +8,7 @@
  * @module
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { HttpScope } from "./types.ts";
 import {
@@ -18,10 +19,14 @@ import {
   type Listener,
   parseContentLength,
 } from "./core.ts";
+import { nodeUpgradeHandler } from "./node_websocket.ts";
+import { maxMessageSizeOf } from "./websocket.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
 interface ServerState {
   closing: boolean;
+  /** `"https"` over TLS. */
+  scheme: string;
   closeIdle(): void;
 }
 
@@ -172,7 +177,7 @@ function handleNode(
   const socket = request.socket;
   const scope = httpScope(core, {
     method: request.method ?? "GET",
-    scheme: "http",
+    scheme: state.scheme,
     httpVersion: request.httpVersion,
     rawPath: queryStart === -1 ? target : target.slice(0, queryStart),
     query: queryStart === -1 ? "" : target.slice(queryStart + 1),
@@ -191,6 +196,7 @@ function handleNode(
  * @param port The port.
  * @param limits How long a connection may take to send its request head and stay idle
  *   between requests, in milliseconds (0: no limit), and how many are served at once.
+ * @param tls The certificate chain and key (PEM), for HTTPS through `node:https`.
  * @returns The listener, once it listens.
  */
 export async function listenNode(
@@ -198,10 +204,15 @@ export async function listenNode(
   hostname: string,
   port: number,
   limits: ConnectionLimits,
+  tls?: { cert: string; key: string },
 ): Promise<Listener> {
-  const state: ServerState = { closing: false, closeIdle: () => {} };
+  const state: ServerState = {
+    closing: false,
+    scheme: tls === undefined ? "http" : "https",
+    closeIdle: () => {},
+  };
   const { headersTimeout, keepAliveTimeout, maxConnections } = limits;
-  const server = createServer({
+  const serverOptions = {
     headersTimeout,
     keepAliveTimeout,
     // Node's 300 s cap on a whole request would cut long uploads off; uvicorn and the deno
@@ -212,7 +223,18 @@ export async function listenNode(
     connectionsCheckingInterval: headersTimeout > 0
       ? Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4)))
       : 30_000,
-  }, (request, response) => handleNode(core, state, request, response));
+  };
+  const handler = (request: IncomingMessage, response: ServerResponse) =>
+    handleNode(core, state, request, response);
+  const server = tls === undefined
+    ? createServer(serverOptions, handler)
+    : createTlsServer({ ...serverOptions, ...tls }, handler);
+  const upgrade = await nodeUpgradeHandler(
+    core,
+    maxMessageSizeOf(core),
+    tls === undefined ? "ws" : "wss",
+  );
+  server.on("upgrade", upgrade);
   state.closeIdle = () => server.closeIdleConnections();
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
   // node:http stops accepting for good (measured on Deno 2.9.6).

@@ -145,7 +145,7 @@ export interface LifespanScope {
  * const label = (scope: Scope) => scope.type === "http" ? scope.path : "lifespan";
  * ```
  */
-export type Scope = HttpScope | LifespanScope;
+export type Scope = HttpScope | WebSocketScope | LifespanScope;
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -236,6 +236,9 @@ export interface LifespanShutdownMessage {
 export type ReceiveMessage =
   | HttpRequestMessage
   | HttpDisconnectMessage
+  | WebSocketConnectMessage
+  | WebSocketReceiveMessage
+  | WebSocketDisconnectMessage
   | LifespanStartupMessage
   | LifespanShutdownMessage;
 
@@ -379,6 +382,11 @@ export interface LifespanShutdownFailedMessage {
 export type SendMessage =
   | HttpResponseStartMessage
   | HttpResponseBodyMessage
+  | WebSocketAcceptMessage
+  | WebSocketSendMessage
+  | WebSocketCloseMessage
+  | WebSocketHttpResponseStartMessage
+  | WebSocketHttpResponseBodyMessage
   | LifespanStartupCompleteMessage
   | LifespanStartupFailedMessage
   | LifespanShutdownCompleteMessage
@@ -504,6 +512,14 @@ export interface FetchHandlerOptions {
   maxBodySize?: number;
   /** Where log lines go. @default {console} */
   logger?: AsgiLogger;
+  /**
+   * The largest WebSocket message accepted from a client, in bytes (UTF-8 bytes for text). A
+   * larger one closes the connection with code 1009 (message too big) and the application sees
+   * `websocket.disconnect` with that code. The default is uvicorn's `ws_max_size`.
+   *
+   * @default {16777216}
+   */
+  maxMessageSize?: number;
 }
 
 /**
@@ -589,6 +605,20 @@ export interface ServeOptions extends FetchHandlerOptions {
    * @default {30000}
    */
   shutdownTimeout?: number;
+  /**
+   * The server certificate chain, PEM text, as `Deno.serve` takes it: given with `key`, the
+   * server speaks TLS (HTTPS and WSS; scopes say `"https"` and `"wss"`). The node transport
+   * passes both to `node:https`.
+   *
+   * @default {undefined (plain HTTP)}
+   */
+  cert?: string;
+  /**
+   * The private key of `cert`, PEM text.
+   *
+   * @default {undefined (plain HTTP)}
+   */
+  key?: string;
 }
 
 /**
@@ -659,4 +689,234 @@ export interface AsgiFetchHandler {
   startup(): Promise<void>;
   /** Runs lifespan shutdown (once); rejects with {@linkcode LifespanError} when it fails. */
   shutdown(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// WebSocket
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The `asgi` key of a WebSocket scope. Spec 2.5 of "HTTP & WebSocket ASGI Message Format":
+ * `headers` in `websocket.accept` (2.1), `reason` in `websocket.close` (2.3) and in
+ * `websocket.disconnect` (2.5), and `send()` failing once the client has gone (2.4).
+ *
+ * @example The value every WebSocket scope carries
+ * ```ts
+ * import type { WebSocketAsgiVersions } from "@stellarator/stellarator/asgi";
+ * const versions: WebSocketAsgiVersions = { version: "3.0", spec_version: "2.5" };
+ * ```
+ */
+export interface WebSocketAsgiVersions {
+  /** The ASGI protocol version. */
+  version: "3.0";
+  /** The version of the ASGI HTTP and WebSocket spec the bridge implements for WebSockets. */
+  spec_version: "2.5";
+}
+
+/**
+ * The connection scope of one WebSocket: it lives as long as the socket.
+ *
+ * @example Choosing a subprotocol
+ * ```ts
+ * import type { WebSocketScope } from "@stellarator/stellarator/asgi";
+ * const pick = (scope: WebSocketScope) => scope.subprotocols.includes("chat") ? "chat" : null;
+ * ```
+ */
+export interface WebSocketScope {
+  /** Always `"websocket"`. */
+  type: "websocket";
+  /** Protocol versions: `{ version: "3.0", spec_version: "2.5" }`. */
+  asgi: WebSocketAsgiVersions;
+  /** Always `"1.1"`: the bridge takes WebSocket handshakes over HTTP/1.1. */
+  http_version: string;
+  /** `"ws"`, or `"wss"` over TLS. */
+  scheme: string;
+  /** `root_path` followed by the request path, percent-decoded as for HTTP scopes. */
+  path: string;
+  /** `root_path` followed by the request path as the client sent it, without the query. */
+  raw_path: Uint8Array;
+  /** The query string after `?`, still percent-encoded, without the `?`. */
+  query_string: Uint8Array;
+  /** The mount point of the application (the `rootPath` option). */
+  root_path: string;
+  /** Handshake request headers as `[name, value]` byte pairs, names lower case. */
+  headers: [Uint8Array, Uint8Array][];
+  /** `[host, port]` of the client, or `null` when the host does not say. */
+  client: [string, number] | null;
+  /** `[host, port]` of the listening socket, or `null` under `createFetchHandler`. */
+  server: [string, number] | null;
+  /** The subprotocols the client offered (`sec-websocket-protocol`), in its order. */
+  subprotocols: string[];
+  /** A shallow copy of the lifespan scope's `state`, made for each connection. */
+  state: Record<string, unknown>;
+  /**
+   * `{ "websocket.http.response": {} }`: the application may deny the handshake with a response
+   * of its own (`websocket.http.response.start` and `.body`) instead of the plain 403.
+   */
+  extensions: Record<string, unknown>;
+}
+
+/**
+ * The client asks to open the socket: answer with {@linkcode WebSocketAcceptMessage}, or deny with
+ * {@linkcode WebSocketCloseMessage} (HTTP 403) or a `websocket.http.response.start`.
+ *
+ * @example The first WebSocket event
+ * ```ts
+ * import type { WebSocketConnectMessage } from "@stellarator/stellarator/asgi";
+ * const message: WebSocketConnectMessage = { type: "websocket.connect" };
+ * ```
+ */
+export interface WebSocketConnectMessage {
+  /** Message type. */
+  type: "websocket.connect";
+}
+
+/**
+ * A whole message from the client: exactly one of `text` and `bytes` is set, the other `null`.
+ *
+ * @example Echoing a message
+ * ```ts
+ * import type { Send, WebSocketReceiveMessage } from "@stellarator/stellarator/asgi";
+ *
+ * async function echo(message: WebSocketReceiveMessage, send: Send): Promise<void> {
+ *   if (message.text !== null) await send({ type: "websocket.send", text: message.text });
+ *   else await send({ type: "websocket.send", bytes: message.bytes });
+ * }
+ * ```
+ */
+export interface WebSocketReceiveMessage {
+  /** Message type. */
+  type: "websocket.receive";
+  /** The content of a binary message, or `null`. */
+  bytes: Uint8Array | null;
+  /** The content of a text message, or `null`. */
+  text: string | null;
+}
+
+/**
+ * The socket is closed: by the client (its code, 1005 when it gave none), by the server (the code
+ * it closed with: the application's, 1009, 1011 or 1012) or lost (1006). Delivered exactly once;
+ * a `receive()` after it rejects with {@linkcode AsgiProtocolError}.
+ *
+ * @example Logging why a socket closed
+ * ```ts
+ * import type { WebSocketDisconnectMessage } from "@stellarator/stellarator/asgi";
+ * const why = (m: WebSocketDisconnectMessage) => `${m.code} ${m.reason}`;
+ * ```
+ */
+export interface WebSocketDisconnectMessage {
+  /** Message type. */
+  type: "websocket.disconnect";
+  /** The close code. */
+  code: number;
+  /** The close reason; empty when none was given. */
+  reason: string;
+}
+
+/**
+ * Accepts the handshake.
+ *
+ * @example Accepting with a subprotocol and a header
+ * ```ts
+ * import type { WebSocketAcceptMessage } from "@stellarator/stellarator/asgi";
+ * const encoder = new TextEncoder();
+ * const accept: WebSocketAcceptMessage = {
+ *   type: "websocket.accept",
+ *   subprotocol: "chat",
+ *   headers: [[encoder.encode("x-served-by"), encoder.encode("stellarator")]],
+ * };
+ * ```
+ */
+export interface WebSocketAcceptMessage {
+  /** Message type. */
+  type: "websocket.accept";
+  /** One of the scope's `subprotocols`, or `null` for none. @default {null} */
+  subprotocol?: string | null;
+  /**
+   * Extra response headers as `[name, value]` byte pairs; not `sec-websocket-protocol` (use
+   * `subprotocol`).
+   *
+   * @default {[]}
+   */
+  headers?: Iterable<readonly [Uint8Array, Uint8Array]>;
+}
+
+/**
+ * Sends one message: exactly one of `text` and `bytes` (the other left out or `null`). Resolves
+ * once the frame is handed to the transport, and waits first while the transport still holds
+ * more than 64 KiB unsent for this socket (a slow reader).
+ *
+ * @example Sending text and bytes
+ * ```ts
+ * import type { WebSocketSendMessage } from "@stellarator/stellarator/asgi";
+ * const text: WebSocketSendMessage = { type: "websocket.send", text: "hello" };
+ * const bytes: WebSocketSendMessage = { type: "websocket.send", bytes: new Uint8Array([1, 2]) };
+ * ```
+ */
+export interface WebSocketSendMessage {
+  /** Message type. */
+  type: "websocket.send";
+  /** Binary content. */
+  bytes?: Uint8Array | null;
+  /** Text content. */
+  text?: string | null;
+}
+
+/**
+ * Closes the socket, or denies the handshake with HTTP 403 when sent before
+ * `websocket.accept`. Nothing may be sent after it.
+ *
+ * @example Closing with a reason
+ * ```ts
+ * import type { WebSocketCloseMessage } from "@stellarator/stellarator/asgi";
+ * const close: WebSocketCloseMessage = { type: "websocket.close", code: 4000, reason: "done" };
+ * ```
+ */
+export interface WebSocketCloseMessage {
+  /** Message type. */
+  type: "websocket.close";
+  /** 1000, 1001 to 1003, 1007 to 1014, or 3000 to 4999. @default {1000} */
+  code?: number;
+  /** At most 123 bytes of UTF-8. @default {""} */
+  reason?: string | null;
+}
+
+/**
+ * Denies the handshake with an HTTP response of the application's own (the
+ * `websocket.http.response` extension); body messages follow as for `http.response.body`.
+ *
+ * @example Asking for credentials
+ * ```ts
+ * import type { WebSocketHttpResponseStartMessage } from "@stellarator/stellarator/asgi";
+ * const start: WebSocketHttpResponseStartMessage = { type: "websocket.http.response.start", status: 401 };
+ * ```
+ */
+export interface WebSocketHttpResponseStartMessage {
+  /** Message type. */
+  type: "websocket.http.response.start";
+  /** The status code, an integer from 200 to 599. */
+  status: number;
+  /** Response headers as `[name, value]` byte pairs. @default {[]} */
+  headers?: Iterable<readonly [Uint8Array, Uint8Array]>;
+}
+
+/**
+ * A chunk of the denial response's body; the response goes out with the last one.
+ *
+ * @example The whole body at once
+ * ```ts
+ * import type { WebSocketHttpResponseBodyMessage } from "@stellarator/stellarator/asgi";
+ * const body: WebSocketHttpResponseBodyMessage = {
+ *   type: "websocket.http.response.body",
+ *   body: new TextEncoder().encode("Log in first"),
+ * };
+ * ```
+ */
+export interface WebSocketHttpResponseBodyMessage {
+  /** Message type. */
+  type: "websocket.http.response.body";
+  /** The chunk. @default {new Uint8Array()} */
+  body?: Uint8Array;
+  /** `true` while more chunks follow. @default {false} */
+  more_body?: boolean;
 }

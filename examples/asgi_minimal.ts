@@ -159,6 +159,8 @@ export async function app(scope: Scope, receive: Receive, send: Send): Promise<v
       }
     }
   }
+  // This example serves HTTP only: a WebSocket handshake is denied (HTTP 403).
+  if (scope.type === "websocket") return await send({ type: "websocket.close" });
   let route: [EndpointHandler<LowLevelHandler>, PathContext];
   try {
     route = router.getRoute(scope.path);

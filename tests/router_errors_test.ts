@@ -235,7 +235,7 @@ Deno.test("AsgiRouter.addRoute() raises RouteConflict for one shape with shared 
 });
 
 Deno.test("new Route() raises TypeError for bad handlers, methods and paths", async (t) => {
-  const known = "CONNECT, DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT, TRACE";
+  const known = "CONNECT, DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT, TRACE, WEBSOCKET";
   const cases: [string, () => unknown, string][] = [
     [
       "missing handler",

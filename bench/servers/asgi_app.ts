@@ -45,6 +45,7 @@ const app: AsgiApplication = async (scope, receive, send) => {
       }
     }
   }
+  if (scope.type !== "http") return;
   const match = router.match(scope.path);
   if (match === undefined) return respond(send, 404, "Not Found");
   const route = match.routeFor(scope.method);

@@ -1,0 +1,156 @@
+/**
+ * The `Deno.upgradeWebSocket` half of the deno transport: a handshake request in, the 101 (or a
+ * denial) out, then Deno's `WebSocket` events into the cycle. Works wherever the request comes
+ * from `Deno.serve`, `deno serve` included.
+ *
+ * @module
+ */
+import type { Core } from "./core.ts";
+import {
+  checkHandshake,
+  type HandshakeHead,
+  SEND_BUFFER_LIMIT,
+  WebSocketCycle,
+  webSocketScope,
+} from "./websocket.ts";
+
+/** How often a send waiting for a slow reader looks at Deno's `bufferedAmount` again. */
+const DRAIN_POLL_MS = 5;
+
+class DenoWebSocketCycle extends WebSocketCycle {
+  readonly response: Promise<Response>;
+  #resolve: (response: Response) => void;
+  #request: Request;
+  #socket: WebSocket | null = null;
+  #responded = false;
+  #onAbort: (() => void) | null;
+
+  constructor(core: Core, request: Request, head: HandshakeHead) {
+    super(core, webSocketScope(core, head));
+    this.#request = request;
+    const { promise, resolve } = Promise.withResolvers<Response>();
+    this.response = promise;
+    this.#resolve = resolve;
+    // Until the handshake is answered, the request's signal is how Deno says the client left.
+    const onAbort = () => {
+      this.closed(1006, "");
+      this.#respond(new Response(null, { status: 500 }));
+    };
+    this.#onAbort = onAbort;
+    request.signal.addEventListener("abort", onAbort, { once: true });
+  }
+
+  #respond(response: Response): void {
+    if (this.#responded) return;
+    this.#responded = true;
+    this.#unwatch();
+    this.#resolve(response);
+  }
+
+  #unwatch(): void {
+    if (this.#onAbort !== null) {
+      this.#request.signal.removeEventListener("abort", this.#onAbort);
+      this.#onAbort = null;
+    }
+  }
+
+  protected override acceptHandshake(
+    subprotocol: string | null,
+    headers: [string, string][],
+  ): void {
+    let upgrade: { socket: WebSocket; response: Response };
+    // Upgrading aborts the request's signal: that is no longer the client leaving.
+    this.#unwatch();
+    try {
+      upgrade = Deno.upgradeWebSocket(
+        this.#request,
+        subprotocol === null ? {} : { protocol: subprotocol },
+      );
+    } catch (error) {
+      // A Request that did not come from Deno.serve (app.fetch(new Request(...)), say).
+      this.core.logger.error("Cannot upgrade the WebSocket handshake\n", error);
+      this.#respond(new Response("Upgrade Failed", { status: 500 }));
+      this.closed(1006, "");
+      return;
+    }
+    const { socket, response } = upgrade;
+    for (const [name, value] of headers) response.headers.append(name, value);
+    this.#socket = socket;
+    socket.binaryType = "arraybuffer";
+    socket.onopen = () => this.opened();
+    socket.onmessage = (event) => {
+      const data = event.data;
+      this.received(typeof data === "string" ? data : new Uint8Array(data as ArrayBuffer));
+    };
+    // Deno fires "error" before "close" on a lost connection; "close" carries what matters.
+    socket.onerror = () => {};
+    socket.onclose = (event) => this.closed(event.code, event.reason);
+    this.#respond(response);
+  }
+
+  protected override denyHandshake(
+    status: number,
+    headers: [string, string][],
+    body: Uint8Array,
+  ): void {
+    // Deno writes content-length itself.
+    const fields = headers.filter(([name]) => name.toLowerCase() !== "content-length");
+    const nullBody = status === 204 || status === 205 || status === 304 || body.length === 0;
+    this.#respond(
+      new Response(nullBody ? null : body as Uint8Array<ArrayBuffer>, { status, headers: fields }),
+    );
+  }
+
+  protected override sendFrame(data: string | Uint8Array): Promise<void> | undefined {
+    const socket = this.#socket;
+    if (socket === null || socket.readyState !== WebSocket.OPEN) return;
+    socket.send(data as string | Uint8Array<ArrayBuffer>);
+    if (socket.bufferedAmount <= SEND_BUFFER_LIMIT) return;
+    // The WebSocket API has no drain event: look again until Deno has written half of it out.
+    return new Promise((resolve) => {
+      const check = () => {
+        if (
+          socket.readyState !== WebSocket.OPEN || socket.bufferedAmount <= SEND_BUFFER_LIMIT / 2
+        ) {
+          resolve();
+        } else setTimeout(check, DRAIN_POLL_MS);
+      };
+      setTimeout(check, DRAIN_POLL_MS);
+    });
+  }
+
+  protected override closeFrame(code: number, reason: string): void {
+    const socket = this.#socket;
+    if (socket !== null && socket.readyState === WebSocket.OPEN) socket.close(code, reason);
+  }
+
+  protected override dropConnection(): void {
+    // Deno has no way to reset an upgraded connection; a close frame is the most it can do.
+    this.closeFrame(1001, "");
+    this.#respond(new Response(null, { status: 500 }));
+  }
+}
+
+/**
+ * Serves one WebSocket handshake through the core.
+ *
+ * @param core The shared state.
+ * @param request The handshake request, from `Deno.serve`.
+ * @param head What the transport read of it.
+ * @returns The 101 response, or a denial.
+ */
+export function serveWebSocket(
+  core: Core,
+  request: Request,
+  head: HandshakeHead,
+): Promise<Response> {
+  const refused = checkHandshake(head.fields);
+  if (refused !== null) {
+    const headers: Record<string, string> = { "content-type": "text/plain; charset=utf-8" };
+    if (refused.status === 426) headers["sec-websocket-version"] = "13";
+    return Promise.resolve(new Response(refused.reason, { status: refused.status, headers }));
+  }
+  const cycle = new DenoWebSocketCycle(core, request, head);
+  cycle.run();
+  return cycle.response;
+}

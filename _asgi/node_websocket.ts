@@ -1,0 +1,286 @@
+/**
+ * The WebSocket half of the node transport, on the npm package `ws` (the standard WebSocket
+ * server for Node.js), which is loaded only when a node-transport server starts. `ws` parses
+ * frames, answers pings and enforces `maxMessageSize` (as its `maxPayload`) before a message is
+ * buffered; this file connects it to the cycle.
+ *
+ * @module
+ */
+import { type IncomingMessage, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Core } from "./core.ts";
+import {
+  checkHandshake,
+  type HandshakeHead,
+  isUpgrade,
+  MESSAGE_TOO_BIG,
+  SEND_BUFFER_LIMIT,
+  WebSocketCycle,
+  webSocketScope,
+} from "./websocket.ts";
+
+/** The part of a `ws` WebSocket this file uses. */
+interface WsSocket {
+  readonly bufferedAmount: number;
+  send(data: string | Uint8Array, options: { binary: boolean }, callback: () => void): void;
+  close(code: number, reason: string): void;
+  terminate(): void;
+  pause(): void;
+  resume(): void;
+  ping(): void;
+  on(event: "message", listener: (data: Uint8Array, isBinary: boolean) => void): void;
+  on(event: "pong", listener: () => void): void;
+  on(event: "close", listener: (code: number, reason: Uint8Array) => void): void;
+  on(event: "error", listener: (error: Error & { code?: string }) => void): void;
+}
+
+/** The part of a `ws` WebSocketServer this file uses. */
+interface WsServer {
+  handleUpgrade(
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Uint8Array,
+    callback: (socket: WsSocket) => void,
+  ): void;
+  on(event: "headers", listener: (lines: string[], request: IncomingMessage) => void): void;
+}
+
+interface WsModule {
+  WebSocketServer: new (options: Record<string, unknown>) => WsServer;
+}
+
+/** What the application chose in `websocket.accept`, read by `ws` during `handleUpgrade`. */
+interface Answer {
+  subprotocol: string | null;
+  headers: [string, string][];
+}
+
+/**
+ * How often an idle client is pinged; one that has not answered the previous ping by the next is
+ * dropped (1006). uvicorn's default interval; Deno's `upgradeWebSocket` pings by itself.
+ */
+const PING_INTERVAL_MS = 20_000;
+
+/** Queue lengths at which reading from the client stops and starts again. */
+const PAUSE_AT = 16;
+const RESUME_AT = 4;
+
+const utf8 = new TextDecoder();
+
+class NodeWebSocketCycle extends WebSocketCycle {
+  #request: IncomingMessage;
+  #socket: Duplex;
+  #head: Uint8Array;
+  #server: WsServer;
+  #answers: WeakMap<IncomingMessage, Answer>;
+  #ws: WsSocket | null = null;
+  #paused = false;
+  /** Until the upgrade, a closed TCP socket is how the client leaves; then ws reports it. */
+  #onSocketClose = () => {
+    this.closed(1006, "");
+    this.#socket.destroy();
+  };
+
+  constructor(
+    core: Core,
+    head: HandshakeHead,
+    request: IncomingMessage,
+    socket: Duplex,
+    firstBytes: Uint8Array,
+    server: WsServer,
+    answers: WeakMap<IncomingMessage, Answer>,
+  ) {
+    super(core, webSocketScope(core, head));
+    this.#request = request;
+    this.#socket = socket;
+    this.#head = firstBytes;
+    this.#server = server;
+    this.#answers = answers;
+    // node:http keeps its sockets half-open: a client that leaves shows as "end" first.
+    socket.on("end", this.#onSocketClose);
+    socket.on("close", this.#onSocketClose);
+    socket.on("error", () => {});
+  }
+
+  protected override acceptHandshake(
+    subprotocol: string | null,
+    headers: [string, string][],
+  ): void {
+    this.#answers.set(this.#request, { subprotocol, headers });
+    this.#server.handleUpgrade(this.#request, this.#socket, this.#head, (ws) => {
+      this.#socket.off("end", this.#onSocketClose);
+      this.#socket.off("close", this.#onSocketClose);
+      this.#ws = ws;
+      ws.on("message", (data, isBinary) => {
+        // ws hands out Buffers, often views of a pooled buffer: the ASGI message gets its own.
+        this.received(isBinary ? new Uint8Array(data) : utf8.decode(data));
+      });
+      ws.on("error", (error) => {
+        if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") {
+          this.core.logger.warn(
+            `WebSocket message exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
+          );
+          this.closed(MESSAGE_TOO_BIG, "");
+        }
+      });
+      let alive = true;
+      ws.on("pong", () => (alive = true));
+      const pinger = setInterval(() => {
+        if (!alive) return ws.terminate();
+        alive = false;
+        ws.ping();
+      }, PING_INTERVAL_MS);
+      ws.on("close", (code, reason) => {
+        clearInterval(pinger);
+        this.closed(code, utf8.decode(reason));
+      });
+      this.opened();
+    });
+  }
+
+  protected override denyHandshake(
+    status: number,
+    headers: [string, string][],
+    body: Uint8Array,
+  ): void {
+    const socket = this.#socket;
+    if (socket.destroyed) return;
+    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}\r\n`;
+    let lengthGiven = false;
+    for (const [name, value] of headers) {
+      if (name.toLowerCase() === "content-length") lengthGiven = true;
+      head += `${name}: ${value}\r\n`;
+    }
+    if (!lengthGiven) head += `content-length: ${body.length}\r\n`;
+    head += "connection: close\r\n\r\n";
+    socket.write(head, "latin1");
+    socket.end(body);
+  }
+
+  protected override sendFrame(data: string | Uint8Array): Promise<void> | undefined {
+    const ws = this.#ws;
+    if (ws === null) return;
+    const binary = typeof data !== "string";
+    if (ws.bufferedAmount <= SEND_BUFFER_LIMIT) {
+      ws.send(data, { binary }, noop);
+      return;
+    }
+    // The callback runs once ws has written the frame out: the slow reader has caught up.
+    return new Promise((resolve) => ws.send(data, { binary }, () => resolve()));
+  }
+
+  protected override closeFrame(code: number, reason: string): void {
+    this.#ws?.close(code, reason);
+  }
+
+  protected override dropConnection(): void {
+    if (this.#ws !== null) this.#ws.terminate();
+    else this.#socket.destroy();
+  }
+
+  protected override queueChanged(length: number): void {
+    const ws = this.#ws;
+    if (ws === null) return;
+    if (!this.#paused && length >= PAUSE_AT) {
+      this.#paused = true;
+      ws.pause();
+    } else if (this.#paused && length <= RESUME_AT) {
+      this.#paused = false;
+      ws.resume();
+    }
+  }
+}
+
+function noop(): void {}
+
+/** Takes the `upgrade` requests of one node-transport server. */
+export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Uint8Array) => void;
+
+/** The scope's parts of an upgrade request (the HTTP side reads its requests the same way). */
+function handshakeHead(request: IncomingMessage, scheme: string): HandshakeHead {
+  let target = request.url ?? "/";
+  if (target.charCodeAt(0) !== 47 /* "/" */) {
+    const authority = target.indexOf("://");
+    if (authority !== -1) {
+      const pathStart = target.indexOf("/", authority + 3);
+      target = pathStart === -1 ? "/" : target.slice(pathStart);
+    }
+  }
+  const queryStart = target.indexOf("?");
+  const raw = request.rawHeaders;
+  const fields: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) fields.push(raw[i]!.toLowerCase(), raw[i + 1]!);
+  const socket = request.socket;
+  return {
+    scheme,
+    rawPath: queryStart === -1 ? target : target.slice(0, queryStart),
+    query: queryStart === -1 ? "" : target.slice(queryStart + 1),
+    fields,
+    client: socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
+    server: socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
+  };
+}
+
+function refuse(socket: Duplex, status: number, reason: string, extra = ""): void {
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extra}` +
+      `content-type: text/plain; charset=utf-8\r\ncontent-length: ${reason.length}\r\n` +
+      `connection: close\r\n\r\n${reason}`,
+  );
+}
+
+/**
+ * Loads `ws` and returns what serves upgrades with it; when `ws` cannot be loaded, one that
+ * refuses them with 501 (logged once), so HTTP keeps working.
+ *
+ * @param core The shared state.
+ * @param maxMessageSize `ws`'s `maxPayload`.
+ * @returns The upgrade handler.
+ */
+export async function nodeUpgradeHandler(
+  core: Core,
+  maxMessageSize: number,
+  scheme: string,
+): Promise<UpgradeHandler> {
+  let module: WsModule;
+  try {
+    module = await import("ws") as unknown as WsModule;
+    if (typeof module.WebSocketServer !== "function") {
+      module = (module as unknown as { default: WsModule }).default;
+    }
+  } catch (error) {
+    core.logger.warn(
+      `WebSocket support needs the npm package "ws", which cannot be loaded (${
+        error instanceof Error ? error.message : String(error)
+      }): WebSocket handshakes get 501`,
+    );
+    return (_request, socket) => refuse(socket, 501, 'WebSockets need the npm package "ws"');
+  }
+  const answers = new WeakMap<IncomingMessage, Answer>();
+  const server = new module.WebSocketServer({
+    noServer: true,
+    maxPayload: Number.isFinite(maxMessageSize) ? maxMessageSize : Number.MAX_SAFE_INTEGER,
+    // Compression costs memory per socket and is a known source of trouble; uvicorn's
+    // websockets implementation offers it, browsers cope without it.
+    perMessageDeflate: false,
+    handleProtocols: (_offered: Set<string>, request: IncomingMessage) =>
+      answers.get(request)?.subprotocol ?? false,
+  });
+  server.on("headers", (lines, request) => {
+    for (const [name, value] of answers.get(request)?.headers ?? []) {
+      lines.push(`${name}: ${value}`);
+    }
+  });
+  return (request, socket, head) => {
+    const handshake = handshakeHead(request, scheme);
+    if (request.method !== "GET" || !isUpgrade(handshake.fields)) {
+      return refuse(socket, 501, "Only WebSocket upgrades are served");
+    }
+    const refused = checkHandshake(handshake.fields);
+    if (refused !== null) {
+      const extra = refused.status === 426 ? "sec-websocket-version: 13\r\n" : "";
+      return refuse(socket, refused.status, refused.reason, extra);
+    }
+    new NodeWebSocketCycle(core, handshake, request, socket, head, server, answers).run();
+  };
+}

@@ -1,0 +1,771 @@
+/**
+ * The transport-independent half of the ASGI WebSocket protocol: one connection's cycle
+ * (`WebSocketCycle`), its scope, and the set of open sockets a server closes at shutdown. A
+ * transport subclasses `WebSocketCycle`, fills in how the handshake is answered and frames are
+ * written, and reports what the client does with `opened`, `received` and `closed`.
+ *
+ * States: connecting (until the application accepts or denies); opening (accepted, the transport
+ * finishes the handshake); open; denying (a `websocket.http.response` is being collected); closed
+ * (the application closed or denied; nothing more may be sent).
+ *
+ * @module
+ */
+import type {
+  ReceiveMessage,
+  SendMessage,
+  WebSocketAcceptMessage,
+  WebSocketCloseMessage,
+  WebSocketDisconnectMessage,
+  WebSocketHttpResponseBodyMessage,
+  WebSocketHttpResponseStartMessage,
+  WebSocketReceiveMessage,
+  WebSocketScope,
+  WebSocketSendMessage,
+} from "./types.ts";
+import { AsgiProtocolError, type Core, EMPTY, headerName, headerValue } from "./core.ts";
+import { unquote } from "./percent.ts";
+
+/**
+ * `send()` was called on a WebSocket whose client has gone (ASGI spec 2.4: a server-specific
+ * error, like uvicorn's `ClientDisconnected`). The bridge does not log it when the application
+ * lets it escape.
+ */
+export class ClientDisconnected extends Error {
+  /** The close code the connection ended with. */
+  readonly code: number;
+
+  /**
+   * Creates the error.
+   *
+   * @param code The close code the connection ended with.
+   *
+   * @example Usage
+   * ```ts
+   * import { ClientDisconnected } from "@stellarator/stellarator/asgi";
+   * const error = new ClientDisconnected(1006);
+   * console.assert(error.name === "ClientDisconnected" && error.code === 1006);
+   * ```
+   */
+  constructor(code: number) {
+    super(`Cannot send on a closed WebSocket: the client disconnected (code ${code})`);
+    this.name = "ClientDisconnected";
+    this.code = code;
+  }
+}
+
+/** The WebSocket spec version the bridge implements (see `WebSocketAsgiVersions`). */
+export const WEBSOCKET_SPEC_VERSION = "2.5";
+/** What `send` lets a transport hold unsent for one socket before it waits (a slow reader). */
+export const SEND_BUFFER_LIMIT = 64 * 1024;
+/** uvicorn's default `ws_max_size`. */
+export const DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024;
+/** Close code for a message over `maxMessageSize` (RFC 6455, 7.4.1). */
+export const MESSAGE_TOO_BIG = 1009;
+/** Close code when the application fails after accepting. */
+export const INTERNAL_ERROR = 1011;
+/** Close code at server shutdown (IANA registry: Service Restart). */
+export const SERVICE_RESTART = 1012;
+/** No close frame: the connection was lost. */
+export const ABNORMAL_CLOSURE = 1006;
+
+/** What a transport has read of a handshake request. */
+export interface HandshakeHead {
+  /** `"ws"` or `"wss"`. */
+  scheme: string;
+  /** The request path, still percent-encoded. */
+  rawPath: string;
+  /** The query after `?`, or `""`. */
+  query: string;
+  /** Header fields as `[name, value, name, value…]`, names lower case. */
+  fields: string[];
+  /** The client's address. */
+  client: [string, number] | null;
+  /** The listening address. */
+  server: [string, number] | null;
+}
+
+const utf8 = new TextEncoder();
+
+function latin1Bytes(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  return bytes;
+}
+
+/** Builds the scope of a handshake. */
+export function webSocketScope(core: Core, head: HandshakeHead): WebSocketScope {
+  const { rawPath, fields } = head;
+  const headers: [Uint8Array, Uint8Array][] = [];
+  const subprotocols: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i]!;
+    const value = fields[i + 1]!;
+    headers.push([latin1Bytes(name), latin1Bytes(value)]);
+    if (name === "sec-websocket-protocol") {
+      for (const token of value.split(",")) {
+        const protocol = token.trim();
+        if (protocol !== "") subprotocols.push(protocol);
+      }
+    }
+  }
+  const path = rawPath.indexOf("%") === -1 ? rawPath : unquote(rawPath);
+  const raw = utf8.encode(core.rootPath + rawPath);
+  return {
+    type: "websocket",
+    asgi: { version: "3.0", spec_version: WEBSOCKET_SPEC_VERSION },
+    http_version: "1.1",
+    scheme: head.scheme,
+    path: core.rootPath + path,
+    raw_path: raw,
+    query_string: utf8.encode(head.query),
+    root_path: core.rootPath,
+    headers,
+    client: head.client,
+    server: head.server,
+    subprotocols,
+    state: { ...core.lifespan.state },
+    extensions: { "websocket.http.response": {} },
+  };
+}
+
+/**
+ * Checks the parts of a handshake request the transports do not: returns `null` when it can be
+ * upgraded, or the status and reason to refuse it with (before the application is called, as
+ * the Python `websockets` library does for uvicorn).
+ */
+export function checkHandshake(fields: string[]): { status: number; reason: string } | null {
+  let key = "";
+  let version = "";
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i];
+    if (name === "sec-websocket-key") key = fields[i + 1]!.trim();
+    else if (name === "sec-websocket-version") version = fields[i + 1]!.trim();
+  }
+  if (version !== "13") return { status: 426, reason: "Unsupported WebSocket version" };
+  // 16 random bytes in base64 (RFC 6455, 4.1).
+  if (!/^[A-Za-z0-9+/]{22}==$/.test(key)) {
+    return { status: 400, reason: "Invalid Sec-WebSocket-Key" };
+  }
+  return null;
+}
+
+/**
+ * `true` when the fields ask to upgrade the connection to a WebSocket: `Upgrade: websocket` and
+ * `Connection: upgrade`. Without the latter the request is plain HTTP (RFC 9110, 7.8), as
+ * `node:http` also decides.
+ */
+export function isUpgrade(fields: string[]): boolean {
+  let upgrade = false;
+  let connection = false;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name.length === 7 && name === "upgrade") upgrade = hasToken(fields[i + 1]!, "websocket");
+    else if (name.length === 10 && name === "connection") {
+      connection ||= hasToken(fields[i + 1]!, "upgrade");
+    }
+  }
+  return upgrade && connection;
+}
+
+function hasToken(value: string, token: string): boolean {
+  return value.toLowerCase().split(",").some((part) => part.trim() === token);
+}
+
+/** The open sockets of one server, so shutdown can close them and wait for their applications. */
+class SocketSet {
+  readonly cycles: Set<WebSocketCycle> = new Set();
+  maxMessageSize = DEFAULT_MAX_MESSAGE_SIZE;
+  #idleWaiters: (() => void)[] = [];
+
+  remove(cycle: WebSocketCycle): void {
+    if (!this.cycles.delete(cycle) || this.cycles.size > 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  idle(): Promise<void> {
+    if (this.cycles.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+}
+
+const socketSets = new WeakMap<Core, SocketSet>();
+
+function socketsOf(core: Core): SocketSet {
+  let set = socketSets.get(core);
+  if (set === undefined) socketSets.set(core, set = new SocketSet());
+  return set;
+}
+
+/** Sets the server's `maxMessageSize` (see `FetchHandlerOptions`). */
+export function configureWebSockets(core: Core, maxMessageSize: number): void {
+  socketsOf(core).maxMessageSize = maxMessageSize;
+}
+
+/** The server's `maxMessageSize`. */
+export function maxMessageSizeOf(core: Core): number {
+  return socketsOf(core).maxMessageSize;
+}
+
+/**
+ * Closes every open socket of a server with 1012 (service restart); resolves once each has
+ * finished its closing handshake (or was lost). Handshakes the application has not answered yet
+ * are left to it.
+ */
+export async function closeWebSockets(core: Core): Promise<void> {
+  const set = socketSets.get(core);
+  if (set === undefined) return;
+  const cycles = [...set.cycles];
+  for (const cycle of cycles) cycle.shutdown();
+  await Promise.all(cycles.map((cycle) => cycle.ended));
+}
+
+/** Resolves once the applications of every socket of a server have returned. */
+export function webSocketsIdle(core: Core): Promise<void> {
+  return socketSets.get(core)?.idle() ?? Promise.resolve();
+}
+
+/** Drops every socket of a server now (forced shutdown): the applications see code 1006. */
+export function abortWebSockets(core: Core): void {
+  const set = socketSets.get(core);
+  if (set === undefined) return;
+  for (const cycle of [...set.cycles]) cycle.abort();
+}
+
+/** The number of sockets (and handshakes) in flight, for tests and the load benchmark. */
+export function openWebSocketCount(core: Core): number {
+  return socketSets.get(core)?.cycles.size ?? 0;
+}
+
+const CONNECTING = 0;
+const OPENING = 1;
+const OPEN = 2;
+const DENYING = 3;
+const CLOSED = 4;
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (value instanceof Uint8Array) return "Uint8Array";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "string") {
+    return JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value);
+  }
+  if (typeof value === "object") return value.constructor?.name ?? "object";
+  return String(value);
+}
+
+/** Close codes an endpoint may send (RFC 6455, 7.4, and the IANA registry). */
+function sendableCode(code: number): boolean {
+  return code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+    (code >= 3000 && code <= 4999);
+}
+
+function validateHeaders(
+  raw: unknown,
+  type: string,
+  forbidden: string | null,
+): [string, string][] {
+  const headers: [string, string][] = [];
+  if (raw === undefined) return headers;
+  if (raw === null || typeof (raw as Iterable<unknown>)[Symbol.iterator] !== "function") {
+    throw new AsgiProtocolError(
+      `Invalid "headers" ${
+        describe(raw)
+      } in "${type}": use an array of [Uint8Array, Uint8Array] pairs`,
+    );
+  }
+  for (const pair of raw as Iterable<unknown[]>) {
+    const name = pair?.[0];
+    const value = pair?.[1];
+    if (!(name instanceof Uint8Array) || !(value instanceof Uint8Array) || pair.length !== 2) {
+      throw new AsgiProtocolError(
+        `Invalid header ${
+          describe(pair)
+        } in "${type}": each header is a [Uint8Array, Uint8Array] pair`,
+      );
+    }
+    const text = headerName(name);
+    if (forbidden !== null && text.toLowerCase() === forbidden) {
+      throw new AsgiProtocolError(
+        `Invalid header "${text}" in "${type}": give the subprotocol as "subprotocol" instead`,
+      );
+    }
+    headers.push([text, headerValue(text, value)]);
+  }
+  return headers;
+}
+
+/**
+ * One WebSocket connection. Implements `receive` and `send` for the application and turns its
+ * messages into calls of the abstract methods, which a transport implements.
+ */
+export abstract class WebSocketCycle {
+  /** The scope the application is called with. */
+  readonly scope: WebSocketScope;
+  /** Where the cycle belongs. */
+  protected readonly core: Core;
+  /** The largest message accepted from the client, in bytes. */
+  protected readonly maxMessageSize: number;
+  #state = CONNECTING;
+  #connectSent = false;
+  /** Messages from the client the application has not received yet. */
+  #queue: WebSocketReceiveMessage[] = [];
+  #waiters: PromiseWithResolvers<ReceiveMessage>[] = [];
+  /** Set once the connection is over; delivered to the application exactly once. */
+  #disconnect: WebSocketDisconnectMessage | null = null;
+  #disconnectDelivered = false;
+  /** The code and reason the server closed with, reported instead of the client's echo. */
+  #serverClose: WebSocketDisconnectMessage | null = null;
+  #opened: PromiseWithResolvers<void> | null = null;
+  #ended = Promise.withResolvers<void>();
+  /** Resolves once the connection is over (`websocket.disconnect` is due). */
+  readonly ended: Promise<void> = this.#ended.promise;
+  #appDone = false;
+  /** The application sent `websocket.close` or denied: anything more it sends is its mistake. */
+  #appClosed = false;
+  #finished = false;
+  #denyStatus = 0;
+  #denyHeaders: [string, string][] = [];
+  #denyBody: Uint8Array[] = [];
+  /** The last error `send` raised, so it is not logged again when the app rethrows it. */
+  #reported: unknown = undefined;
+
+  /**
+   * Creates a cycle.
+   *
+   * @param core The shared state.
+   * @param scope The scope.
+   */
+  constructor(core: Core, scope: WebSocketScope) {
+    this.core = core;
+    this.scope = scope;
+    this.maxMessageSize = socketsOf(core).maxMessageSize;
+  }
+
+  /** Completes the handshake (101) with the chosen subprotocol and extra headers. */
+  protected abstract acceptHandshake(subprotocol: string | null, headers: [string, string][]): void;
+  /** Answers the handshake with an HTTP response and ends the connection. */
+  protected abstract denyHandshake(
+    status: number,
+    headers: [string, string][],
+    body: Uint8Array,
+  ): void;
+  /** Writes one message; returns a promise when the transport holds too much unsent. */
+  protected abstract sendFrame(data: string | Uint8Array): Promise<void> | undefined;
+  /** Starts the closing handshake. */
+  protected abstract closeFrame(code: number, reason: string): void;
+  /** Drops the connection without a closing handshake. */
+  protected abstract dropConnection(): void;
+
+  /** Runs the application for this connection. */
+  run(): void {
+    socketsOf(this.core).cycles.add(this);
+    let result: unknown;
+    try {
+      result = this.core.app(this.scope, this.receive, this.send);
+    } catch (error) {
+      this.#raised(error);
+      return;
+    }
+    const settled = result instanceof Promise ? result : Promise.resolve(result);
+    settled.then(() => this.#returned(), (error) => this.#raised(error));
+  }
+
+  // ---- Events from the transport -----------------------------------------------------------
+
+  /** The handshake completed: frames may flow. */
+  opened(): void {
+    if (this.#state === OPENING) this.#state = OPEN;
+    this.#opened?.resolve();
+  }
+
+  /** A whole message arrived. */
+  received(data: string | Uint8Array): void {
+    if (this.#disconnect !== null || this.#state === CLOSED) return;
+    const size = typeof data === "string"
+      ? (data.length * 3 <= this.maxMessageSize ? 0 : utf8.encode(data).length)
+      : data.length;
+    if (size > this.maxMessageSize) {
+      this.core.logger.warn(
+        `WebSocket message of ${size} bytes exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
+      );
+      this.#closeBy(MESSAGE_TOO_BIG, "");
+      return;
+    }
+    const message: WebSocketReceiveMessage = typeof data === "string"
+      ? { type: "websocket.receive", bytes: null, text: data }
+      : { type: "websocket.receive", bytes: data, text: null };
+    const waiter = this.#waiters.shift();
+    if (waiter !== undefined) waiter.resolve(message);
+    else this.queueChanged(this.#queue.push(message));
+  }
+
+  /**
+   * Called with the number of messages waiting for the application whenever it changes: a
+   * transport that can stop reading the socket does so while the application lags behind.
+   */
+  protected queueChanged(_length: number): void {}
+
+  /** The connection is over: the closing handshake finished, or the connection was lost. */
+  closed(code: number, reason: string): void {
+    if (this.#disconnect !== null) return;
+    const server = this.#serverClose;
+    this.#disconnect = server ?? {
+      type: "websocket.disconnect",
+      // Deno reports 0 for a lost connection.
+      code: code === 0 ? ABNORMAL_CLOSURE : code,
+      reason,
+    };
+    this.#opened?.resolve();
+    this.#ended.resolve();
+    this.#wake();
+    this.#finish();
+  }
+
+  /** Server shutdown: close an open socket with 1012. */
+  shutdown(): void {
+    if (this.#state === OPEN || this.#state === OPENING) {
+      this.#closeBy(SERVICE_RESTART, "Service restart");
+    }
+  }
+
+  /** Forced shutdown: drop the connection; the application sees 1006. */
+  abort(): void {
+    if (this.#disconnect === null) {
+      if (this.#state === CONNECTING || this.#state === DENYING) this.#internalError();
+      else this.dropConnection();
+    }
+    this.closed(ABNORMAL_CLOSURE, "");
+    this.#appDone = true;
+    this.#finish();
+  }
+
+  // ---- The application's callables ---------------------------------------------------------
+
+  /** The `receive` callable of this connection. */
+  readonly receive = (): Promise<ReceiveMessage> => {
+    if (!this.#connectSent) {
+      this.#connectSent = true;
+      return Promise.resolve({ type: "websocket.connect" });
+    }
+    const queued = this.#queue.shift();
+    if (queued !== undefined) {
+      this.queueChanged(this.#queue.length);
+      return Promise.resolve(queued);
+    }
+    if (this.#disconnect !== null && this.#waiters.length === 0) {
+      if (this.#disconnectDelivered) {
+        return Promise.reject(
+          new AsgiProtocolError(
+            `Cannot receive after "websocket.disconnect" (code ${this.#disconnect.code}): the connection is closed`,
+          ),
+        );
+      }
+      this.#disconnectDelivered = true;
+      return Promise.resolve(this.#disconnect);
+    }
+    const waiter = Promise.withResolvers<ReceiveMessage>();
+    this.#waiters.push(waiter);
+    return waiter.promise;
+  };
+
+  /** The `send` callable of this connection. */
+  readonly send = (message: SendMessage): Promise<void> => {
+    try {
+      return this.#send(message) ?? Promise.resolve();
+    } catch (error) {
+      this.#reported = error;
+      if (!(error instanceof ClientDisconnected)) this.core.logger.error(error);
+      return Promise.reject(error);
+    }
+  };
+
+  #send(message: SendMessage): Promise<void> | undefined {
+    if (typeof message !== "object" || message === null) {
+      throw new AsgiProtocolError(
+        `Cannot send ${describe(message)}: a message is an object with a "type" key`,
+      );
+    }
+    const type = message.type;
+    if (this.#appClosed) {
+      throw new AsgiProtocolError(
+        `Cannot send ${
+          describe(type)
+        } after the connection was closed or denied: nothing may follow "websocket.close"`,
+      );
+    }
+    const ended = this.#serverClose ?? this.#disconnect;
+    if (ended !== null) throw new ClientDisconnected(ended.code);
+    if (this.#state === CONNECTING) {
+      if (type === "websocket.accept") return this.#accept(message as WebSocketAcceptMessage);
+      if (type === "websocket.close") {
+        closeArguments(message as WebSocketCloseMessage);
+        this.#appClosed = true;
+        this.#deny(403, [["content-length", "0"]], EMPTY);
+        return;
+      }
+      if (type === "websocket.http.response.start") {
+        return this.#denyStart(message as WebSocketHttpResponseStartMessage);
+      }
+      throw new AsgiProtocolError(
+        `Cannot send ${describe(type)} before the handshake is answered: send ` +
+          `"websocket.accept", "websocket.close" or "websocket.http.response.start" first`,
+      );
+    }
+    if (this.#state === DENYING) {
+      if (type === "websocket.http.response.body") {
+        return this.#denyBodyChunk(message as WebSocketHttpResponseBodyMessage);
+      }
+      throw new AsgiProtocolError(
+        `Cannot send ${
+          describe(type)
+        } while denying the handshake: expected "websocket.http.response.body"`,
+      );
+    }
+    // OPENING or OPEN.
+    if (type === "websocket.send") {
+      const data = sendData(message as WebSocketSendMessage);
+      if (this.#state === OPENING) {
+        return this.#opened!.promise.then(() => {
+          if (this.#disconnect !== null) throw new ClientDisconnected(this.#disconnect.code);
+          return this.sendFrame(data);
+        });
+      }
+      return this.sendFrame(data);
+    }
+    if (type === "websocket.close") {
+      const { code, reason } = closeArguments(message as WebSocketCloseMessage);
+      this.#appClosed = true;
+      this.#closeBy(code, reason);
+      return;
+    }
+    if (type === "websocket.accept") {
+      throw new AsgiProtocolError(
+        'Cannot send "websocket.accept" twice: the connection is already accepted',
+      );
+    }
+    throw new AsgiProtocolError(
+      `Cannot send ${
+        describe(type)
+      } on an open WebSocket: expected "websocket.send" or "websocket.close"`,
+    );
+  }
+
+  #accept(message: WebSocketAcceptMessage): undefined {
+    const subprotocol = message.subprotocol ?? null;
+    if (subprotocol !== null) {
+      if (typeof subprotocol !== "string") {
+        throw new AsgiProtocolError(
+          `Invalid "subprotocol" ${
+            describe(subprotocol)
+          } in "websocket.accept": use a string or null`,
+        );
+      }
+      if (!this.scope.subprotocols.includes(subprotocol)) {
+        throw new AsgiProtocolError(
+          `Invalid "subprotocol" ${
+            JSON.stringify(subprotocol)
+          } in "websocket.accept": the client ` +
+            `offered ${
+              this.scope.subprotocols.map((p) => JSON.stringify(p)).join(", ") || "none"
+            }; pick one of them or null`,
+        );
+      }
+    }
+    const headers = validateHeaders(message.headers, "websocket.accept", "sec-websocket-protocol");
+    this.#state = OPENING;
+    this.#opened = Promise.withResolvers();
+    this.acceptHandshake(subprotocol, headers);
+    return undefined;
+  }
+
+  #denyStart(message: WebSocketHttpResponseStartMessage): undefined {
+    const status = message.status;
+    if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
+      throw new AsgiProtocolError(
+        `Invalid "status" ${
+          describe(status)
+        } in "websocket.http.response.start": use an integer from 200 to 599`,
+      );
+    }
+    this.#denyHeaders = validateHeaders(message.headers, "websocket.http.response.start", null);
+    this.#denyStatus = status;
+    this.#state = DENYING;
+    return undefined;
+  }
+
+  #denyBodyChunk(message: WebSocketHttpResponseBodyMessage): undefined {
+    const body = message.body ?? EMPTY;
+    if (!(body instanceof Uint8Array)) {
+      throw new AsgiProtocolError(
+        `Invalid "body" ${describe(body)} in "websocket.http.response.body": use a Uint8Array`,
+      );
+    }
+    const more = message.more_body ?? false;
+    if (typeof more !== "boolean") {
+      throw new AsgiProtocolError(
+        `Invalid "more_body" ${
+          describe(more)
+        } in "websocket.http.response.body": use true or false`,
+      );
+    }
+    // Kept until the last chunk, so the denial goes out as one plain response.
+    if (body.length > 0) this.#denyBody.push(body.slice());
+    if (more) return;
+    this.#appClosed = true;
+    this.#deny(this.#denyStatus, this.#denyHeaders, concat(this.#denyBody));
+    return undefined;
+  }
+
+  /** Answers the handshake with HTTP; the application then sees 1006, as in uvicorn. */
+  #deny(status: number, headers: [string, string][], body: Uint8Array): void {
+    this.#state = CLOSED;
+    this.denyHandshake(status, headers, body);
+    this.#serverClose = { type: "websocket.disconnect", code: ABNORMAL_CLOSURE, reason: "" };
+    this.closed(ABNORMAL_CLOSURE, "");
+  }
+
+  /** The server closes: the application will see this code, whatever the client echoes. */
+  #closeBy(code: number, reason: string): void {
+    const wasOpening = this.#state === OPENING;
+    this.#state = CLOSED;
+    this.#serverClose = { type: "websocket.disconnect", code, reason };
+    if (wasOpening) {
+      void this.#opened!.promise.then(() => {
+        if (this.#disconnect === null) this.closeFrame(code, reason);
+      });
+    } else this.closeFrame(code, reason);
+  }
+
+  #wake(): void {
+    const disconnect = this.#disconnect;
+    if (disconnect === null) return;
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const waiter of waiters) {
+      if (this.#disconnectDelivered) {
+        waiter.reject(
+          new AsgiProtocolError(
+            `Cannot receive after "websocket.disconnect" (code ${disconnect.code}): the connection is closed`,
+          ),
+        );
+      } else {
+        this.#disconnectDelivered = true;
+        waiter.resolve(disconnect);
+      }
+    }
+  }
+
+  // ---- The application's end ---------------------------------------------------------------
+
+  #returned(): void {
+    this.#appDone = true;
+    const state = this.#state;
+    if ((state === CONNECTING || state === DENYING) && this.#disconnect === null) {
+      this.core.logger.error(
+        state === CONNECTING
+          ? "ASGI callable returned without sending handshake"
+          : "ASGI callable returned without completing the denial response",
+      );
+      this.#internalError();
+    } else if ((state === OPEN || state === OPENING) && this.#disconnect === null) {
+      // As uvicorn: an application that returns without closing has finished normally.
+      this.#closeBy(1000, "");
+    }
+    this.#finish();
+  }
+
+  #raised(error: unknown): void {
+    this.#appDone = true;
+    if (error !== this.#reported && !(error instanceof ClientDisconnected)) {
+      this.core.logger.error("Exception in ASGI application\n", error);
+    }
+    const state = this.#state;
+    if ((state === CONNECTING || state === DENYING) && this.#disconnect === null) {
+      this.#internalError();
+    } else if ((state === OPEN || state === OPENING) && this.#disconnect === null) {
+      this.#closeBy(INTERNAL_ERROR, "Internal error");
+    }
+    this.#finish();
+  }
+
+  #internalError(): void {
+    this.#deny(500, [
+      ["content-type", "text/plain; charset=utf-8"],
+      ["content-length", "21"],
+    ], utf8.encode("Internal Server Error"));
+  }
+
+  #finish(): void {
+    if (this.#finished || !this.#appDone || this.#disconnect === null) return;
+    this.#finished = true;
+    socketsOf(this.core).remove(this);
+  }
+}
+
+function sendData(message: WebSocketSendMessage): string | Uint8Array {
+  const { bytes, text } = message;
+  const hasBytes = bytes !== undefined && bytes !== null;
+  const hasText = text !== undefined && text !== null;
+  if (hasBytes === hasText) {
+    throw new AsgiProtocolError(
+      `Invalid "websocket.send": give exactly one of "text" and "bytes" (got ${
+        hasBytes ? "both" : "neither"
+      })`,
+    );
+  }
+  if (hasText) {
+    if (typeof text !== "string") {
+      throw new AsgiProtocolError(
+        `Invalid "text" ${describe(text)} in "websocket.send": use a string`,
+      );
+    }
+    return text;
+  }
+  if (!(bytes instanceof Uint8Array)) {
+    throw new AsgiProtocolError(
+      `Invalid "bytes" ${describe(bytes)} in "websocket.send": use a Uint8Array`,
+    );
+  }
+  return bytes;
+}
+
+function closeArguments(message: WebSocketCloseMessage): { code: number; reason: string } {
+  const code = message.code ?? 1000;
+  if (typeof code !== "number" || !Number.isInteger(code) || !sendableCode(code)) {
+    throw new AsgiProtocolError(
+      `Invalid "code" ${
+        describe(code)
+      } in "websocket.close": use 1000, 1001 to 1003, 1007 to 1014 or 3000 to 4999`,
+    );
+  }
+  const reason = message.reason ?? "";
+  if (typeof reason !== "string") {
+    throw new AsgiProtocolError(
+      `Invalid "reason" ${describe(reason)} in "websocket.close": use a string`,
+    );
+  }
+  const length = utf8.encode(reason).length;
+  if (length > 123) {
+    throw new AsgiProtocolError(
+      `Invalid "reason" in "websocket.close": ${length} bytes of UTF-8, a close frame holds 123`,
+    );
+  }
+  return { code, reason };
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  if (chunks.length === 0) return EMPTY;
+  if (chunks.length === 1) return chunks[0]!;
+  let size = 0;
+  for (const chunk of chunks) size += chunk.length;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
+}

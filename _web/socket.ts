@@ -1,0 +1,568 @@
+/**
+ * WebSocket routes of the web layer: {@linkcode WebSocketRequest}, what a socket handler gets,
+ * and `handleSocket`, which the App calls for `websocket` scopes. A route serves WebSockets when
+ * its methods are `["WEBSOCKET"]`.
+ *
+ * Time limits: the App's `requestTimeLimit` applies to the handshake only. A handler that has not
+ * called `accept()` or `close()` when it passes gets its client answered with 408, and its
+ * signal aborts with a `TimeoutError`; once accepted, a socket lives as long as both ends want
+ * (a chat socket is open for hours), and the handler's signal aborts when it closes.
+ *
+ * @module
+ */
+import type { ReceiveMessage, Send, WebSocketDisconnectMessage, WebSocketScope } from "../asgi.ts";
+import type { AnyHandler, PathContext, Route } from "../router.ts";
+import type { BackgroundRunner, TaskEntry } from "./background.ts";
+import { clearableDeadline } from "./deadline.ts";
+import { describe, seconds } from "./options.ts";
+
+/** Where socket handlers' failures are logged; the App's logger fits. */
+export interface SocketLogger {
+  /** Late events: a send after the close, a handler that stopped on its signal. */
+  debug(...data: unknown[]): void;
+  /** Handlers that failed. */
+  error(...data: unknown[]): void;
+  /** Handshakes over the time limit; sockets still open at shutdown. */
+  warn(...data: unknown[]): void;
+}
+
+/** What a socket needs from its App; the App's request host fits. */
+export interface SocketHost {
+  /** Runs background tasks. */
+  readonly runner: BackgroundRunner;
+  /** Where log lines go. */
+  readonly log: SocketLogger;
+  /** The request time limit in milliseconds, applied to the handshake. */
+  readonly limitMs: number | undefined;
+}
+
+/** Options of {@linkcode WebSocketRequest.accept}. */
+export interface AcceptOptions {
+  /**
+   * The subprotocol to speak: one of {@linkcode WebSocketRequest.subprotocols}.
+   *
+   * @default {undefined (none)}
+   */
+  subprotocol?: string;
+  /**
+   * Extra headers of the 101 response.
+   *
+   * @default {{}}
+   */
+  headers?: Record<string, string>;
+}
+
+/** How a socket ended: the close code and reason. */
+export interface CloseInfo {
+  /** The close code: the client's, the one the server closed with, or 1006 when lost. */
+  readonly code: number;
+  /** The close reason; empty when none was given. */
+  readonly reason: string;
+}
+
+/** A message: text, or bytes for a binary message. */
+export type SocketMessage = string | Uint8Array;
+
+const encoder = new TextEncoder();
+const HANDSHAKE = 0;
+const OPEN = 1;
+const CLOSED = 2;
+
+let createSocket: <App>(
+  app: App,
+  scope: WebSocketScope & { app: App },
+  context: PathContext,
+  route: Route<AnyHandler>,
+  receive: () => Promise<ReceiveMessage>,
+  send: Send,
+  host: SocketHost,
+) => WebSocketRequest<App>;
+let runSocket: (socket: WebSocketRequest<unknown>) => Promise<void>;
+let closeSocket: (socket: WebSocketRequest<unknown>) => Promise<void>;
+
+/**
+ * One WebSocket, as a socket handler sees it: accept (or close to deny), then receive and send
+ * until either end closes. Created by the App for routes whose methods are `["WEBSOCKET"]`.
+ *
+ * Messages from the client are read one ahead of the handler, so a close is noticed (and
+ * `signal` aborts) even while the handler only sends; what the handler does not read waits in
+ * the transport (see the README on back-pressure).
+ *
+ * @typeParam App The App, e.g. `App<{ rooms: Map<string, Set<WebSocketRequest>> }>`.
+ *
+ * @example An echo route
+ * ```ts
+ * import { App, AsgiRouter, Route, type WebSocketRequest } from "@stellarator/stellarator/web";
+ *
+ * async function echo(socket: WebSocketRequest): Promise<void> {
+ *   await socket.accept();
+ *   for await (const message of socket) await socket.send(message);
+ * }
+ *
+ * const app = new App({
+ *   router: new AsgiRouter({ routes: [new Route("/echo", { handler: echo, methods: ["WEBSOCKET"] })] }),
+ * });
+ * ```
+ */
+export class WebSocketRequest<App = unknown> {
+  static {
+    createSocket = (app, scope, context, route, receive, send, host) =>
+      new WebSocketRequest(app, scope, context, route, receive, send, host);
+    runSocket = (socket) => socket.#run();
+    closeSocket = (socket) => socket.#shutdown();
+  }
+
+  /** The ASGI scope of the handshake, with `app` added. */
+  readonly scope: WebSocketScope & { app: App };
+  /** The path variables the router matched. */
+  readonly context: PathContext;
+  /** The App handling the socket, with its attributes. */
+  readonly app: App;
+  /** The route that matched. */
+  readonly route: Route<AnyHandler>;
+
+  #receive: () => Promise<ReceiveMessage>;
+  #send: Send;
+  #host: SocketHost;
+  #state = HANDSHAKE;
+  #answered = false;
+  /** Resolves when the handshake is answered: that ends the time limit. */
+  #answer = Promise.withResolvers<void>();
+  #timedOut = false;
+  #controller = new AbortController();
+  #closeInfo: CloseInfo | undefined;
+  #buffered: SocketMessage[] = [];
+  #readers: PromiseWithResolvers<SocketMessage | null>[] = [];
+  #pulling = false;
+  #pending: TaskEntry[] = [];
+  #ended = Promise.withResolvers<void>();
+
+  private constructor(
+    app: App,
+    scope: WebSocketScope & { app: App },
+    context: PathContext,
+    route: Route<AnyHandler>,
+    receive: () => Promise<ReceiveMessage>,
+    send: Send,
+    host: SocketHost,
+  ) {
+    this.app = app;
+    this.scope = scope;
+    this.context = context;
+    this.route = route;
+    this.#receive = receive;
+    this.#send = send;
+    this.#host = host;
+  }
+
+  /** The request path, percent-decoded (`scope.path`). */
+  get path(): string {
+    return this.scope.path;
+  }
+
+  /** The subprotocols the client offered, in its order. */
+  get subprotocols(): readonly string[] {
+    return this.scope.subprotocols;
+  }
+
+  /**
+   * Aborts when the socket closes, from either end (reason: an `AbortError` `DOMException`), or
+   * when the handshake was not answered within the request time limit (a `TimeoutError`).
+   *
+   * @returns The signal.
+   */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** How the socket ended, or `undefined` while it is open (or the handshake is pending). */
+  get closed(): CloseInfo | undefined {
+    return this.#closeInfo;
+  }
+
+  /**
+   * Accepts the handshake: the client's `open` event fires.
+   *
+   * @param options The subprotocol and extra response headers.
+   * @returns Resolves once the bridge has the answer.
+   * @throws {Error} When the handshake was already answered, or the time limit has passed.
+   * @throws {AsgiProtocolError} When the subprotocol was not offered or a header is invalid.
+   */
+  async accept(options: AcceptOptions = {}): Promise<void> {
+    if (this.#answered) {
+      throw new Error(
+        `Cannot accept ${this.#label} ${
+          this.#timedOut ? "after the request time limit: the client got 408" : "twice"
+        }`,
+      );
+    }
+    this.#markAnswered();
+    const headers = Object.entries(options.headers ?? {}).map((
+      [name, value],
+    ) => [encoder.encode(name.toLowerCase()), encoder.encode(value)] as const);
+    await this.#send({
+      type: "websocket.accept",
+      subprotocol: options.subprotocol ?? null,
+      headers,
+    });
+    if (this.#state === HANDSHAKE) this.#state = OPEN;
+    this.#startTasks();
+    this.#pull();
+  }
+
+  /**
+   * The next message, or `null` once the socket is closed (then {@linkcode closed} says why).
+   *
+   * @returns The message.
+   * @throws {Error} Before `accept()`.
+   */
+  receive(): Promise<SocketMessage | null> {
+    if (!this.#answered) {
+      return Promise.reject(new Error(`Cannot receive on ${this.#label}: accept() it first`));
+    }
+    const buffered = this.#buffered.shift();
+    if (buffered !== undefined) {
+      this.#pull();
+      return Promise.resolve(buffered);
+    }
+    if (this.#state === CLOSED) return Promise.resolve(null);
+    const reader = Promise.withResolvers<SocketMessage | null>();
+    this.#readers.push(reader);
+    this.#pull();
+    return reader.promise;
+  }
+
+  /**
+   * Sends a message: a string as text, bytes as a binary message. Resolves once the bridge has
+   * handed it to the transport (it waits while a slow client has 64 KiB unread). On a closed
+   * socket it sends nothing and resolves, so a broadcast loop needs no try/catch.
+   *
+   * @param message The message.
+   * @returns Resolves when sent or dropped.
+   * @throws {TypeError} When `message` is neither a string nor a Uint8Array.
+   * @throws {Error} Before `accept()`.
+   */
+  async send(message: SocketMessage): Promise<void> {
+    if (typeof message !== "string" && !(message instanceof Uint8Array)) {
+      throw new TypeError(`Cannot send ${describe(message)}: give a string or a Uint8Array`);
+    }
+    if (this.#state === HANDSHAKE) {
+      throw new Error(`Cannot send on ${this.#label}: accept() it first`);
+    }
+    if (this.#state === CLOSED) {
+      this.#host.log.debug(`Dropped a message to ${this.#label}: the socket is closed`);
+      return;
+    }
+    try {
+      await this.#send(
+        typeof message === "string"
+          ? { type: "websocket.send", text: message }
+          : { type: "websocket.send", bytes: message },
+      );
+    } catch (error) {
+      if ((error as Error)?.name !== "ClientDisconnected") throw error;
+    }
+  }
+
+  /**
+   * Closes the socket; before `accept()`, denies the handshake (HTTP 403).
+   *
+   * @param code 1000, or 3000 to 4999 for the application's own codes.
+   * @param reason At most 123 bytes of UTF-8.
+   * @returns Resolves once the close is under way.
+   */
+  async close(code = 1000, reason = ""): Promise<void> {
+    if (this.#state === CLOSED || this.#timedOut) return;
+    const wasOpen = this.#answered;
+    this.#markAnswered();
+    await this.#send({ type: "websocket.close", code, reason });
+    if (!wasOpen) {
+      this.#startTasks();
+      this.#ending({ code: 1006, reason: "" });
+    }
+  }
+
+  /**
+   * Schedules a background task, as `Request.registerBackground` does: it starts once the
+   * handshake is answered (accepted or denied), runs under the App's `backgroundTaskTimeLimit`,
+   * and is not run when the handler fails, times out or returns before answering.
+   *
+   * @param task The task.
+   * @param options The task's name for log lines.
+   * @returns Resolves once the task is accepted.
+   * @throws {TypeError} When `task` is not a function.
+   */
+  async registerBackground(
+    task: (signal: AbortSignal) => unknown,
+    options: { name?: string } = {},
+  ): Promise<void> {
+    if (typeof task !== "function") {
+      throw new TypeError(
+        `Cannot register ${describe(task)} as a background task: give a function, e.g. ` +
+          `() => work("argument")`,
+      );
+    }
+    const runner = this.#host.runner;
+    const entry = runner.entry(task, options.name);
+    if (this.#timedOut) return runner.discard(entry, this.#timedOutReason, false);
+    if (!await runner.reserve(this.#pending.length > 0)) {
+      return runner.discard(entry, "the app is shutting down", false);
+    }
+    if (this.#timedOut) runner.discard(entry, this.#timedOutReason, true);
+    else if (this.#answered) runner.start(entry);
+    else this.#pending.push(entry);
+  }
+
+  /** The messages, until the socket closes. */
+  async *[Symbol.asyncIterator](): AsyncGenerator<SocketMessage, void, undefined> {
+    for (;;) {
+      const message = await this.receive();
+      if (message === null) return;
+      yield message;
+    }
+  }
+
+  #markAnswered(): void {
+    this.#answered = true;
+    this.#answer.resolve();
+  }
+
+  get #label(): string {
+    return `WebSocket "${this.scope.path}"`;
+  }
+
+  get #timedOutReason(): string {
+    return `its handshake ${this.#label} hit the request time limit of ${
+      seconds(this.#host.limitMs ?? 0)
+    }`;
+  }
+
+  /** Keeps one receive() pending while open: a message is read ahead, a close seen at once. */
+  #pull(): void {
+    if (this.#pulling || this.#state === CLOSED || this.#buffered.length > 0) return;
+    this.#pulling = true;
+    this.#receive().then((message) => {
+      this.#pulling = false;
+      if (message.type === "websocket.receive") {
+        const data = message.text ?? message.bytes!;
+        const reader = this.#readers.shift();
+        if (reader !== undefined) reader.resolve(data);
+        else this.#buffered.push(data);
+        if (this.#readers.length > 0 || this.#buffered.length === 0) this.#pull();
+      } else if (message.type === "websocket.disconnect") {
+        this.#ending(message as WebSocketDisconnectMessage);
+      }
+    }, (error) => {
+      this.#pulling = false;
+      for (const reader of this.#readers.splice(0)) reader.reject(error);
+    });
+  }
+
+  #ending(info: CloseInfo): void {
+    if (this.#state === CLOSED) return;
+    this.#state = CLOSED;
+    this.#closeInfo = { code: info.code, reason: info.reason };
+    this.#controller.abort(new DOMException(`The WebSocket closed (${info.code})`, "AbortError"));
+    for (const reader of this.#readers.splice(0)) reader.resolve(null);
+    this.#ended.resolve();
+  }
+
+  #startTasks(): void {
+    const runner = this.#host.runner;
+    for (const entry of this.#pending.splice(0)) runner.start(entry);
+  }
+
+  #discardTasks(reason: string): void {
+    const runner = this.#host.runner;
+    for (const entry of this.#pending.splice(0)) runner.discard(entry, reason, true);
+  }
+
+  async #run(): Promise<void> {
+    const limitMs = this.#host.limitMs;
+    const work = (async () => await this.route.handler(this))();
+    let limited: ReturnType<typeof clearableDeadline<unknown>> | undefined;
+    if (limitMs !== undefined) {
+      // The limit covers the handshake: it is cleared as soon as the handler answers it.
+      limited = clearableDeadline(Promise.race([work, this.#answer.promise]), limitMs);
+      limited.promise.catch(() => {
+        if (this.#answered) return;
+        this.#timedOut = true;
+        this.#markAnswered();
+        this.#host.log.warn(
+          `${this.#label} was not accepted within the request time limit of ${
+            seconds(limitMs)
+          }; answered 408`,
+        );
+        this.#controller.abort(
+          new DOMException(`Request time limit of ${seconds(limitMs)} exceeded`, "TimeoutError"),
+        );
+        this.#discardTasks(this.#timedOutReason);
+        void this.#deny(408, "Request time limit exceeded");
+      });
+    }
+    try {
+      await work;
+    } catch (error) {
+      if (this.#timedOut) {
+        this.#host.log.debug(
+          `Route "${this.route.path}" on ${this.#label} stopped after its time limit:`,
+          error,
+        );
+        return;
+      }
+      this.#discardTasks(`the handler of ${this.#label} failed`);
+      this.#host.log.error(`Route "${this.route.path}" on ${this.#label} failed:`, error);
+      if (!this.#answered) {
+        this.#markAnswered();
+        return await this.#deny(500, "Internal Server Error");
+      }
+      if (this.#state === OPEN) await this.#send({ type: "websocket.close", code: 1011 });
+      return;
+    } finally {
+      limited?.clear();
+    }
+    if (this.#timedOut) return;
+    if (!this.#answered) {
+      this.#markAnswered();
+      this.#discardTasks(`${this.#label} was never accepted`);
+      this.#host.log.error(
+        `Route "${this.route.path}" on ${this.#label} returned without accepting; sent 500`,
+      );
+      return await this.#deny(500, "Internal Server Error");
+    }
+    if (this.#state === OPEN) await this.#send({ type: "websocket.close", code: 1000 });
+  }
+
+  async #deny(status: number, text: string): Promise<void> {
+    const body = encoder.encode(text);
+    await this.#send({
+      type: "websocket.http.response.start",
+      status,
+      headers: [
+        [encoder.encode("content-type"), encoder.encode("text/plain; charset=utf-8")],
+        [encoder.encode("content-length"), encoder.encode(String(body.length))],
+      ],
+    });
+    await this.#send({ type: "websocket.http.response.body", body });
+    this.#ending({ code: 1006, reason: "" });
+  }
+
+  /** App shutdown: close with 1012 and wait for the end of the socket. */
+  async #shutdown(): Promise<void> {
+    if (this.#state === OPEN) {
+      await this.#send({ type: "websocket.close", code: 1012, reason: "Service restart" })
+        .catch(() => {});
+    }
+    await this.#ended.promise;
+  }
+}
+
+/** The open sockets of each App (by its host), closed at shutdown. */
+const socketsByHost = new WeakMap<SocketHost, Set<WebSocketRequest<unknown>>>();
+
+/**
+ * Serves a `websocket` scope with the route's handler; resolves when the handler is done.
+ *
+ * @param app The App.
+ * @param scope The scope, to which `app` is added.
+ * @param context The matched path variables.
+ * @param route The route, whose handler takes a {@linkcode WebSocketRequest}.
+ * @param receive The ASGI receive callable.
+ * @param send The ASGI send callable.
+ * @param host What the socket needs from the App.
+ * @returns Resolves when the handler has returned and the socket is closed.
+ */
+export async function handleSocket<App>(
+  app: App,
+  scope: WebSocketScope,
+  context: PathContext,
+  route: Route<AnyHandler>,
+  receive: () => Promise<ReceiveMessage>,
+  send: Send,
+  host: SocketHost,
+): Promise<void> {
+  await receive(); // websocket.connect
+  const webScope = scope as WebSocketScope & { app: App };
+  webScope.app = app;
+  const socket = createSocket(app, webScope, context, route, receive, send, host);
+  let sockets = socketsByHost.get(host);
+  if (sockets === undefined) socketsByHost.set(host, sockets = new Set());
+  sockets.add(socket as WebSocketRequest<unknown>);
+  try {
+    await runSocket(socket as WebSocketRequest<unknown>);
+  } finally {
+    sockets.delete(socket as WebSocketRequest<unknown>);
+  }
+}
+
+/**
+ * Denies a handshake no route serves: 404 for an unknown path, 403 for a path without a
+ * WebSocket route (as the ASGI spec's plain `websocket.close`).
+ *
+ * @param receive The ASGI receive callable.
+ * @param send The ASGI send callable.
+ * @param status 404 or 403.
+ * @returns Resolves once the denial is sent.
+ */
+export async function denySocket(
+  receive: () => Promise<ReceiveMessage>,
+  send: Send,
+  status: 403 | 404,
+): Promise<void> {
+  await receive();
+  const body = encoder.encode(status === 404 ? "Not Found" : "Forbidden");
+  await send({
+    type: "websocket.http.response.start",
+    status,
+    headers: [
+      [encoder.encode("content-type"), encoder.encode("text/plain; charset=utf-8")],
+      [encoder.encode("content-length"), encoder.encode(String(body.length))],
+    ],
+  });
+  await send({ type: "websocket.http.response.body", body });
+}
+
+/**
+ * Closes every open socket of an App with 1012 and waits, within `graceMs`, for them to end.
+ *
+ * @param host The App's host.
+ * @param graceMs How long to wait.
+ * @returns Resolves when they have ended or the time is up (logged).
+ */
+export async function closeSockets(host: SocketHost, graceMs: number): Promise<void> {
+  const sockets = socketsByHost.get(host);
+  if (sockets === undefined || sockets.size === 0) return;
+  const all = Promise.all([...sockets].map((socket) => closeSocket(socket)));
+  const limited = clearableDeadline(all, graceMs);
+  try {
+    await limited.promise;
+  } catch {
+    host.log.warn(
+      `${sockets.size} WebSocket(s) still open after the shutdown grace period of ${
+        seconds(graceMs)
+      }; shutting down without them`,
+    );
+  } finally {
+    limited.clear();
+  }
+}
+
+/**
+ * Answers an HTTP request to a path served only by a WebSocket route: 426 Upgrade Required.
+ *
+ * @param send The ASGI send callable.
+ * @returns Resolves once the response is sent.
+ */
+export async function sendUpgradeRequired(send: Send): Promise<void> {
+  const body = encoder.encode("Upgrade Required");
+  await send({
+    type: "http.response.start",
+    status: 426,
+    headers: [
+      [encoder.encode("content-type"), encoder.encode("text/plain; charset=utf-8")],
+      [encoder.encode("content-length"), encoder.encode(String(body.length))],
+      [encoder.encode("upgrade"), encoder.encode("websocket")],
+    ],
+  });
+  await send({ type: "http.response.body", body });
+}

@@ -1,0 +1,128 @@
+/**
+ * A small chat on the web layer, run by `deno task example:chat`: `GET /` serves one HTML page
+ * with a few lines of JavaScript, and the WebSocket route `/chat` broadcasts every message it
+ * receives to every connected page. Open http://127.0.0.1:8000/ in two browser windows.
+ *
+ * Environment: `PORT` (default 8000), `TRANSPORT` (`deno`, the default, or `node`). Ctrl-C
+ * (SIGINT) or SIGTERM shuts down gracefully: open pages see close code 1012 and reconnect.
+ *
+ * @module
+ */
+import {
+  App,
+  type AppHandler,
+  AsgiRouter,
+  type AsgiServer,
+  type Request,
+  Response,
+  Route,
+  serve,
+  type SocketHandler,
+  type WebHandler,
+  type WebSocketRequest,
+} from "../web.ts";
+
+/** The app's attributes: the sockets of the open pages. */
+export type ChatAttributes = { clients: Set<WebSocketRequest<App<ChatAttributes>>> };
+
+/** The page: a list of messages, a form, and the script that connects the two to `/chat`. */
+export const PAGE = `<!doctype html>
+<html lang="en">
+<meta charset="utf-8">
+<title>stellarator chat</title>
+<style>body { font: 16px system-ui; margin: 2em } #log { min-height: 8em }</style>
+<h1>stellarator chat</h1>
+<ul id="log"></ul>
+<form id="form"><input id="text" autocomplete="off" autofocus> <button>Send</button></form>
+<p id="status">connecting…</p>
+<script>
+  const log = document.getElementById("log");
+  const status = document.getElementById("status");
+  let socket;
+  function connect() {
+    socket = new WebSocket(\`\${location.protocol === "https:" ? "wss" : "ws"}://\${location.host}/chat\`);
+    socket.onopen = () => (status.textContent = "connected");
+    socket.onmessage = (event) => log.append(Object.assign(document.createElement("li"), { textContent: event.data }));
+    socket.onclose = (event) => {
+      status.textContent = \`disconnected (\${event.code}), reconnecting…\`;
+      setTimeout(connect, 1000);
+    };
+  }
+  document.getElementById("form").onsubmit = (event) => {
+    event.preventDefault();
+    const input = document.getElementById("text");
+    if (input.value) socket.send(input.value);
+    input.value = "";
+  };
+  connect();
+</script>
+</html>
+`;
+
+/** The largest message the chat relays, in bytes. */
+const MAX_MESSAGE = 4096;
+
+const page: WebHandler<ChatAttributes> = async (request: Request<ChatAttributes>) => {
+  await request.respondWith(new Response({ body: PAGE, contentType: "text/html; charset=utf-8" }));
+};
+
+const chat: SocketHandler<ChatAttributes> = async (socket) => {
+  await socket.accept();
+  const clients = socket.app.clients;
+  clients.add(socket);
+  try {
+    for await (const message of socket) {
+      if (typeof message !== "string" || message.length > MAX_MESSAGE) continue;
+      // Every page gets it, the sender's included; a closed socket drops it silently.
+      await Promise.all([...clients].map((client) => client.send(message)));
+    }
+  } finally {
+    clients.delete(socket);
+  }
+};
+
+/**
+ * Builds the chat app.
+ *
+ * @returns The app, with an empty set of clients.
+ */
+export function createChatApp(): App<ChatAttributes> {
+  return new App<ChatAttributes>({
+    router: new AsgiRouter<AppHandler<ChatAttributes>>({
+      routes: [
+        new Route("/", { handler: page }),
+        new Route("/chat", { handler: chat, methods: ["WEBSOCKET"] }),
+      ],
+    }),
+    requestTimeLimit: 5,
+    attributes: { clients: new Set() },
+  });
+}
+
+/**
+ * Serves the chat on 127.0.0.1 until SIGINT or SIGTERM.
+ *
+ * @param port The port.
+ * @returns The server.
+ */
+export function main(port = Number(Deno.env.get("PORT") ?? 8000)): AsgiServer {
+  const transport = Deno.env.get("TRANSPORT") === "node" ? "node" : "deno";
+  const controller = new AbortController();
+  const server = serve(createChatApp(), {
+    port,
+    transport,
+    signal: controller.signal,
+    maxMessageSize: 64 * 1024,
+    onListen: ({ hostname, port }) =>
+      console.log(`Chat on http://${hostname}:${port}/ (transport: ${transport})`),
+  });
+  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  const stop = () => controller.abort();
+  for (const signal of signals) Deno.addSignalListener(signal, stop);
+  server.finished.finally(() => {
+    for (const signal of signals) Deno.removeSignalListener(signal, stop);
+  });
+  return server;
+}
+
+if (import.meta.main) main();

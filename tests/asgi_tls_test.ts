@@ -1,0 +1,123 @@
+/**
+ * TLS in serve(): a self-signed certificate made at test time with Debian's openssl, trusted by
+ * the clients (Deno's fetch through `Deno.createHttpClient`, Deno's WebSocket in a subprocess
+ * started with `--cert`), on both transports. The scopes say "https" and "wss".
+ */
+import { assertEquals, assertMatch, assertRejects, assertThrows } from "@std/assert";
+import { type AsgiApplication, serve } from "../asgi.ts";
+import { start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+
+/** Makes a self-signed certificate for 127.0.0.1 and localhost; `undefined` without openssl. */
+async function selfSigned(): Promise<{ dir: string; cert: string; key: string } | undefined> {
+  const dir = await Deno.makeTempDir({ prefix: "asgi_tls_" });
+  try {
+    const output = await new Deno.Command("openssl", {
+      args: [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        "-addext",
+        // rustls refuses a certificate marked as a CA as the server's own.
+        "basicConstraints=critical,CA:FALSE",
+        "-keyout",
+        `${dir}/key.pem`,
+        "-out",
+        `${dir}/cert.pem`,
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    if (!output.success) throw new Error(new TextDecoder().decode(output.stderr));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+  return {
+    dir,
+    cert: await Deno.readTextFile(`${dir}/cert.pem`),
+    key: await Deno.readTextFile(`${dir}/key.pem`),
+  };
+}
+
+const tls = await selfSigned();
+if (tls === undefined) {
+  console.log("asgi_tls_test: skipped, no openssl on PATH (.ci/run installs it)");
+}
+
+/** Answers HTTP with the scope's scheme; echoes the scheme to a WebSocket, then closes. */
+const app: AsgiApplication = async (scope, receive, send) => {
+  if (scope.type === "http") {
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: new TextEncoder().encode(scope.scheme) });
+  } else if (scope.type === "websocket") {
+    await receive();
+    await send({ type: "websocket.accept" });
+    await send({ type: "websocket.send", text: scope.scheme });
+    await send({ type: "websocket.close", code: 4000 });
+  }
+};
+
+for (const transport of TRANSPORTS) {
+  Deno.test({
+    name: `serve() [${transport}] speaks HTTPS with cert and key, and the scope says "https"`,
+    ignore: tls === undefined,
+    async fn() {
+      await using server = await start(app, transport, { cert: tls!.cert, key: tls!.key });
+      const client = Deno.createHttpClient({ caCerts: [tls!.cert] });
+      try {
+        const response = await fetch(`https://127.0.0.1:${server.port}/`, { client });
+        assertEquals(await response.text(), "https");
+        // Without the certificate trusted, the handshake fails: it really is TLS.
+        await assertRejects(() => fetch(`https://127.0.0.1:${server.port}/`));
+      } finally {
+        client.close();
+      }
+    },
+  });
+
+  Deno.test({
+    name: `serve() [${transport}] speaks WSS with cert and key, and the scope says "wss"`,
+    ignore: tls === undefined,
+    async fn() {
+      await using server = await start(app, transport, { cert: tls!.cert, key: tls!.key });
+      const script = `
+        const ws = new WebSocket("wss://127.0.0.1:${server.port}/");
+        ws.onmessage = (event) => console.log("message", event.data);
+        ws.onclose = (event) => console.log("close", event.code);
+        ws.onerror = () => console.log("error");
+      `;
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["eval", "--cert", `${tls!.dir}/cert.pem`, script],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assertMatch(new TextDecoder().decode(output.stdout), /^message wss\nclose 4000\n$/);
+    },
+  });
+}
+
+Deno.test("serve() rejects a cert without a key", () => {
+  assertThrows(
+    () => serve(() => Promise.resolve(), { cert: "-----BEGIN CERTIFICATE-----" }),
+    TypeError,
+    'Invalid TLS options: give both cert and key as PEM text (got cert "string", key undefined)',
+  );
+});
+
+Deno.test({
+  name: "tls fixture cleanup",
+  ignore: tls === undefined,
+  async fn() {
+    await Deno.remove(tls!.dir, { recursive: true });
+  },
+});

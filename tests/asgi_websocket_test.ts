@@ -1,0 +1,569 @@
+/**
+ * The ASGI WebSocket protocol on both transports, driven by Deno's own `WebSocket` client and by
+ * raw sockets for what a browser-like client cannot do (look at the handshake response, vanish
+ * mid-frame, never read).
+ */
+import { assert, assertEquals, assertInstanceOf, assertMatch, assertRejects } from "@std/assert";
+import {
+  type AsgiApplication,
+  AsgiProtocolError,
+  ClientDisconnected,
+  type ReceiveMessage,
+  type Scope,
+  type WebSocketScope,
+} from "../asgi.ts";
+import { bytes, rawRequest, sleep, start, text, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
+
+/** Records what the application saw and did; `done` settles when it returns or raises. */
+class Probe {
+  readonly received: ReceiveMessage[] = [];
+  readonly errors: unknown[] = [];
+  scope: WebSocketScope | undefined;
+  readonly #done = Promise.withResolvers<void>();
+  readonly done: Promise<void> = this.#done.promise;
+
+  /** Wraps an application body; non-websocket scopes are ignored. */
+  app(
+    body: (
+      scope: WebSocketScope,
+      receive: () => Promise<ReceiveMessage>,
+      send: Parameters<AsgiApplication>[2],
+    ) => Promise<void>,
+  ): AsgiApplication {
+    return async (scope: Scope, receive, send) => {
+      if (scope.type !== "websocket") return;
+      this.scope = scope;
+      const recording = async () => {
+        const message = await receive();
+        this.received.push(message);
+        return message;
+      };
+      try {
+        await body(scope, recording, send);
+      } catch (error) {
+        this.errors.push(error);
+        throw error;
+      } finally {
+        this.#done.resolve();
+      }
+    };
+  }
+
+  finished(ms = 5000): Promise<void> {
+    return within(this.done, ms, "the application to return");
+  }
+}
+
+/** Accepts, then echoes every message until the client leaves. */
+function echo(probe: Probe, subprotocol: string | null = null): AsgiApplication {
+  return probe.app(async (_scope, receive, send) => {
+    await receive();
+    await send({ type: "websocket.accept", subprotocol });
+    for (;;) {
+      const message = await receive();
+      if (message.type !== "websocket.receive") return;
+      if (message.text !== null) await send({ type: "websocket.send", text: message.text });
+      else await send({ type: "websocket.send", bytes: message.bytes });
+    }
+  });
+}
+
+function disconnects(probe: Probe): ReceiveMessage[] {
+  return probe.received.filter((message) => message.type === "websocket.disconnect");
+}
+
+for (const transport of TRANSPORTS) {
+  const ws = (port: number, path = "/") => `ws://127.0.0.1:${port}${path}`;
+
+  Deno.test(`serve() [${transport}] gives a WebSocket the scope of the ASGI spec 2.5`, async () => {
+    const probe = new Probe();
+    await using server = await start(echo(probe), transport, { rootPath: "/mount" });
+    const client = await WsClient.open(ws(server.port, "/caf%C3%A9/x?q=1&r=%20"), ["a", "b"]);
+    client.socket.close(1000);
+    await probe.finished();
+    const scope = probe.scope!;
+    assertEquals(scope.type, "websocket");
+    assertEquals(scope.asgi, { version: "3.0", spec_version: "2.5" });
+    assertEquals(scope.http_version, "1.1");
+    assertEquals(scope.scheme, "ws");
+    assertEquals(scope.path, "/mount/café/x");
+    assertEquals(text(scope.raw_path), "/mount/caf%C3%A9/x");
+    assertEquals(text(scope.query_string), "q=1&r=%20");
+    assertEquals(scope.root_path, "/mount");
+    assertEquals(scope.subprotocols, ["a", "b"]);
+    assertEquals(scope.client?.[0], "127.0.0.1");
+    assertEquals(scope.server, ["127.0.0.1", server.port]);
+    assertEquals(scope.state, {});
+    assertEquals(scope.extensions, { "websocket.http.response": {} });
+    const names = scope.headers.map(([name]) => text(name));
+    assert(names.includes("sec-websocket-key"), names.join());
+    assert(names.every((name) => name === name.toLowerCase()));
+  });
+
+  Deno.test(`serve() [${transport}] accepts with a subprotocol and extra headers`, async () => {
+    const probe = new Probe();
+    const app = probe.app(async (_scope, receive, send) => {
+      await receive();
+      await send({
+        type: "websocket.accept",
+        subprotocol: "b",
+        headers: [[bytes("x-served-by"), bytes("stellarator")]],
+      });
+      await send({ type: "websocket.close" });
+    });
+    await using server = await start(app, transport);
+    const client = await WsClient.open(ws(server.port), ["a", "b"]);
+    assertEquals(client.socket.protocol, "b");
+    await client.closeEvent();
+    const raw = await rawRequest(server.port, handshake("/", "Sec-WebSocket-Protocol: b\r\n"));
+    assertMatch(raw, /^HTTP\/1\.1 101 /);
+    assertMatch(raw, /\r\nx-served-by: stellarator\r\n/i);
+    assertMatch(raw, /\r\nsec-websocket-protocol: b\r\n/i);
+  });
+
+  Deno.test(`serve() [${transport}] echoes text and bytes`, async () => {
+    const probe = new Probe();
+    await using server = await start(echo(probe), transport);
+    const client = await WsClient.open(ws(server.port));
+    client.socket.send("héllo");
+    assertEquals(await client.next(), "héllo");
+    client.socket.send(new Uint8Array([0, 1, 255]));
+    assertEquals(await client.next(), new Uint8Array([0, 1, 255]));
+    client.socket.send("");
+    assertEquals(await client.next(), "");
+    client.socket.close(4001, "bye");
+    await probe.finished();
+    assertEquals(probe.received.slice(1, 4), [
+      { type: "websocket.receive", bytes: null, text: "héllo" },
+      { type: "websocket.receive", bytes: new Uint8Array([0, 1, 255]), text: null },
+      { type: "websocket.receive", bytes: null, text: "" },
+    ]);
+  });
+
+  Deno.test(
+    `serve() [${transport}] reports the client's close code and reason exactly once`,
+    async () => {
+      const probe = new Probe();
+      let again: unknown;
+      const app = probe.app(async (_scope, receive, send) => {
+        await receive();
+        await send({ type: "websocket.accept" });
+        await receive();
+        again = await receive().catch((error) => error);
+      });
+      await using server = await start(app, transport);
+      const client = await WsClient.open(ws(server.port));
+      client.socket.close(4001, "bye");
+      await probe.finished();
+      assertEquals(disconnects(probe), [{
+        type: "websocket.disconnect",
+        code: 4001,
+        reason: "bye",
+      }]);
+      assertInstanceOf(again, AsgiProtocolError);
+      assertMatch((again as Error).message, /^Cannot receive after "websocket\.disconnect"/);
+    },
+  );
+
+  Deno.test(`serve() [${transport}] reports 1005 for a close without a code`, async () => {
+    const probe = new Probe();
+    await using server = await start(echo(probe), transport);
+    const client = await WsClient.open(ws(server.port));
+    client.socket.close();
+    await probe.finished();
+    assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1005, reason: "" }]);
+  });
+
+  Deno.test(`serve() [${transport}] closes with the application's code and reason`, async () => {
+    const probe = new Probe();
+    let late: unknown;
+    const app = probe.app(async (_scope, receive, send) => {
+      await receive();
+      await send({ type: "websocket.accept" });
+      await send({ type: "websocket.send", text: "last" });
+      await send({ type: "websocket.close", code: 4000, reason: "done" });
+      late = await send({ type: "websocket.send", text: "late" }).catch((error) => error);
+      await receive();
+    });
+    await using server = await start(app, transport);
+    const client = await WsClient.open(ws(server.port));
+    assertEquals(await client.next(), "last");
+    const event = await client.closeEvent();
+    assertEquals([event.code, event.reason], [4000, "done"]);
+    await probe.finished();
+    assertEquals(disconnects(probe), [{
+      type: "websocket.disconnect",
+      code: 4000,
+      reason: "done",
+    }]);
+    assertInstanceOf(late, AsgiProtocolError);
+    assertMatch((late as Error).message, /^Cannot send "websocket\.send" after the connection/);
+  });
+
+  Deno.test(`serve() [${transport}] denies a handshake closed before accept with 403`, async () => {
+    const probe = new Probe();
+    const app = probe.app(async (_scope, receive, send) => {
+      await receive();
+      await send({ type: "websocket.close" });
+      await receive();
+    });
+    await using server = await start(app, transport);
+    const raw = await rawRequest(server.port, handshake("/"));
+    assertMatch(raw, /^HTTP\/1\.1 403 /);
+    await probe.finished();
+    assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
+    await assertRejects(() => WsClient.open(ws(server.port)));
+  });
+
+  Deno.test(`serve() [${transport}] sends a denial response of the application's own`, async () => {
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "websocket") return;
+      await receive();
+      await send({
+        type: "websocket.http.response.start",
+        status: 401,
+        headers: [[bytes("www-authenticate"), bytes("Bearer")], [
+          bytes("content-type"),
+          bytes("text/plain"),
+        ]],
+      });
+      await send({ type: "websocket.http.response.body", body: bytes("Log "), more_body: true });
+      await send({ type: "websocket.http.response.body", body: bytes("in first") });
+    };
+    await using server = await start(app, transport);
+    const raw = await rawRequest(server.port, handshake("/"));
+    assertMatch(raw, /^HTTP\/1\.1 401 /);
+    assertMatch(raw, /\r\nwww-authenticate: Bearer\r\n/i);
+    assertMatch(raw, /\r\n\r\nLog in first$/);
+  });
+
+  Deno.test(`serve() [${transport}] rejects what breaks the protocol`, async (t) => {
+    const cases: [string, (send: Parameters<AsgiApplication>[2]) => Promise<unknown>, RegExp][] = [
+      [
+        "a send before accept",
+        (send) => send({ type: "websocket.send", text: "x" }),
+        /^Cannot send "websocket\.send" before the handshake is answered/,
+      ],
+      [
+        "a subprotocol the client did not offer",
+        (send) => send({ type: "websocket.accept", subprotocol: "zz" }),
+        /^Invalid "subprotocol" "zz" in "websocket\.accept": the client offered none/,
+      ],
+      [
+        "a sec-websocket-protocol header",
+        (send) =>
+          send({
+            type: "websocket.accept",
+            headers: [[bytes("sec-websocket-protocol"), bytes("x")]],
+          }),
+        /^Invalid header "sec-websocket-protocol"/,
+      ],
+      [
+        "both text and bytes",
+        async (send) => {
+          await send({ type: "websocket.accept" });
+          await send({ type: "websocket.send", text: "x", bytes: new Uint8Array(1) });
+        },
+        /^Invalid "websocket\.send": give exactly one of "text" and "bytes" \(got both\)/,
+      ],
+      [
+        "neither text nor bytes",
+        async (send) => {
+          await send({ type: "websocket.accept" });
+          await send({ type: "websocket.send", text: null });
+        },
+        /got neither/,
+      ],
+      [
+        "a second accept",
+        async (send) => {
+          await send({ type: "websocket.accept" });
+          await send({ type: "websocket.accept" });
+        },
+        /^Cannot send "websocket\.accept" twice/,
+      ],
+      [
+        "a reserved close code",
+        async (send) => {
+          await send({ type: "websocket.accept" });
+          await send({ type: "websocket.close", code: 1006 });
+        },
+        /^Invalid "code" 1006 in "websocket\.close"/,
+      ],
+      [
+        "an HTTP message",
+        (send) => send({ type: "http.response.start", status: 200 }),
+        /^Cannot send "http\.response\.start" before the handshake is answered/,
+      ],
+    ];
+    for (const [name, misuse, pattern] of cases) {
+      await t.step(name, async () => {
+        let caught: unknown;
+        const app: AsgiApplication = async (scope, receive, send) => {
+          if (scope.type !== "websocket") return;
+          await receive();
+          try {
+            await misuse(send);
+          } catch (error) {
+            caught = error;
+          }
+          await send({ type: "websocket.close" }).catch(() => {});
+        };
+        await using server = await start(app, transport);
+        await rawRequest(server.port, handshake("/"), 200);
+        assertInstanceOf(caught, AsgiProtocolError);
+        assertMatch((caught as Error).message, pattern);
+        assert(
+          server.logger.lines("error").some((line) =>
+            pattern.test(line.split("\n")[0]!.replace(/^AsgiProtocolError: /, ""))
+          ),
+        );
+      });
+    }
+  });
+
+  Deno.test(
+    `serve() [${transport}] rejects a send after the client left with ClientDisconnected`,
+    async () => {
+      const probe = new Probe();
+      let late: unknown;
+      const app = probe.app(async (_scope, receive, send) => {
+        await receive();
+        await send({ type: "websocket.accept" });
+        await receive();
+        late = await send({ type: "websocket.send", text: "late" }).catch((error) => error);
+      });
+      await using server = await start(app, transport);
+      const client = await WsClient.open(ws(server.port));
+      client.socket.close(4002);
+      await probe.finished();
+      assertInstanceOf(late, ClientDisconnected);
+      assertEquals((late as ClientDisconnected).code, 4002);
+      assertEquals(server.logger.lines("error"), []);
+    },
+  );
+
+  Deno.test(`serve() [${transport}] closes with 1009 over maxMessageSize`, async () => {
+    const probe = new Probe();
+    await using server = await start(echo(probe), transport, { maxMessageSize: 1000 });
+    const client = await WsClient.open(ws(server.port));
+    client.socket.send("x".repeat(1000));
+    assertEquals((await client.next()).length, 1000);
+    client.socket.send(new Uint8Array(1001));
+    const event = await client.closeEvent();
+    assertEquals(event.code, 1009);
+    await probe.finished();
+    assertEquals(disconnects(probe).map((m) => (m as { code: number }).code), [1009]);
+  });
+
+  Deno.test(`serve() [${transport}] closes open sockets with 1012 at shutdown`, async () => {
+    const probe = new Probe();
+    const server = await start(echo(probe), transport);
+    const client = await WsClient.open(ws(server.port));
+    client.socket.send("ping");
+    await client.next();
+    const stopped = server.server.shutdown();
+    const event = await client.closeEvent();
+    assertEquals(event.code, 1012);
+    await within(stopped, 5000, "shutdown");
+    await probe.finished();
+    assertEquals(disconnects(probe).map((m) => (m as { code: number }).code), [1012]);
+  });
+
+  Deno.test(`serve() [${transport}] answers 500 when the application fails before accept`, async () => {
+    const app: AsgiApplication = async (scope, receive) => {
+      if (scope.type !== "websocket") return;
+      await receive();
+      throw new Error("boom");
+    };
+    await using server = await start(app, transport);
+    const raw = await rawRequest(server.port, handshake("/"));
+    assertMatch(raw, /^HTTP\/1\.1 500 /);
+    assert(server.logger.lines("error").some((line) => line.includes("boom")));
+  });
+
+  Deno.test(`serve() [${transport}] closes with 1011 when the application fails after accept`, async () => {
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "websocket") return;
+      await receive();
+      await send({ type: "websocket.accept" });
+      throw new Error("boom");
+    };
+    await using server = await start(app, transport);
+    const client = await WsClient.open(ws(server.port));
+    assertEquals((await client.closeEvent()).code, 1011);
+  });
+
+  Deno.test(`serve() [${transport}] closes with 1000 when the application returns`, async () => {
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "websocket") return;
+      await receive();
+      await send({ type: "websocket.accept" });
+    };
+    await using server = await start(app, transport);
+    const client = await WsClient.open(ws(server.port));
+    assertEquals((await client.closeEvent()).code, 1000);
+  });
+
+  Deno.test(`serve() [${transport}] reports 1006 when the client vanishes mid-message`, async () => {
+    const probe = new Probe();
+    await using server = await start(echo(probe), transport);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+    await conn.write(new TextEncoder().encode(handshake("/")));
+    const buffer = new Uint8Array(4096);
+    const n = await conn.read(buffer);
+    assertMatch(text(buffer.subarray(0, n ?? 0)), /^HTTP\/1\.1 101 /);
+    // A masked text frame that announces 100 bytes, then only 4 of them.
+    await conn.write(new Uint8Array([0x81, 0x80 | 100, 1, 2, 3, 4, 9, 9, 9, 9]));
+    conn.close();
+    await probe.finished();
+    assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
+  });
+
+  Deno.test(
+    `serve() [${transport}] tells the app when the client leaves before the handshake is answered`,
+    async () => {
+      // Regression (found while writing this test): on node, such a client left a half-open
+      // socket that nobody closed, and shutdown waited 2 × shutdownTimeout for it.
+      const probe = new Probe();
+      let accepted: unknown = "not yet";
+      const app = probe.app(async (_scope, receive, send) => {
+        await receive();
+        await sleep(300);
+        accepted = await send({ type: "websocket.accept" }).catch((error) => error);
+        await receive();
+      });
+      await using server = await start(app, transport);
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+      await conn.write(new TextEncoder().encode(handshake("/")));
+      await sleep(50);
+      conn.close();
+      await probe.finished();
+      assertInstanceOf(accepted, ClientDisconnected);
+      assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
+      assertEquals(server.logger.lines("error"), []);
+    },
+  );
+
+  Deno.test(`serve() [${transport}] refuses a bad handshake without calling the app`, async () => {
+    const called: string[] = [];
+    const app: AsgiApplication = async (scope, _receive, send) => {
+      called.push(scope.type);
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("plain http") });
+    };
+    await using server = await start(app, transport);
+    const version8 = handshake("/").replace(
+      "Sec-WebSocket-Version: 13",
+      "Sec-WebSocket-Version: 8",
+    );
+    const refused = await rawRequest(server.port, version8);
+    assertMatch(refused, /^HTTP\/1\.1 426 /);
+    assertMatch(refused, /\r\nsec-websocket-version: 13\r\n/i);
+    const badKey = handshake("/").replace("dGhlIHNhbXBsZSBub25jZQ==", "short");
+    assertMatch(await rawRequest(server.port, badKey), /^HTTP\/1\.1 400 /);
+    assertEquals(called, []);
+    // Upgrade without "Connection: Upgrade" is a plain HTTP request (RFC 9110, 7.8).
+    const noConnection = handshake("/").replace("Connection: Upgrade\r\n", "");
+    assertMatch(await rawRequest(server.port, noConnection), /^HTTP\/1\.1 200 [^]*plain http$/);
+    assertEquals(called, ["http"]);
+  });
+
+  Deno.test(`serve() [${transport}] makes send wait for a client that does not read`, async () => {
+    const chunk = new Uint8Array(256 * 1024);
+    let sent = 0;
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "websocket") return;
+      await receive();
+      await send({ type: "websocket.accept" });
+      for (let i = 0; i < 200; i++) {
+        await send({ type: "websocket.send", bytes: chunk });
+        sent++;
+      }
+    };
+    await using server = await start(app, transport);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+    await conn.write(new TextEncoder().encode(handshake("/")));
+    await sleep(1000);
+    // 200 × 256 KiB = 50 MiB: far more than the socket buffers hold, so send() must have waited.
+    assert(sent < 100, `${sent} sends resolved for a client that reads nothing`);
+    conn.close();
+  });
+}
+
+Deno.test("AsgiRouter.getRoute() routes a websocket scope to the path's WEBSOCKET route", async () => {
+  const { AsgiRouter, Route } = await import("../router.ts");
+  type Handler = (context: Record<string, string>, scope: Scope) => string;
+  const router = new AsgiRouter<Handler>({
+    routes: [
+      new Route("/chat/{room}", { handler: () => "page" }),
+      new Route("/chat/{room}", {
+        handler: (context) => `socket ${context.room}`,
+        methods: ["websocket"],
+      }),
+    ],
+  });
+  const [handler, context] = router.getRoute("/chat/lobby");
+  const websocket = { type: "websocket" } as WebSocketScope;
+  assertEquals(await handler(context, websocket), "socket lobby");
+  assertEquals(await handler(context, { type: "http", method: "GET" } as Scope), "page");
+  assertEquals(router.match("/chat/lobby")?.allowed, ["GET", "WEBSOCKET"]);
+});
+
+Deno.test("serve() [node] closes sockets with 1012 only after the HTTP requests in flight", async () => {
+  const order: string[] = [];
+  const requestStarted = Promise.withResolvers<void>();
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type === "http") {
+      requestStarted.resolve();
+      await sleep(300);
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("slow") });
+      order.push("http response sent");
+    } else if (scope.type === "websocket") {
+      await receive();
+      await send({ type: "websocket.accept" });
+      const message = await receive();
+      order.push(`app saw ${(message as { code?: number }).code}`);
+    }
+  };
+  const server = await start(app, "node");
+  const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+  const response = fetch(server.url).then((r) => r.text());
+  await requestStarted.promise;
+  const stopped = server.server.shutdown();
+  assertEquals((await client.closeEvent()).code, 1012);
+  order.push("client saw 1012");
+  assertEquals(await response, "slow");
+  await within(stopped, 5000, "shutdown");
+  // Which end of the socket hears of the close first is a race; both come after the response.
+  assertEquals(order[0], "http response sent");
+  assertEquals(order.slice(1).sort(), ["app saw 1012", "client saw 1012"]);
+});
+
+Deno.test("serve() [node] stops reading from a client whose messages the app does not take", async () => {
+  const release = Promise.withResolvers<void>();
+  let received = 0;
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    await release.promise;
+    while ((await receive()).type === "websocket.receive") received++;
+  };
+  await using server = await start(app, "node");
+  const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+  const chunk = new Uint8Array(64 * 1024);
+  for (let i = 0; i < 400; i++) client.socket.send(chunk); // 25 MiB
+  await sleep(1000);
+  // The server holds at most 16 messages for the app plus what the kernel buffers; the rest
+  // of the 25 MiB waits on the client's side.
+  const waiting = client.socket.bufferedAmount;
+  assert(waiting > 8 * 1024 * 1024, `only ${waiting} bytes still wait on the client`);
+  release.resolve();
+  while (received < 400) await sleep(20);
+  client.socket.close();
+  await client.closeEvent();
+});

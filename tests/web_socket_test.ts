@@ -1,0 +1,219 @@
+/**
+ * WebSocket routes of the web layer: the handler's WebSocketRequest, routing (404, 403, 426),
+ * the request time limit applied to the handshake, failures, background tasks and shutdown.
+ * Runs the App on the bridge's deno transport with Deno's WebSocket client.
+ */
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import {
+  App,
+  type AppHandler,
+  AsgiRouter,
+  createFetchHandler,
+  type Request,
+  Response,
+  Route,
+  serve,
+  type SocketHandler,
+  type WebHandler,
+  type WebSocketRequest,
+} from "../web.ts";
+import { RecordingLogger } from "./fixtures/asgi_harness.ts";
+import { rawRequest } from "./fixtures/asgi_harness.ts";
+import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
+
+type Handler = AppHandler;
+
+class Logs extends RecordingLogger {
+  debug(...data: unknown[]): void {
+    this.entries.push({ level: "info", data });
+  }
+}
+
+async function serveApp(
+  routes: Route<Handler>[],
+  options: { requestTimeLimit?: number; shutdownGracePeriod?: number } = {},
+) {
+  const logger = new Logs();
+  const app = new App({ router: new AsgiRouter<Handler>({ routes }), logger, ...options });
+  const server = serve(app, { port: 0, onListen() {}, logger });
+  const { port } = await server.addr;
+  return {
+    app,
+    logger,
+    port,
+    url: (path: string) => `ws://127.0.0.1:${port}${path}`,
+    server,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+function socketRoute(path: string, handler: SocketHandler): Route<Handler> {
+  return new Route<Handler>(path, { handler, methods: ["WEBSOCKET"] });
+}
+
+Deno.test("WebSocketRequest echoes by async iteration, with context and path", async () => {
+  const seen: string[] = [];
+  const ended = Promise.withResolvers<void>();
+  const echo: SocketHandler = async (socket) => {
+    seen.push(socket.context.room!, socket.path, socket.subprotocols.join());
+    await socket.accept({ subprotocol: "chat", headers: { "x-room": socket.context.room! } });
+    for await (const message of socket) await socket.send(message);
+    seen.push(`closed ${socket.closed?.code} ${socket.closed?.reason}`);
+    seen.push(`signal ${socket.signal.aborted}`);
+    ended.resolve();
+  };
+  await using served = await serveApp([socketRoute("/rooms/{room}", echo)]);
+  const client = await WsClient.open(served.url("/rooms/lobby"), ["chat"]);
+  assertEquals(client.socket.protocol, "chat");
+  client.socket.send("hi");
+  assertEquals(await client.next(), "hi");
+  client.socket.send(new Uint8Array([7]));
+  assertEquals(await client.next(), new Uint8Array([7]));
+  client.socket.close(4000, "bye");
+  await within(ended.promise, 5000, "the handler");
+  assertEquals(seen, ["lobby", "/rooms/lobby", "chat", "closed 4000 bye", "signal true"]);
+});
+
+Deno.test("App routes WebSockets: 404 unknown path, 403 HTTP-only path, 426 for HTTP", async () => {
+  const page: WebHandler = (request: Request) =>
+    request.respondWith(new Response({ body: "page" }));
+  const noop: SocketHandler = (socket) => socket.close();
+  await using served = await serveApp([
+    new Route<Handler>("/page", { handler: page }),
+    socketRoute("/socket", noop),
+  ]);
+  assertMatch(await rawRequest(served.port, handshake("/nope")), /^HTTP\/1\.1 404 /);
+  assertMatch(await rawRequest(served.port, handshake("/page")), /^HTTP\/1\.1 403 /);
+  const http = await fetch(`http://127.0.0.1:${served.port}/socket`);
+  assertEquals(http.status, 426);
+  assertEquals(http.headers.get("upgrade"), "websocket");
+  assertEquals(await http.text(), "Upgrade Required");
+  assertEquals(await (await fetch(`http://127.0.0.1:${served.port}/page`)).text(), "page");
+});
+
+Deno.test("WebSocketRequest.close() before accept() denies the handshake with 403", async () => {
+  await using served = await serveApp([socketRoute("/s", (socket) => socket.close())]);
+  assertMatch(await rawRequest(served.port, handshake("/s")), /^HTTP\/1\.1 403 /);
+});
+
+Deno.test("App applies requestTimeLimit to the handshake only", async (t) => {
+  await t.step("a handler that does not answer in time gets its client 408", async () => {
+    let reason: unknown;
+    const done = Promise.withResolvers<void>();
+    const slow: SocketHandler = async (socket) => {
+      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+      reason = socket.signal.reason;
+      done.resolve();
+    };
+    await using served = await serveApp([socketRoute("/slow", slow)], { requestTimeLimit: 0.2 });
+    const started = performance.now();
+    const raw = await rawRequest(served.port, handshake("/slow"), 300);
+    const elapsed = performance.now() - started;
+    assertMatch(raw, /^HTTP\/1\.1 408 /);
+    // rawRequest waits 300 ms of silence after the answer.
+    assert(elapsed >= 490 && elapsed < 1500, `408 after ${elapsed - 300} ms`);
+    await within(done.promise, 2000, "the handler");
+    assertEquals((reason as DOMException).name, "TimeoutError");
+    assert(served.logger.lines("warn").some((line) => line.includes("request time limit")));
+  });
+  await t.step("an accepted socket outlives the limit", async () => {
+    const long: SocketHandler = async (socket) => {
+      await socket.accept();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await socket.send("still here");
+    };
+    await using served = await serveApp([socketRoute("/long", long)], { requestTimeLimit: 0.1 });
+    const client = await WsClient.open(served.url("/long"));
+    assertEquals(await client.next(), "still here");
+    assertEquals((await client.closeEvent()).code, 1000);
+  });
+});
+
+Deno.test("App closes a failing socket handler's socket with 1011, or answers 500", async () => {
+  const late: SocketHandler = async (socket) => {
+    await socket.accept();
+    throw new Error("after accept");
+  };
+  const early: SocketHandler = () => {
+    throw new Error("before accept");
+  };
+  await using served = await serveApp([socketRoute("/late", late), socketRoute("/early", early)]);
+  const client = await WsClient.open(served.url("/late"));
+  assertEquals((await client.closeEvent()).code, 1011);
+  assertMatch(await rawRequest(served.port, handshake("/early")), /^HTTP\/1\.1 500 /);
+  const errors = served.logger.lines("error").join("\n");
+  assertMatch(errors, /Route "\/late" on WebSocket "\/late" failed/);
+  assertMatch(errors, /Route "\/early" on WebSocket "\/early" failed/);
+});
+
+Deno.test("WebSocketRequest.registerBackground() runs tasks once the handshake is answered", async () => {
+  const ran: string[] = [];
+  const done = Promise.withResolvers<void>();
+  const withTask: SocketHandler = async (socket) => {
+    await socket.registerBackground(() => {
+      ran.push("accepted");
+      done.resolve();
+    });
+    await socket.accept();
+    await socket.close();
+  };
+  const failing: SocketHandler = async (socket) => {
+    await socket.registerBackground(() => ran.push("failed"), { name: "never" });
+    throw new Error("no");
+  };
+  await using served = await serveApp([
+    socketRoute("/task", withTask),
+    socketRoute("/fail", failing),
+  ]);
+  await rawRequest(served.port, handshake("/fail"));
+  const client = await WsClient.open(served.url("/task"));
+  await client.closeEvent();
+  await within(done.promise, 2000, "the task");
+  assertEquals(ran, ["accepted"]);
+  assert(
+    served.logger.lines("warn").some((line) => line.includes('"never"')),
+    served.logger.lines().join("\n"),
+  );
+});
+
+Deno.test("App closes open sockets with 1012 at shutdown, under serve() and a fetch handler", async (t) => {
+  const hold: SocketHandler = async (socket) => {
+    await socket.accept();
+    for await (const _ of socket) { /* until closed */ }
+  };
+  await t.step("serve(app)", async () => {
+    const served = await serveApp([socketRoute("/hold", hold)]);
+    const client = await WsClient.open(served.url("/hold"));
+    const stopped = served.server.shutdown();
+    assertEquals((await client.closeEvent()).code, 1012);
+    await within(stopped, 5000, "shutdown");
+  });
+  await t.step("Deno.serve(createFetchHandler(app).fetch)", async () => {
+    const app = new App({
+      router: new AsgiRouter<Handler>({ routes: [socketRoute("/hold", hold)] }),
+      logger: new Logs(),
+    });
+    const handler = createFetchHandler(app, { logger: new Logs() });
+    const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
+    const client = await WsClient.open(`ws://127.0.0.1:${httpServer.addr.port}/hold`);
+    const stopped = handler.shutdown();
+    assertEquals((await client.closeEvent()).code, 1012);
+    await within(stopped, 5000, "lifespan shutdown");
+    await httpServer.shutdown();
+  });
+});
+
+Deno.test("WebSocketRequest types the App's attributes", () => {
+  type Attributes = { rooms: Set<WebSocketRequest<App<Attributes>>> };
+  const join: SocketHandler<Attributes> = async (socket) => {
+    await socket.accept();
+    socket.app.rooms.add(socket);
+  };
+  const app = new App<Attributes>({
+    router: new AsgiRouter({
+      routes: [new Route("/join", { handler: join, methods: ["WEBSOCKET"] })],
+    }),
+    attributes: { rooms: new Set() },
+  });
+  assertEquals(app.rooms.size, 0);
+});
