@@ -117,13 +117,9 @@
  * instead of some ten objects spread over the heap. Constrained variables, catch-alls and
  * variables with several ends are handed back to the node objects.
  *
- * After `compileAfter` lookups (default 1000) the router turns the tree into a JavaScript
- * function of its own (`new Function`): a `switch` on character codes per node, the same
- * `indexOf` and the same order of attempts, so its answers are the tree's (the property tests
- * run both). Trees of more than 512 nodes (roughly 300 routes) are never compiled: V8 leaves
- * functions that large unoptimized, and the walk is faster there. Where a
- * Content-Security-Policy forbids generated code, the router keeps walking the tree. Context
- * objects are built by small generated functions too, one per set of variable names.
+ * Context objects are built by small generated functions (`new Function`), one per set of
+ * variable names; where a Content-Security-Policy forbids generated code, a plain loop builds
+ * the same objects, about a fifth slower.
  *
  * ## Errors
  *
@@ -345,19 +341,6 @@ export interface AsgiRouterOptions<H extends AnyHandler = AnyHandler> {
    * @default {false}
    */
   allowUnsafeRegex?: boolean;
-  /**
-   * Lookups served by walking the tree after the route set changes, before the router generates
-   * a lookup function specialised to its routes (with `new Function`; same results, up to 1.4
-   * times as fast on small trees). `0` compiles at the first lookup; `Infinity` never compiles, for
-   * environments whose Content-Security-Policy forbids `unsafe-eval` (where the router also
-   * falls back by itself). Trees of more than 512 nodes (roughly 300 routes) are never compiled,
-   * whatever this says: V8 leaves functions that large unoptimized, and walking is faster.
-   * Compiling takes about 1 ms per 100 routes, so the default keeps it out of start-up and
-   * short-lived routers.
-   *
-   * @default {1000}
-   */
-  compileAfter?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1104,8 +1087,7 @@ interface Branch<H extends AnyHandler> {
  * constrained variables in registration order, the plain variable, the catch-all.
  *
  * Lookups do not walk these objects: {@linkcode layoutTree} copies what the common case reads
- * into one flat array (see {@linkcode searchStatic}). They serve building, the generated
- * lookups, and the rare cases the flat array leaves to them (constrained variables,
+ * into one flat array (see {@linkcode searchStatic}). They serve building and the rare cases the flat array leaves to them (constrained variables,
  * catch-alls, variables with several ends).
  */
 class Node<H extends AnyHandler> {
@@ -1144,8 +1126,6 @@ class Node<H extends AnyHandler> {
   weight = 0;
   /** Scratch for finalizing: earliest registration in this subtree. */
   first = 0;
-  /** Scratch for finalizing: number of nodes in this subtree. */
-  size = 1;
 
   constructor(kind: number, label: string, token?: VariableToken, slot = 0) {
     this.kind = kind;
@@ -1650,11 +1630,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   #caps = new Int32Array(16);
   /** The string the last lookup matched: the path, without its trailing slash if relaxed. */
   #target = "";
-  readonly #compileAfter: number;
-  /** The generated lookup, once compiled; undefined while walking the tree. */
-  #compiled: CompiledLookup<H> | undefined;
-  /** Tree walks left before compiling. */
-  #untilCompiled = Infinity;
   /** What lookups walk, made when the tree is finalized. */
   #tree: FlatTree<H> = layoutTree(this.#root);
   /** Whether routes were added since the variable nodes' branches were computed. */
@@ -1664,8 +1639,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * Creates a router.
    *
    * @param options Routes and matching options.
-   * @throws {RangeError} If `trailingSlash`, `maxPathLength` or `compileAfter` has an invalid
-   * value.
+   * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
    */
@@ -1675,7 +1649,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
       trailingSlash = "relaxed",
       maxPathLength = DEFAULT_MAX_PATH_LENGTH,
       allowUnsafeRegex = false,
-      compileAfter = 1000,
     } = options;
     if (trailingSlash !== "relaxed" && trailingSlash !== "strict") {
       throw new RangeError(
@@ -1687,14 +1660,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         `Invalid maxPathLength ${describe(maxPathLength)}; use a positive integer such as 8192`,
       );
     }
-    if (
-      !(compileAfter >= 0) || (!Number.isSafeInteger(compileAfter) && compileAfter !== Infinity)
-    ) {
-      throw new RangeError(
-        `Invalid compileAfter ${describe(compileAfter)}; use a non-negative integer or Infinity`,
-      );
-    }
-    this.#compileAfter = compileAfter;
     this.#relaxed = trailingSlash === "relaxed";
     this.#maxPathLength = maxPathLength;
     this.#allowUnsafeRegex = allowUnsafeRegex;
@@ -1874,10 +1839,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     // of the request URL), and hashing one costs a runtime call, ~60-70 ns, on every lookup,
     // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
     // strings, whose hash V8 caches: 13 ns instead of 45.)
-    const compiled = this.#compiled;
     tree = this.#tree as FlatTree<AnyHandler>;
-    if (compiled !== undefined) return compiled(path, this.#caps);
-    if (--this.#untilCompiled <= 0) this.#compile();
     return searchStatic(0, path, 1, this.#caps) as Endpoint<H> | undefined;
   }
 
@@ -1942,23 +1904,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   #finalize(): void {
     prepare(this.#root);
     this.#tree = layoutTree(this.#root);
-    this.#compiled = undefined;
-    this.#untilCompiled = this.#compileAfter;
     this.#dirty = false;
-    if (this.#compileAfter === 0) this.#compile();
-  }
-
-  #compile(): void {
-    this.#untilCompiled = Infinity;
-    // Past a few hundred nodes the generated code outgrows what V8 optimizes, and lookups
-    // through it run interpreted: slower than the walk (5× at 1 000 routes, 100× right after
-    // compiling 10 000), so large trees keep walking.
-    if (this.#root.size > MAX_COMPILED_NODES) return;
-    try {
-      this.#compiled = new LookupCompiler<H>().compile(this.#root);
-    } catch {
-      // new Function is forbidden here (Content-Security-Policy): keep walking the tree.
-    }
   }
 }
 
@@ -1966,7 +1912,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
 function prepare<H extends AnyHandler>(node: Node<H>): void {
   let weight = 0;
   let first = node.endpoint?.order ?? NO_ROUTE;
-  let size = 1;
   const kids = node.regexKids.length === 0 && node.plainKid === undefined &&
       node.catchAllKid === undefined
     ? node.kids
@@ -1976,156 +1921,14 @@ function prepare<H extends AnyHandler>(node: Node<H>): void {
     prepare(kid);
     if (kid.weight > weight) weight = kid.weight;
     if (kid.first < first) first = kid.first;
-    size += kid.size;
   }
   node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
   node.first = first;
-  node.size = size;
   if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Compiled lookups
-
-/** A lookup generated from a finalized tree: same answers and capture slots as the walk. */
-type CompiledLookup<H extends AnyHandler> = (
-  path: string,
-  caps: Int32Array,
-) => Endpoint<H> | undefined;
-
-/**
- * Trees with more nodes than this are never compiled. The GitHub set (143 routes) has 239
- * nodes and compiles to 38 KB of source; 1 000 generated routes make 1 574 nodes and 230 KB,
- * whose functions V8 leaves unoptimized.
- */
-const MAX_COMPILED_NODES = 512;
-/** Subtrees with more nodes than this get a function of their own, small enough to optimize. */
-const FUNCTION_NODES = 200;
-/** Labels longer than this are compared with startsWith instead of unrolled char codes. */
-const UNROLL_LABEL = 16;
-
-/** `pos + k` as short source text: `pos` is a number or `name` or `name + number`. */
-function plus(pos: string, k: number): string {
-  if (k === 0) return pos;
-  if (/^\d+$/.test(pos)) return String(Number(pos) + k);
-  const m = /^(\w+) \+ (\d+)$/.exec(pos);
-  return m === null ? `${pos} + ${k}` : `${m[1]} + ${Number(m[2]) + k}`;
-}
-
-/**
- * Generates JavaScript that does what {@linkcode searchStatic} does for one tree: a `switch` on
- * the next char code per static node, unrolled label comparisons, `indexOf("/")` for variables
- * that end at the next slash, fall-through for backtracking. Variables with several possible
- * ends call back into {@linkcode searchVariable}. The source contains only numbers, label text
- * (quoted with JSON.stringify) and indices into the arrays passed in.
- */
-class LookupCompiler<H extends AnyHandler> {
-  readonly endpoints: Endpoint<H>[] = [];
-  readonly regexes: RegExp[] = [];
-  readonly walked: Node<H>[] = [];
-  readonly functions: string[] = [];
-  #ids = new Map<Endpoint<H>, number>();
-  #next = 0;
-
-  compile(root: Node<H>): CompiledLookup<H> {
-    const body = this.#static(root, "1");
-    const source = `${this.functions.join("\n")}\n` +
-      `return function lookup(p, c) { const n = p.length; ${body} return undefined; };`;
-    const factory = new Function("E", "R", "N", "SV", source);
-    return factory(this.endpoints, this.regexes, this.walked, searchVariable);
-  }
-
-  #endpoint(endpoint: Endpoint<H>): string {
-    let id = this.#ids.get(endpoint);
-    if (id === undefined) {
-      id = this.endpoints.push(endpoint) - 1;
-      this.#ids.set(endpoint, id);
-    }
-    return `E[${id}]`;
-  }
-
-  /** Whether the text after the first character of `label` is at `pos`. */
-  #label(label: string, pos: string): string {
-    if (label.length === 1) return "true";
-    if (label.length > UNROLL_LABEL) return `p.startsWith(${JSON.stringify(label)}, ${pos})`;
-    const tests: string[] = [];
-    for (let i = 1; i < label.length; i++) {
-      tests.push(`p.charCodeAt(${plus(pos, i)}) === ${label.charCodeAt(i)}`);
-    }
-    return tests.join(" && ");
-  }
-
-  /** Code for static node `node` whose text ends at `pos`: returns on success, else falls on. */
-  #static(node: Node<H>, pos: string): string {
-    let out = "";
-    if (node.endpoint !== undefined) {
-      out += `if (${pos} === n) return ${this.#endpoint(node.endpoint)};`;
-    }
-    if (node.kids.length > 0) {
-      let cases = "";
-      node.kids.forEach((kid, i) => {
-        cases += `case ${node.codes[i]}: if (${this.#label(kid.label, pos)}) { ` +
-          `${this.#subtree(kid, plus(pos, kid.label.length))} } break; `;
-      });
-      out += `switch (p.charCodeAt(${pos})) { ${cases}}`;
-    }
-    for (const kid of node.regexKids) out += this.#variable(kid, pos);
-    if (node.plainKid !== undefined) {
-      out += `if (${pos} < n) { ${this.#variable(node.plainKid, pos)} }`;
-    }
-    const catchAll = node.catchAllKid;
-    if (catchAll !== undefined) {
-      const slot = catchAll.slot << 1;
-      out += `if (${pos} < n) { c[${slot}] = ${pos}; c[${slot + 1}] = n; ` +
-        `return ${this.#endpoint(catchAll.endpoint!)}; }`;
-    }
-    return out;
-  }
-
-  /** Code for a static subtree, in a function of its own when it is large. */
-  #subtree(node: Node<H>, pos: string): string {
-    if (node.size <= FUNCTION_NODES) return this.#static(node, pos);
-    const id = this.functions.length;
-    this.functions.push("");
-    this.functions[id] = `function f${id}(p, q, c) { const n = p.length; ` +
-      `${this.#static(node, "q")} return undefined; }`;
-    const found = `r${this.#next++}`;
-    return `const ${found} = f${id}(p, ${pos}, c); if (${found} !== undefined) return ${found};`;
-  }
-
-  /** Code for variable node `node` whose variable starts at `pos`. */
-  #variable(node: Node<H>, pos: string): string {
-    const d = this.#next++;
-    if (node.branches !== undefined) {
-      const index = this.walked.push(node) - 1;
-      const found = `w${d}`;
-      return `{ const ${found} = SV(N[${index}], p, ${pos}, c); ` +
-        `if (${found} !== undefined) return ${found}; }`;
-    }
-    const start = `s${d}`;
-    const end = `e${d}`;
-    const slot = node.slot << 1;
-    let out = `{ const ${start} = ${pos}; `;
-    let close = "}";
-    if (node.kind === REGEX) {
-      const index = this.regexes.push(node.sticky!) - 1;
-      out += `R[${index}].lastIndex = ${start}; if (R[${index}].test(p)) { `;
-      close = "} }";
-    }
-    out += `const ${end} = p.indexOf("/", ${start}); `;
-    if (node.endpoint !== undefined) {
-      out += `if (${end} === -1) { c[${slot}] = ${start}; c[${slot + 1}] = n; ` +
-        `return ${this.#endpoint(node.endpoint)}; } `;
-    }
-    const kid = node.slashKid;
-    if (kid !== undefined) {
-      const nonEmpty = node.kind === REGEX ? `${end} !== -1` : `${end} > ${start}`;
-      out += `if (${nonEmpty} && ${this.#label(kid.label, end)}) { c[${slot}] = ${start}; ` +
-        `c[${slot + 1}] = ${end}; ${this.#subtree(kid, plus(end, kid.label.length))} } `;
-    }
-    return out + close;
-  }
-}
+// Building the tree
 
 function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> {
   while (text !== "") {
