@@ -142,6 +142,9 @@ import {
   type VariableToken,
 } from "./_router/pattern.ts";
 import { hasCode } from "./_router/redos.ts";
+import { compileContext, type ContextBuilder, emptyContext } from "./_router/context.ts";
+import { describe, shorten } from "./_router/describe.ts";
+import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Public types
@@ -536,33 +539,10 @@ export class InvalidRoutePattern extends RouterError {
 // Routes
 
 const DEFAULT_MAX_PATH_LENGTH = 8192;
-const KNOWN_METHODS = [
-  "CONNECT",
-  "DELETE",
-  "GET",
-  "HEAD",
-  "OPTIONS",
-  "PATCH",
-  "POST",
-  "PUT",
-  "TRACE",
-];
 const SLASH = 0x2f;
 
 /** Reads a route's parsed pattern; set by {@linkcode Route}'s static block. */
 let tokensOf: (route: Route) => Token[] | undefined;
-
-function describe(value: unknown): string {
-  if (typeof value === "string") return `"${value}"`;
-  if (typeof value === "function") return "a function";
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? "an object" : String(value);
-}
-
-function shorten(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
 
 /**
  * A pattern, its handler and the methods it serves. The pattern is checked when the route is
@@ -638,56 +618,6 @@ export class Route<H extends AnyHandler = AnyHandler> {
     }
     Object.freeze(this);
   }
-}
-
-/**
- * Frozen method lists, shared by every route and endpoint with the same list: most of 10 000
- * routes serve `["GET"]`, and one array each is 10 000 objects to allocate and collect.
- */
-const sharedLists = new Map<string, readonly string[]>();
-
-const GET_ONLY: readonly string[] = Object.freeze(["GET"]);
-sharedLists.set("GET", GET_ONLY);
-
-function sharedList(list: readonly string[]): readonly string[] {
-  const key = list.join(" ");
-  let shared = sharedLists.get(key);
-  if (shared === undefined) {
-    shared = Object.freeze(list.slice());
-    if (sharedLists.size < 1024) sharedLists.set(key, shared);
-  }
-  return shared;
-}
-
-function checkMethods(path: string, methods: unknown): string[] {
-  if (!Array.isArray(methods)) {
-    throw new TypeError(
-      `Route "${path}" needs methods as an array, got ${describe(methods)}; ` +
-        `pass e.g. { methods: ["GET"] }`,
-    );
-  }
-  if (methods.length === 0) {
-    throw new TypeError(
-      `Route "${path}" has no methods; pass at least one, e.g. { methods: ["GET"] }`,
-    );
-  }
-  const out: string[] = [];
-  for (const method of methods) {
-    if (typeof method !== "string" || method === "") {
-      throw new TypeError(
-        `Route "${path}" has an empty or non-string method ${describe(method)}; ` +
-          `use one of ${KNOWN_METHODS.join(", ")}`,
-      );
-    }
-    const upper = method.toUpperCase();
-    if (!KNOWN_METHODS.includes(upper)) {
-      throw new TypeError(
-        `Route "${path}" has an unknown method "${method}"; use one of ${KNOWN_METHODS.join(", ")}`,
-      );
-    }
-    if (!out.includes(upper)) out.push(upper);
-  }
-  return out;
 }
 
 /** Drops one trailing slash from the last literal (relaxed mode), except from the root. */
@@ -790,11 +720,7 @@ class Endpoint<H extends AnyHandler> {
   }
 
   /** The context for `path`, read from the capture slots of the last lookup. */
-  context: (path: string, caps: Int32Array) => PathContext = emptyContext;
-}
-
-function emptyContext(): PathContext {
-  return {};
+  context: ContextBuilder = emptyContext;
 }
 
 const NO_STRINGS: readonly string[] = Object.freeze([]);
@@ -807,68 +733,6 @@ function compileContextOnFirstUse<H extends AnyHandler>(
 ): PathContext {
   this.context = compileContext(this.keys, this.slots);
   return this.context(path, caps);
-}
-
-/**
- * A function building the context object for the given keys and capture slots.
- *
- * Storing keys from an array (`context[keys[i]] = …`) makes V8's store sites megamorphic once a
- * router has many key sets, and every property then takes a slow path (~15 ns each); a small
- * generated function per endpoint returns an object literal with constant keys in a few ns.
- * The keys are variable names (identifiers, quoted anyway), so no outside text reaches the
- * generated code. `__proto__` is written as a computed key, which defines an own property
- * instead of setting the prototype. Where a Content-Security-Policy forbids `new Function`,
- * the loop is the fallback.
- */
-function compileContext(
-  keys: readonly string[],
-  slots: readonly number[],
-): (path: string, caps: Int32Array) => PathContext {
-  if (keys.length === 0) return emptyContext;
-  // One function per key set, shared by every endpoint with it: a function per endpoint is
-  // called too rarely in a large router to leave V8's interpreter (a lookup at 10 000 routes
-  // took twice as long), and a cache of functions is also a smaller heap.
-  const signature = keys.join(",") + ";" + slots.join(",");
-  let shared = sharedContexts.get(signature);
-  if (shared === undefined) {
-    shared = makeContext(keys, slots);
-    if (sharedContexts.size < 4096) sharedContexts.set(signature, shared);
-  }
-  return shared;
-}
-
-/** Context builders by key set: module-wide, as they depend on nothing else. */
-const sharedContexts = new Map<string, (path: string, caps: Int32Array) => PathContext>();
-
-function makeContext(
-  keys: readonly string[],
-  slots: readonly number[],
-): (path: string, caps: Int32Array) => PathContext {
-  const entries = keys.map((key, i) => {
-    const slot = slots[i]! << 1;
-    const name = key === "__proto__" ? `["__proto__"]` : JSON.stringify(key);
-    return `${name}: p.slice(c[${slot}], c[${slot + 1}])`;
-  });
-  try {
-    return new Function("p", "c", `return { ${entries.join(", ")} };`) as (
-      path: string,
-      caps: Int32Array,
-    ) => PathContext;
-  } catch {
-    return (path, caps) => {
-      const context: PathContext = {};
-      for (let i = 0; i < keys.length; i++) {
-        const slot = slots[i]! << 1;
-        Object.defineProperty(context, keys[i]!, {
-          value: path.slice(caps[slot]!, caps[slot + 1]!),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
-      return context;
-    };
-  }
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
