@@ -132,7 +132,6 @@
 
 import {
   CATCH_ALL,
-  escapeRegex,
   LITERAL,
   parsePattern,
   PatternError,
@@ -141,7 +140,9 @@ import {
   type Token,
   type VariableToken,
 } from "./_router/pattern.ts";
-import { hasCode } from "./_router/redos.ts";
+import { GreedyMatcher, RegexMatcher, type SuffixMatcher } from "./_router/suffix.ts";
+import { priorityOrder, tokenIndexOfSlot } from "./_router/priority.ts";
+import { redosRisk } from "./_router/safety.ts";
 import { compileContext, type ContextBuilder, emptyContext } from "./_router/context.ts";
 import { describe, shorten } from "./_router/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
@@ -783,155 +784,10 @@ class Match<H extends AnyHandler> implements RouteMatch<H> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Matchers for the routes below a variable that can end at several places
+// The tree
 
-/** Matches the rest of one route from the start of its first variable. */
-interface SuffixMatcher {
-  /** Whether the suffix matches `path` from `pos` to the end; writes its capture slots. */
-  run(path: string, pos: number, caps: Int32Array): boolean;
-}
-
-const UNKNOWN = -2;
 /** "No route below": a small integer, not Infinity, so the field stays a V8 Smi. */
 const NO_ROUTE = 2 ** 30;
-
-/**
- * Matches a suffix made of plain variables, catch-alls and literal text, exactly as the
- * backtracking regex `([^/]+)L0([^/]+)L1…$` would (each variable greedy), in linear time.
- *
- * A plain variable never contains `/`, so the segment each variable starts in is fixed by the
- * slashes of the literal text before it. Whether the rest matches from an end `e` of variable
- * `j` does not depend on where `j` started, so the greedy choice for `j` is one number per
- * lookup: the largest valid end in its segment (`best[j]`), found by scanning the occurrences
- * of the following literal from the right and computed at most once. The regex engine instead
- * re-explores the same ends for every start and takes seconds on crafted 2 KB paths.
- */
-class GreedyMatcher implements SuffixMatcher {
-  /** Literal text after each variable; `""` only after the last. */
-  readonly #literals: string[];
-  readonly #catchAll: boolean;
-  /** Capture slot of the first variable. */
-  readonly #slot: number;
-  /** Per lookup: the greedy end of each variable in its segment, -1 for none. */
-  readonly #best: Int32Array;
-
-  constructor(suffix: readonly Token[], slot: number) {
-    const literals: string[] = [];
-    for (let i = 0; i < suffix.length; i++) {
-      if (suffix[i]!.kind === LITERAL) continue;
-      const next = suffix[i + 1];
-      literals.push(next !== undefined && next.kind === LITERAL ? next.text : "");
-    }
-    this.#literals = literals;
-    this.#catchAll = suffix[suffix.length - 1]!.kind === CATCH_ALL;
-    this.#slot = slot;
-    this.#best = new Int32Array(literals.length);
-  }
-
-  run(path: string, pos: number, caps: Int32Array): boolean {
-    const best = this.#best;
-    // A loop, not best.fill(): a builtin call costs more than the two or three stores.
-    for (let j = 0; j < best.length; j++) best[j] = UNKNOWN;
-    if (this.#end(0, pos, path) <= pos) return false;
-    const literals = this.#literals;
-    let start = pos;
-    let slot = this.#slot << 1;
-    for (let j = 0; j < literals.length; j++) {
-      caps[slot++] = start;
-      caps[slot++] = best[j]!;
-      start = best[j]! + literals[j]!.length;
-    }
-    return true;
-  }
-
-  /** The greedy end of variable `j`, given any start `q` in its segment; -1 if none. */
-  #end(j: number, q: number, path: string): number {
-    const best = this.#best;
-    if (best[j] !== UNKNOWN) return best[j]!;
-    const n = path.length;
-    const literals = this.#literals;
-    const literal = literals[j]!;
-    const last = j === literals.length - 1;
-    let result = -1;
-    if (last && this.#catchAll) result = n;
-    else {
-      let segEnd = path.indexOf("/", q);
-      if (segEnd === -1) segEnd = n;
-      if (last) {
-        const e = n - literal.length;
-        if (literal === "") result = segEnd === n ? n : -1;
-        else if (e >= 0 && e <= segEnd && path.startsWith(literal, e)) result = e;
-      } else {
-        let e = path.lastIndexOf(literal, segEnd);
-        // Misses mostly end here: the literal is nowhere before the segment's end.
-        const segStart = e === -1 ? 0 : path.lastIndexOf("/", q - 1) + 1;
-        while (e > segStart) {
-          const next = e + literal.length;
-          if (this.#end(j + 1, next, path) > next) {
-            result = e;
-            break;
-          }
-          e = path.lastIndexOf(literal, e - 1);
-        }
-      }
-    }
-    best[j] = result;
-    return result;
-  }
-}
-
-/**
- * Matches a suffix containing a constrained variable with the regex engine itself (sticky,
- * `d` flag for positions): exactly the reference semantics. The ReDoS guard admits only
- * suffixes with at most one variable of ambiguous length.
- */
-class RegexMatcher implements SuffixMatcher {
-  readonly #regex: RegExp;
-  readonly #groups: number[];
-  readonly #slot: number;
-
-  constructor(suffix: readonly Token[], slot: number) {
-    let source = "";
-    let group = 1;
-    const groups: number[] = [];
-    for (const token of suffix) {
-      if (token.kind === LITERAL) {
-        source += escapeRegex(token.text);
-        continue;
-      }
-      groups.push(group);
-      if (token.kind === PLAIN) source += "([^/]+)";
-      else if (token.kind === CATCH_ALL) source += "([^]+)";
-      else {
-        source += `(${token.regex})`;
-        group += token.facts!.groups;
-      }
-      group++;
-    }
-    this.#regex = new RegExp(source + "$", "dyu");
-    this.#groups = groups;
-    this.#slot = slot;
-  }
-
-  run(path: string, pos: number, caps: Int32Array): boolean {
-    const regex = this.#regex;
-    regex.lastIndex = pos;
-    const match = regex.exec(path);
-    if (match === null) return false;
-    const indices = match.indices!;
-    const groups = this.#groups;
-    let slot = this.#slot << 1;
-    for (let i = 0; i < groups.length; i++) {
-      const span = indices[groups[i]!]!;
-      caps[slot++] = span[0];
-      caps[slot++] = span[1];
-    }
-    return true;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The tree
 
 /** Branch kinds of a variable with several ends; the first two are also bits of a mask. */
 const AT_SLASH = 1; // ends at the next "/" and continues in the static child starting with "/"
@@ -1367,91 +1223,6 @@ function atSegmentEnd<H extends AnyHandler>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Priority order of the routes below a variable (rule 2 of the module doc)
-
-/** Token keys of a shape, one per literal character, variable, and the end (`""`). */
-function priorityKeys(tokens: readonly Token[]): string[] {
-  const keys: string[] = [];
-  for (const token of tokens) {
-    if (token.kind === LITERAL) keys.push(...token.text.split(""));
-    else keys.push(`\0${token.kind}${token.regex}`);
-  }
-  keys.push("");
-  return keys;
-}
-
-function keyClass(key: string): number {
-  return key.length === 1 || key === "" ? LITERAL : key.charCodeAt(1) - 0x30;
-}
-
-/** Sorts endpoints by rule 2: a depth-first walk of the token trie, children ranked. */
-function priorityOrder<H extends AnyHandler>(
-  endpoints: readonly Endpoint<H>[],
-): Endpoint<H>[] {
-  const keyed = endpoints.map((endpoint) => {
-    const keys = priorityKeys(endpoint.tokens);
-    const literalsFrom: number[] = new Array(keys.length + 1).fill(0);
-    for (let i = keys.length - 1; i >= 0; i--) {
-      literalsFrom[i] = literalsFrom[i + 1]! + (keys[i]!.length === 1 ? 1 : 0);
-    }
-    return { endpoint, keys, literalsFrom };
-  });
-  const out: Endpoint<H>[] = [];
-  const visit = (group: typeof keyed, depth: number): void => {
-    if (group.length === 1) {
-      out.push(group[0]!.endpoint);
-      return;
-    }
-    const byKey = new Map<string, typeof keyed>();
-    for (const item of group) {
-      const key = item.keys[depth]!;
-      const list = byKey.get(key);
-      if (list === undefined) byKey.set(key, [item]);
-      else list.push(item);
-    }
-    const ranked = [...byKey].map(([key, items]) => ({
-      key,
-      items,
-      cls: keyClass(key),
-      weight: Math.max(...items.map((item) => item.literalsFrom[depth]!)),
-      first: Math.min(...items.map((item) => item.endpoint.order)),
-    }));
-    ranked.sort((a, b) =>
-      a.cls - b.cls || (a.cls === LITERAL ? b.weight - a.weight : 0) || a.first - b.first
-    );
-    for (const { items } of ranked) visit(items, depth + 1);
-  };
-  visit(keyed, 0);
-  return out;
-}
-
-/** The index of the first token of a route at or after variable number `slot`. */
-function tokenIndexOfSlot(tokens: readonly Token[], slot: number): number {
-  let seen = 0;
-  for (let i = 0; i < tokens.length; i++) {
-    if (tokens[i]!.kind === LITERAL) continue;
-    if (seen === slot) return i;
-    seen++;
-  }
-  return tokens.length;
-}
-
-/**
- * The index of the first variable whose end is not fixed by the next "/" (literal text other
- * than "/" follows it in its segment, or its regex can match "/"), or -1.
- */
-function firstAmbiguousVariable(tokens: readonly Token[]): number {
-  for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i]!;
-    if (token.kind === LITERAL || token.kind === CATCH_ALL) continue;
-    if (token.kind === REGEX && token.facts!.canMatchSlash) return i;
-    const next = tokens[i + 1];
-    if (next !== undefined && next.kind === LITERAL && next.text.charCodeAt(0) !== SLASH) return i;
-  }
-  return -1;
-}
-
-// ---------------------------------------------------------------------------------------------
 // The router
 
 /**
@@ -1709,42 +1480,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
     if (this.#allowUnsafeRegex) return;
-    for (let i = 0; i < tokens.length; i++) {
-      const token = tokens[i]!;
-      if (token.kind === REGEX && token.facts!.risk !== undefined) {
-        const risk = token.facts!.risk;
-        throw new InvalidRoutePattern(
-          route.path,
-          token.regexPosition + risk.position,
-          `${risk.message}; rewrite the regex or pass allowUnsafeRegex: true if you trust it`,
-        );
-      }
-    }
-    // Routes handed to the regex engine (see RegexMatcher): at most one ambiguous variable.
-    const from = firstAmbiguousVariable(tokens);
-    if (from === -1 || !tokens.slice(from).some((token) => token.kind === REGEX)) return;
-    let seen: VariableToken | undefined;
-    for (let i = from; i < tokens.length; i++) {
-      const token = tokens[i]!;
-      const next = tokens[i + 1];
-      if (token.kind === LITERAL || next === undefined || next.kind !== LITERAL) continue;
-      const code = next.text.codePointAt(0)!;
-      const ambiguous = token.kind === PLAIN
-        ? code !== SLASH
-        : token.kind === REGEX && hasCode(token.facts!.consumes, code);
-      if (!ambiguous) continue;
-      if (seen !== undefined) {
-        throw new InvalidRoutePattern(
-          route.path,
-          token.position,
-          `variables "${seen.name}" and "${token.name}" can both end in several places, and ` +
-            `with a regex variable in the route the regex engine would have to try every ` +
-            `combination on hostile paths; exclude the following text from one of them (e.g. ` +
-            `[^.]+ before ".") or pass allowUnsafeRegex: true`,
-        );
-      }
-      seen = token;
-    }
+    const risk = redosRisk(tokens);
+    if (risk !== undefined) throw new InvalidRoutePattern(route.path, risk.position, risk.reason);
   }
 
   /** The node of the shape of `tokens`, created with the nodes above it where missing. */
