@@ -140,10 +140,27 @@ import {
   type Token,
   type VariableToken,
 } from "./_router/pattern.ts";
-import { GreedyMatcher, RegexMatcher, type SuffixMatcher } from "./_router/suffix.ts";
+import { GreedyMatcher, RegexMatcher } from "./_router/suffix.ts";
 import { priorityOrder, tokenIndexOfSlot } from "./_router/priority.ts";
 import { redosRisk } from "./_router/safety.ts";
-import { compileContext, type ContextBuilder, emptyContext } from "./_router/context.ts";
+import { Endpoint } from "./_router/endpoint.ts";
+import {
+  type FlatTree,
+  HAS_VARIABLES,
+  labelAt,
+  layoutTree,
+  S_ENDPOINT,
+  S_FLAGS,
+  S_LENGTH,
+  S_VARIABLE,
+  SLOW_VARIABLES,
+  staticKid,
+  V_ENDPOINT,
+  V_SLASH,
+  V_SLOT,
+} from "./_router/flat.ts";
+import { addKid, allKids, AT_END, AT_SLASH, type Branch, LIST, Node } from "./_router/node.ts";
+import { drawTree } from "./_router/print.ts";
 import { describe, shorten } from "./_router/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
 
@@ -634,108 +651,6 @@ function relaxTokens(tokens: Token[]): Token[] {
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Endpoints: everything registered for one shape
-
-class Endpoint<H extends AnyHandler> {
-  /** The routes of this shape, registration order; replaced (never mutated) on change. */
-  routes: readonly Route<H>[] = [];
-  /** Union of their methods, sorted; replaced on change. */
-  allowed: readonly string[] = [];
-  /** Method of each route method pair, parallel to {@linkcode byMethod}; replaced on change. */
-  methods: readonly string[] = NO_STRINGS;
-  byMethod: readonly Route<H>[] = [];
-  /** `methods[0]` and `byMethod[0]`, for the common one-method endpoint. */
-  firstMethod = "";
-  firstRoute: Route<H> | undefined;
-  /** Context keys and the capture slot each reads: first route's names first. */
-  keys: readonly string[] = NO_STRINGS;
-  slots: readonly number[] = [];
-  /** The normalized tokens of the shape (names from the first route). */
-  readonly tokens: readonly Token[];
-  /** Registration index of the first route: the tie-breaker "registered first". */
-  readonly order: number;
-  #handler: EndpointHandler<H> | undefined;
-
-  constructor(tokens: readonly Token[], order: number) {
-    this.tokens = tokens;
-    this.order = order;
-  }
-
-  /** The handler {@linkcode AsgiRouter.getRoute} returns, made on first use. */
-  get handler(): EndpointHandler<H> {
-    return this.#handler ??= makeEndpointHandler(this);
-  }
-
-  // Arrays are built at their final size and replaced, never grown: a pushed-to array reserves
-  // room for 17 elements, and a build of 10 000 routes spent half its time collecting garbage.
-  add(route: Route<H>, tokens: readonly Token[]): void {
-    this.routes = Object.freeze(this.routes.length === 0 ? [route] : this.routes.concat(route));
-    if (this.methods.length === 0) {
-      this.methods = route.methods;
-      if (route.methods.length === 1) {
-        // The common endpoint: one route, one method. One frozen array serves as both lists.
-        this.allowed = route.methods;
-        this.byMethod = this.routes;
-      } else {
-        this.allowed = sharedList(route.methods.slice().sort());
-        this.byMethod = route.methods.map(() => route);
-      }
-    } else {
-      this.methods = this.methods.concat(route.methods);
-      this.allowed = sharedList([...new Set(this.methods)].sort());
-      this.byMethod = this.byMethod.concat(route.methods.map(() => route));
-    }
-    this.firstMethod = this.methods[0]!;
-    this.firstRoute = this.byMethod[0];
-    let slot = 0;
-    let keys: string[] | undefined;
-    let slots: number[] | undefined;
-    for (let i = 0; i < tokens.length; i++) {
-      const token = tokens[i]!;
-      if (token.kind === LITERAL) continue;
-      if (!this.keys.includes(token.name) && !(keys?.includes(token.name) ?? false)) {
-        (keys ??= []).push(token.name);
-        (slots ??= []).push(slot);
-      }
-      slot++;
-    }
-    if (keys !== undefined) {
-      // concat() makes exact-size copies; the pushed-to arrays die young.
-      this.keys = this.keys.concat(keys);
-      this.slots = this.slots.concat(slots!);
-    }
-    // Compiled on the first match: new Function costs ~10 µs, too much for 10 000 routes at once.
-    this.context = this.keys.length === 0 ? emptyContext : compileContextOnFirstUse;
-  }
-
-  routeFor(method: string): Route<H> | undefined {
-    // Most endpoints serve one method: answered from the endpoint itself, without touching the
-    // arrays (three objects scattered over the heap, so cache misses in large routers).
-    if (method === this.firstMethod) return this.firstRoute;
-    const methods = this.methods;
-    for (let i = 1; i < methods.length; i++) {
-      if (methods[i] === method) return this.byMethod[i];
-    }
-    return undefined;
-  }
-
-  /** The context for `path`, read from the capture slots of the last lookup. */
-  context: ContextBuilder = emptyContext;
-}
-
-const NO_STRINGS: readonly string[] = Object.freeze([]);
-
-/** An endpoint's first `context` (a method, so shared and no closure per endpoint). */
-function compileContextOnFirstUse<H extends AnyHandler>(
-  this: Endpoint<H>,
-  path: string,
-  caps: Int32Array,
-): PathContext {
-  this.context = compileContext(this.keys, this.slots);
-  return this.context(path, caps);
-}
-
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
   const proto = Object.getPrototypeOf(value);
@@ -753,7 +668,9 @@ function dispatchMethod(args: unknown[]): string {
   return "GET";
 }
 
-function makeEndpointHandler<H extends AnyHandler>(endpoint: Endpoint<H>): EndpointHandler<H> {
+function makeEndpointHandler<H extends AnyHandler>(
+  endpoint: Endpoint<Route<H>>,
+): EndpointHandler<H> {
   async function endpointHandler(...args: unknown[]): Promise<unknown> {
     const method = dispatchMethod(args);
     const route = endpoint.routeFor(method);
@@ -767,8 +684,8 @@ function makeEndpointHandler<H extends AnyHandler>(endpoint: Endpoint<H>): Endpo
 
 class Match<H extends AnyHandler> implements RouteMatch<H> {
   readonly context: PathContext;
-  readonly #endpoint: Endpoint<H>;
-  constructor(endpoint: Endpoint<H>, context: PathContext) {
+  readonly #endpoint: Endpoint<Route<H>>;
+  constructor(endpoint: Endpoint<Route<H>>, context: PathContext) {
     this.#endpoint = endpoint;
     this.context = context;
   }
@@ -789,295 +706,11 @@ class Match<H extends AnyHandler> implements RouteMatch<H> {
 /** "No route below": a small integer, not Infinity, so the field stays a V8 Smi. */
 const NO_ROUTE = 2 ** 30;
 
-/** Branch kinds of a variable with several ends; the first two are also bits of a mask. */
-const AT_SLASH = 1; // ends at the next "/" and continues in the static child starting with "/"
-const AT_END = 2; // ends at the end of the path: the endpoint of the variable node
-const LIST = 4; // the routes of a static child not starting with "/", tried one by one
-
-interface Branch<H extends AnyHandler> {
-  readonly kind: typeof AT_SLASH | typeof AT_END | typeof LIST;
-  /** For {@linkcode LIST}: the routes in priority order, each with its matcher. */
-  readonly endpoints: readonly Endpoint<H>[];
-  readonly matchers: readonly SuffixMatcher[];
-}
-
-/**
- * A tree node. Static nodes hold radix-compressed literal text; a variable node matches one
- * variable. Children are tried in priority order: the static child for the next character,
- * constrained variables in registration order, the plain variable, the catch-all.
- *
- * Lookups do not walk these objects: {@linkcode layoutTree} copies what the common case reads
- * into one flat array (see {@linkcode searchStatic}). They serve building and the rare cases the flat array leaves to them (constrained variables,
- * catch-alls, variables with several ends).
- */
-class Node<H extends AnyHandler> {
-  /** Static: the non-empty text on the edge into this node. Variable: its display text. */
-  label: string;
-  /** After finalizing, static nodes: where this node's record starts in the flat tree. */
-  record = -1;
-  /** The routes ending here, if any. */
-  endpoint: Endpoint<H> | undefined;
-  plainKid: Node<H> | undefined;
-  /** Variables (after finalizing): the static child starting with "/". */
-  slashKid: Node<H> | undefined;
-  /** Variables (after finalizing): undefined when the end is fixed, else the branches. */
-  branches: Branch<H>[] | undefined;
-  /** {@linkcode LITERAL} for static nodes, else the variable kind. */
-  readonly kind: number;
-  /** Variables: the capture slot (number of variables before this one in the route). */
-  readonly slot: number;
-  /**
-   * First character code of each static child, parallel to {@linkcode kids}. These arrays
-   * and {@linkcode regexKids} start as one shared empty array and are replaced when a child is
-   * added: most nodes have none or one, and 10 000 routes make 15 000 nodes.
-   */
-  codes: number[] = NO_CODES;
-  kids: Node<H>[] = NO_NODES;
-  /** Constrained-variable children, in registration order. */
-  regexKids: Node<H>[] = NO_NODES;
-  catchAllKid: Node<H> | undefined;
-  /** Constrained variables: the regex source, which identifies the node among siblings. */
-  readonly regex: string;
-  /** Constrained variables: sticky `(?:regex)(?=/|$)`, used when the end is the next "/". */
-  readonly sticky: RegExp | undefined;
-  /** Constrained variables: whether the regex can match "/" (then the end is not fixed). */
-  readonly canMatchSlash: boolean;
-  /** Scratch for finalizing: most literal characters of a route from this node on. */
-  weight = 0;
-  /** Scratch for finalizing: earliest registration in this subtree. */
-  first = 0;
-
-  constructor(kind: number, label: string, token?: VariableToken, slot = 0) {
-    this.kind = kind;
-    this.label = label;
-    this.regex = token?.regex ?? "";
-    this.slot = slot;
-    this.canMatchSlash = token?.facts?.canMatchSlash ?? false;
-    this.sticky = kind === REGEX ? new RegExp(`(?:${this.regex})(?=/|$)`, "uy") : undefined;
-  }
-}
-
-// Shared empty child lists. Not frozen, so that they keep the elements kinds of the arrays that
-// replace them (a frozen array has a map of its own, and every load site would see two); never
-// pushed to: addKid() replaces them, regex children are added with concat().
-const NO_CODES: number[] = [];
-const NO_NODES: never[] = [null as never];
-NO_NODES.length = 0;
-
-/** Adds a static child (`code` is its label's first character). */
-function addKid<H extends AnyHandler>(node: Node<H>, code: number, kid: Node<H>): void {
-  if (node.kids.length === 0) {
-    node.codes = [code];
-    node.kids = [kid];
-  } else {
-    node.codes.push(code);
-    node.kids.push(kid);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The flat tree that lookups walk
-//
-// In a large router the cost of a lookup is cache misses, not instructions: walking Node
-// objects touched some ten objects scattered over the heap (the node, its child arrays, its
-// label, the endpoint), and at 10 000 routes a lookup cost 2.5 times what it cost at 10.
-// So the finalized tree is copied into one Int32Array, depth-first, each static node a record
-// followed by its label, its child table and then its children: the records one lookup reads
-// sit close together, most often in consecutive cache lines.
-//
-// A static node's record, at index r:
-const S_LENGTH = 0; // label length
-const S_CODE0 = 1; // first character code of the first static child, -1 without children
-const S_KID0 = 2; // record of that child
-const S_FLAGS = 3; // MANY_KIDS | HAS_VARIABLES | SLOW_VARIABLES
-const S_ENDPOINT = 4; // index into the endpoint array, -1 if no route ends here
-const S_TABLE = 5; // MANY_KIDS: index of the child table
-const S_VARIABLE = 6; // HAS_VARIABLES: the plain variable's record; SLOW_VARIABLES: node index
-const S_LABEL = 7; // label[i] for i ≥ 1 is at r + S_LABEL + i - 1 (label[0] is known to match)
-// A plain variable's record, when its end is the next "/" (no branches):
-const V_SLOT = 0; // capture slot × 2
-const V_ENDPOINT = 1; // index into the endpoint array, -1
-const V_SLASH = 2; // record of the static child starting with "/", -1
-const V_SIZE = 3;
-// A child table starts with a lower bound and a count. Bound ≥ 0: a range table, the child
-// for code c at t + 2 + c - bound (-1 where none). Bound -1: `count` pairs of code and record.
-
-const MANY_KIDS = 1;
-const HAS_VARIABLES = 2;
-/**
- * The variable children include a constrained variable, a catch-all or a plain variable with
- * several possible ends: they are tried through the node objects.
- */
-const SLOW_VARIABLES = 4;
-
-/** Range tables are used from this many children on, if no wider than {@linkcode rangeSpan}. */
-const RANGE_KIDS = 3;
-
-/** The span of the codes of `node`'s static children, if a range table suits them, else 0. */
-function rangeSpan<H extends AnyHandler>(node: Node<H>): number {
-  const codes = node.codes;
-  if (codes.length < RANGE_KIDS) return 0;
-  let min = codes[0]!;
-  let max = min;
-  for (let i = 1; i < codes.length; i++) {
-    if (codes[i]! < min) min = codes[i]!;
-    if (codes[i]! > max) max = codes[i]!;
-  }
-  const span = max - min + 1;
-  return span <= Math.max(32, codes.length * 4) ? span : 0;
-}
-
-/** Whether a static node's variable children need the node objects. */
-function slowVariables<H extends AnyHandler>(node: Node<H>): boolean {
-  return node.regexKids.length > 0 || node.catchAllKid !== undefined ||
-    (node.plainKid !== undefined && node.plainKid.branches !== undefined);
-}
-
-/** The flat tree a router's lookups walk (see {@linkcode searchStatic}). */
-interface FlatTree<H extends AnyHandler> {
-  readonly records: Int32Array;
-  readonly endpoints: Endpoint<H>[];
-  /** Static nodes with {@linkcode SLOW_VARIABLES}. */
-  readonly nodes: Node<H>[];
-}
-
-/** Number of Int32Array elements the records of `node`'s subtree take. */
-function recordSize<H extends AnyHandler>(node: Node<H>): number {
-  let size = 0;
-  if (node.kind === LITERAL) {
-    size = S_LABEL + node.label.length - 1;
-    if (node.kids.length > 1) {
-      const span = rangeSpan(node);
-      size += 2 + (span > 0 ? span : node.kids.length * 2);
-    }
-    const kids = node.kids;
-    for (let i = 0; i < kids.length; i++) size += recordSize(kids[i]!);
-    const regexKids = node.regexKids;
-    for (let i = 0; i < regexKids.length; i++) size += recordSize(regexKids[i]!);
-    if (node.plainKid !== undefined) size += recordSize(node.plainKid);
-  } else {
-    if (node.kind === PLAIN && node.branches === undefined) size = V_SIZE;
-    if (node.slashKid !== undefined) size += recordSize(node.slashKid);
-  }
-  return size;
-}
-
-/** Copies the finalized tree below `root` into a {@linkcode FlatTree}, depth-first. */
-function layoutTree<H extends AnyHandler>(root: Node<H>): FlatTree<H> {
-  const records = new Int32Array(recordSize(root));
-  const endpoints: Endpoint<H>[] = [];
-  const nodes: Node<H>[] = [];
-  let next = 0;
-  const endpointIndex = (node: Node<H>): number =>
-    node.endpoint === undefined ? -1 : endpoints.push(node.endpoint) - 1;
-  const emit = (node: Node<H>): number => {
-    const r = next;
-    if (node.kind !== LITERAL) {
-      // Only the "/" child of a variable is walked from the flat tree; its other children
-      // belong to branches, which match with their own matchers.
-      if (node.kind === PLAIN && node.branches === undefined) {
-        next += V_SIZE;
-        records[r + V_SLOT] = node.slot << 1;
-        records[r + V_ENDPOINT] = endpointIndex(node);
-        records[r + V_SLASH] = node.slashKid === undefined ? -1 : emit(node.slashKid);
-      } else if (node.slashKid !== undefined) emit(node.slashKid);
-      return r;
-    }
-    node.record = r;
-    const label = node.label;
-    const kids = node.kids;
-    records[r + S_LENGTH] = label.length;
-    records[r + S_CODE0] = kids.length === 0 ? -1 : node.codes[0]!;
-    records[r + S_ENDPOINT] = endpointIndex(node);
-    for (let i = 1; i < label.length; i++) records[r + S_LABEL + i - 1] = label.charCodeAt(i);
-    next = r + S_LABEL + label.length - 1;
-    let flags = 0;
-    let table = -1;
-    let span = 0;
-    let low = 0;
-    if (kids.length > 1) {
-      flags |= MANY_KIDS;
-      table = next;
-      span = rangeSpan(node);
-      if (span > 0) {
-        low = Math.min(...node.codes);
-        records[table] = low;
-        records[table + 1] = span;
-        records.fill(-1, table + 2, table + 2 + span);
-        next += 2 + span;
-      } else {
-        records[table] = -1;
-        records[table + 1] = kids.length;
-        next += 2 + kids.length * 2;
-      }
-    }
-    for (let i = 0; i < kids.length; i++) {
-      const kid = emit(kids[i]!);
-      const code = node.codes[i]!;
-      if (i === 0) records[r + S_KID0] = kid;
-      if (span > 0) records[table + 2 + code - low] = kid;
-      else if (table !== -1) {
-        records[table + 2 + i * 2] = code;
-        records[table + 3 + i * 2] = kid;
-      }
-    }
-    if (
-      node.regexKids.length > 0 || node.plainKid !== undefined || node.catchAllKid !== undefined
-    ) {
-      flags |= HAS_VARIABLES;
-    }
-    const regexKids = node.regexKids;
-    for (let i = 0; i < regexKids.length; i++) emit(regexKids[i]!);
-    const plain = node.plainKid === undefined ? -1 : emit(node.plainKid);
-    if (slowVariables(node)) {
-      flags |= SLOW_VARIABLES;
-      records[r + S_VARIABLE] = nodes.push(node) - 1;
-    } else records[r + S_VARIABLE] = plain;
-    records[r + S_FLAGS] = flags;
-    records[r + S_TABLE] = table;
-    return r;
-  };
-  emit(root);
-  return { records, endpoints, nodes };
-}
-
 /**
  * The flat tree of the router doing the current lookup (set by its `#find`; lookups are
  * synchronous and call no outside code, so one module-wide slot is enough).
  */
-let tree: FlatTree<AnyHandler> = { records: new Int32Array(0), endpoints: [], nodes: [] };
-
-/** The record of the static child of record `r` for `code`, or -1. */
-function staticKid(records: Int32Array, r: number, code: number): number {
-  if (code === records[r + S_CODE0]) return records[r + S_KID0]!;
-  if ((records[r + S_FLAGS]! & MANY_KIDS) === 0) return -1;
-  const t = records[r + S_TABLE]!;
-  const low = records[t]!;
-  const count = records[t + 1]!;
-  if (low >= 0) {
-    const i = code - low;
-    return i >= 0 && i < count ? records[t + 2 + i]! : -1;
-  }
-  for (let i = 1; i < count; i++) {
-    if (records[t + 2 + i * 2] === code) return records[t + 3 + i * 2]!;
-  }
-  return -1;
-}
-
-/**
- * Whether the label of the static node at record `r` occurs in `path` at `pos`; its first
- * character is already known to match.
- */
-function labelAt(records: Int32Array, r: number, path: string, pos: number): boolean {
-  const length = records[r + S_LENGTH]!;
-  if (length === 1) return true;
-  if (pos + length > path.length) return false;
-  const at = r + S_LABEL - 1;
-  for (let i = 1; i < length; i++) {
-    if (path.charCodeAt(pos + i) !== records[at + i]) return false;
-  }
-  return true;
-}
+let tree: FlatTree<Route> = { records: new Int32Array(0), endpoints: [], nodes: [] };
 
 /** Finds the endpoint for `path` below the static node at record `r`, whose text ends at `pos`. */
 function searchStatic(
@@ -1085,7 +718,7 @@ function searchStatic(
   path: string,
   pos: number,
   caps: Int32Array,
-): Endpoint<AnyHandler> | undefined {
+): Endpoint<Route> | undefined {
   const records = tree.records;
   const n = path.length;
   // One loop, recursing only where there is something to backtrack to: down a static child of a
@@ -1138,11 +771,11 @@ function searchStatic(
 
 /** Tries the variable children of static node `node`, whose text ends at `pos`. */
 function searchVariables<H extends AnyHandler>(
-  node: Node<H>,
+  node: Node<Route<H>>,
   path: string,
   pos: number,
   caps: Int32Array,
-): Endpoint<H> | undefined {
+): Endpoint<Route<H>> | undefined {
   const regexKids = node.regexKids;
   for (let i = 0; i < regexKids.length; i++) {
     const found = searchVariable(regexKids[i]!, path, pos, caps);
@@ -1166,11 +799,11 @@ function searchVariables<H extends AnyHandler>(
 
 /** Finds the endpoint for `path` below variable node `node`, whose variable starts at `pos`. */
 function searchVariable<H extends AnyHandler>(
-  node: Node<H>,
+  node: Node<Route<H>>,
   path: string,
   pos: number,
   caps: Int32Array,
-): Endpoint<H> | undefined {
+): Endpoint<Route<H>> | undefined {
   const branches = node.branches;
   if (branches === undefined) return atSegmentEnd(node, path, pos, caps, AT_SLASH | AT_END);
   for (let b = 0; b < branches.length; b++) {
@@ -1193,12 +826,12 @@ function searchVariable<H extends AnyHandler>(
  * finish at the endpoint (`allow & AT_END`).
  */
 function atSegmentEnd<H extends AnyHandler>(
-  node: Node<H>,
+  node: Node<Route<H>>,
   path: string,
   pos: number,
   caps: Int32Array,
   allow: number,
-): Endpoint<H> | undefined {
+): Endpoint<Route<H>> | undefined {
   const e = path.indexOf("/", pos);
   if (node.kind === REGEX) {
     const sticky = node.sticky!;
@@ -1219,7 +852,7 @@ function atSegmentEnd<H extends AnyHandler>(
   if (!labelAt(records, r, path, e)) return undefined;
   caps[slot] = pos;
   caps[slot + 1] = e;
-  return searchStatic(r, path, e + records[r + S_LENGTH]!, caps) as Endpoint<H> | undefined;
+  return searchStatic(r, path, e + records[r + S_LENGTH]!, caps) as Endpoint<Route<H>> | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1257,7 +890,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   readonly #relaxed: boolean;
   readonly #maxPathLength: number;
   readonly #allowUnsafeRegex: boolean;
-  readonly #root: Node<H> = new Node(LITERAL, "/");
+  readonly #root: Node<Route<H>> = new Node(LITERAL, "/");
   #routes: Route<H>[] = [];
   /** A frozen copy of {@linkcode #routes}, made when asked for, dropped when a route is added. */
   #routesView: readonly Route<H>[] | undefined;
@@ -1266,7 +899,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   /** The string the last lookup matched: the path, without its trailing slash if relaxed. */
   #target = "";
   /** What lookups walk, made when the tree is finalized. */
-  #tree: FlatTree<H> = layoutTree(this.#root);
+  #tree: FlatTree<Route<H>> = layoutTree(this.#root);
   /** Whether routes were added since the variable nodes' branches were computed. */
   #dirty = false;
 
@@ -1359,7 +992,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         if (shared.length > 0) throw new RouteConflict(route, other, shared.sort());
       }
     } else {
-      endpoint = node.endpoint = new Endpoint<H>(tokens, this.#routes.length);
+      endpoint = node.endpoint = new Endpoint<Route<H>>(tokens, this.#routes.length);
     }
     endpoint.add(route, tokens);
     this.#routes.push(route);
@@ -1427,7 +1060,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         ? new UnknownEndpoint(path, "path-too-long", this.#maxPathLength)
         : new UnknownEndpoint(path);
     }
-    return [endpoint.handler, endpoint.context(this.#target, this.#caps)];
+    const handler = (endpoint.handler ??= makeEndpointHandler(endpoint)) as EndpointHandler<H>;
+    return [handler, endpoint.context(this.#target, this.#caps)];
   }
 
   /**
@@ -1455,13 +1089,11 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    */
   toString(): string {
     if (this.#dirty) this.#finalize();
-    const lines = [this.#root.label + marker(this.#root)];
-    drawKids(this.#root, "", lines);
-    return lines.join("\n");
+    return drawTree(this.#root);
   }
 
   /** The endpoint for `path`, leaving the matched string in `#target` and spans in `#caps`. */
-  #find(path: string): Endpoint<H> | undefined {
+  #find(path: string): Endpoint<Route<H>> | undefined {
     if (this.#dirty) this.#finalize();
     if (path.length > this.#maxPathLength) return undefined;
     this.#target = path;
@@ -1474,8 +1106,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     // of the request URL), and hashing one costs a runtime call, ~60-70 ns, on every lookup,
     // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
     // strings, whose hash V8 caches: 13 ns instead of 45.)
-    tree = this.#tree as FlatTree<AnyHandler>;
-    return searchStatic(0, path, 1, this.#caps) as Endpoint<H> | undefined;
+    tree = this.#tree as FlatTree<Route>;
+    return searchStatic(0, path, 1, this.#caps) as Endpoint<Route<H>> | undefined;
   }
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
@@ -1485,7 +1117,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   }
 
   /** The node of the shape of `tokens`, created with the nodes above it where missing. */
-  #insert(tokens: readonly Token[]): Node<H> {
+  #insert(tokens: readonly Token[]): Node<Route<H>> {
     let node = this.#root;
     let slot = 0;
     for (let t = 0; t < tokens.length; t++) {
@@ -1510,7 +1142,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
 }
 
 /** Finalizes `node` and everything below it, children first. */
-function prepare<H extends AnyHandler>(node: Node<H>): void {
+function prepare<H extends AnyHandler>(node: Node<Route<H>>): void {
   let weight = 0;
   let first = node.endpoint?.order ?? NO_ROUTE;
   const kids = node.regexKids.length === 0 && node.plainKid === undefined &&
@@ -1531,12 +1163,12 @@ function prepare<H extends AnyHandler>(node: Node<H>): void {
 // ---------------------------------------------------------------------------------------------
 // Building the tree
 
-function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> {
+function insertText<H extends AnyHandler>(node: Node<Route<H>>, text: string): Node<Route<H>> {
   while (text !== "") {
     const code = text.charCodeAt(0);
     const index = node.codes.indexOf(code);
     if (index === -1) {
-      const kid = new Node<H>(LITERAL, text);
+      const kid = new Node<Route<H>>(LITERAL, text);
       addKid(node, code, kid);
       return kid;
     }
@@ -1547,7 +1179,7 @@ function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> 
       common++;
     }
     if (common < label.length) {
-      const middle = new Node<H>(LITERAL, label.slice(0, common));
+      const middle = new Node<Route<H>>(LITERAL, label.slice(0, common));
       kid.label = label.slice(common);
       addKid(middle, kid.label.charCodeAt(0), kid);
       node.kids[index] = middle;
@@ -1560,41 +1192,37 @@ function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> 
 }
 
 function variableKid<H extends AnyHandler>(
-  node: Node<H>,
+  node: Node<Route<H>>,
   token: VariableToken,
   slot: number,
-): Node<H> {
+): Node<Route<H>> {
   if (token.kind === PLAIN) {
-    return node.plainKid ??= new Node<H>(PLAIN, `{${token.name}}`, token, slot);
+    return node.plainKid ??= new Node<Route<H>>(PLAIN, `{${token.name}}`, token, slot);
   }
   if (token.kind === CATCH_ALL) {
-    return node.catchAllKid ??= new Node<H>(CATCH_ALL, `{${token.name}:*}`, token, slot);
+    return node.catchAllKid ??= new Node<Route<H>>(CATCH_ALL, `{${token.name}:*}`, token, slot);
   }
   let kid = node.regexKids.find((kid) => kid.regex === token.regex);
   if (kid === undefined) {
-    kid = new Node<H>(REGEX, `{${token.name}:${token.regex}}`, token, slot);
+    kid = new Node<Route<H>>(REGEX, `{${token.name}:${token.regex}}`, token, slot);
     node.regexKids = node.regexKids.concat(kid);
   }
   return kid;
 }
 
-function allKids<H extends AnyHandler>(node: Node<H>): Node<H>[] {
-  const kids = [...node.kids, ...node.regexKids];
-  if (node.plainKid !== undefined) kids.push(node.plainKid);
-  if (node.catchAllKid !== undefined) kids.push(node.catchAllKid);
-  return kids;
-}
-
 function endpointsBelow<H extends AnyHandler>(
-  node: Node<H>,
-  out: Endpoint<H>[] = [],
-): Endpoint<H>[] {
+  node: Node<Route<H>>,
+  out: Endpoint<Route<H>>[] = [],
+): Endpoint<Route<H>>[] {
   if (node.endpoint !== undefined) out.push(node.endpoint);
   for (const kid of allKids(node)) endpointsBelow(kid, out);
   return out;
 }
 
-function listBranch<H extends AnyHandler>(variable: Node<H>, endpoints: Endpoint<H>[]): Branch<H> {
+function listBranch<H extends AnyHandler>(
+  variable: Node<Route<H>>,
+  endpoints: Endpoint<Route<H>>[],
+): Branch<Route<H>> {
   const ordered = priorityOrder(endpoints);
   const matchers = ordered.map((endpoint) => {
     const suffix = endpoint.tokens.slice(tokenIndexOfSlot(endpoint.tokens, variable.slot));
@@ -1605,7 +1233,7 @@ function listBranch<H extends AnyHandler>(variable: Node<H>, endpoints: Endpoint
   return { kind: LIST, endpoints: ordered, matchers };
 }
 
-function finalizeVariable<H extends AnyHandler>(node: Node<H>): void {
+function finalizeVariable<H extends AnyHandler>(node: Node<Route<H>>): void {
   const slashIndex = node.codes.indexOf(SLASH);
   node.slashKid = slashIndex === -1 ? undefined : node.kids[slashIndex];
   if (node.kind === REGEX && node.canMatchSlash) {
@@ -1617,7 +1245,7 @@ function finalizeVariable<H extends AnyHandler>(node: Node<H>): void {
     node.branches = undefined;
     return;
   }
-  const ranked: { branch: Branch<H>; weight: number; first: number }[] = [];
+  const ranked: { branch: Branch<Route<H>>; weight: number; first: number }[] = [];
   const none: readonly never[] = [];
   if (node.slashKid !== undefined) {
     ranked.push({
@@ -1643,19 +1271,4 @@ function finalizeVariable<H extends AnyHandler>(node: Node<H>): void {
   }
   ranked.sort((a, b) => b.weight - a.weight || a.first - b.first);
   node.branches = ranked.map((item) => item.branch);
-}
-
-function marker<H extends AnyHandler>(node: Node<H>): string {
-  let text = node.branches !== undefined ? " ↺" : "";
-  if (node.endpoint !== undefined) text += ` ● ${node.endpoint.allowed.join(", ")}`;
-  return text;
-}
-
-function drawKids<H extends AnyHandler>(node: Node<H>, indent: string, lines: string[]): void {
-  const kids = allKids(node);
-  kids.forEach((kid, i) => {
-    const last = i === kids.length - 1;
-    lines.push(`${indent}${last ? "└── " : "├── "}${kid.label}${marker(kid)}`);
-    drawKids(kid, indent + (last ? "    " : "│   "), lines);
-  });
 }
