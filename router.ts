@@ -224,7 +224,8 @@ export interface RouteOptions<H> {
 }
 
 /**
- * The options object an {@linkcode EndpointHandler} accepts as its last argument.
+ * The options object an {@linkcode EndpointHandler} takes as its last argument: the request
+ * method, which the router does not guess.
  *
  * @example Dispatching a POST
  * ```ts
@@ -242,30 +243,24 @@ export interface RouteOptions<H> {
  * ```
  */
 export interface DispatchOptions {
-  /**
-   * The request method, compared exactly with the routes' (upper-case) methods.
-   *
-   * @default {scope.method if the second argument is an object with a string `method`, else "GET"}
-   */
-  method?: string;
+  /** The request method, compared exactly with the routes' (upper-case) methods. */
+  method: string;
 }
 
 /**
  * The function {@linkcode AsgiRouter.getRoute} returns for a path: it picks the route of the
  * path that serves the request method and calls that route's handler with the same arguments.
  *
- * The method is found like this:
- * 1. if the last argument is a plain object (its prototype is `Object.prototype` or `null`;
- *    a router context never is) with a string `method`, that string;
- * 2. else, if the second argument is a non-null object with a string `method` (an ASGI scope in
- *    `handler(context, scope, receive, send)`), that string;
- * 3. else `"GET"`.
+ * The method is the `method` of the last argument, a {@linkcode DispatchOptions} object (a
+ * plain object: its prototype is `Object.prototype` or `null`). The router knows nothing of the
+ * protocol, so it never guesses: an ASGI application passes `{ method: scope.method }`.
  *
  * The returned promise rejects with {@linkcode MethodNotAllowed} when no route of the path
- * serves the method, and otherwise settles like the route handler's result.
+ * serves the method, with `TypeError` when the last argument is not such an object, and
+ * otherwise settles like the route handler's result.
  *
- * @typeParam H The route handler type; the endpoint handler takes its arguments, optionally
- * followed by {@linkcode DispatchOptions}.
+ * @typeParam H The route handler type; the endpoint handler takes its arguments followed by
+ * {@linkcode DispatchOptions}.
  *
  * @example Calling a low-level ASGI handler
  * ```ts
@@ -280,11 +275,12 @@ export interface DispatchOptions {
  * });
  * const [handler, context]: [EndpointHandler<Low>, Record<string, string>] = router
  *   .getRoute("/ada");
- * assertEquals(await handler(context, { method: "POST" }), "ada");
+ * const scope = { method: "POST" };
+ * assertEquals(await handler(context, scope, { method: scope.method }), "ada");
  * ```
  */
 export type EndpointHandler<H extends AnyHandler = AnyHandler> = (
-  ...args: Parameters<H> | [...Parameters<H>, DispatchOptions]
+  ...args: [...Parameters<H>, DispatchOptions]
 ) => Promise<Awaited<ReturnType<H>>>;
 
 /**
@@ -657,22 +653,19 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function dispatchMethod(args: unknown[]): string {
-  const last = args[args.length - 1];
-  if (isPlainObject(last) && typeof last.method === "string") return last.method;
-  const scope = args[1];
-  if (typeof scope === "object" && scope !== null) {
-    const method = (scope as { method?: unknown }).method;
-    if (typeof method === "string") return method;
-  }
-  return "GET";
-}
-
 function makeEndpointHandler<H extends AnyHandler>(
   endpoint: Endpoint<Route<H>>,
 ): EndpointHandler<H> {
   async function endpointHandler(...args: unknown[]): Promise<unknown> {
-    const method = dispatchMethod(args);
+    const options = args[args.length - 1];
+    if (!isPlainObject(options) || typeof options.method !== "string") {
+      throw new TypeError(
+        `The handler of route "${endpoint.routes[0]?.path}" needs the request method: pass ` +
+          `{ method } as its last argument, e.g. handler(context, scope, receive, send, ` +
+          `{ method: scope.method }); got ${describe(options)} there`,
+      );
+    }
+    const method = options.method;
     const route = endpoint.routeFor(method);
     if (route === undefined) {
       throw new MethodNotAllowed(method, endpoint.allowed, endpoint.routes[0]?.path);

@@ -441,7 +441,7 @@ Deno.test("AsgiRouter.getRoute() handles the seed's example routes", async (t) =
   await t.step("the root has an empty context", async () => {
     const [handler, context] = router.getRoute("/");
     assertEquals(context, {});
-    await handler(context, { ...scope, method: "GET" }, noop, noop);
+    await handler(context, { ...scope, method: "GET" }, noop, noop, { method: "GET" });
     assertEquals(calls.pop()?.[0], "root");
   });
   await t.step("a variable route gets its context and the method", async () => {
@@ -460,14 +460,17 @@ Deno.test("AsgiRouter.getRoute() handles the seed's example routes", async (t) =
     assertEquals(error.method, "GET");
     assertEquals(error.allowed, ["POST"]);
     const [root] = router.getRoute("/");
-    await assertRejects(() => root({}, scope, noop, noop), MethodNotAllowed);
+    await assertRejects(
+      () => root({}, scope, noop, noop, { method: scope.method }),
+      MethodNotAllowed,
+    );
   });
   await t.step("a capital letter is an unknown endpoint", () => {
     assertThrows(() => router.getRoute("/other_handler/Bob"), UnknownEndpoint);
   });
 });
 
-Deno.test("AsgiRouter.getRoute() endpoint handlers find the method by a documented rule", async (t) => {
+Deno.test("AsgiRouter.getRoute() endpoint handlers take the method from their last argument", async (t) => {
   const seen: string[] = [];
   const router = new AsgiRouter({
     routes: ["GET", "POST", "PUT"].map((method) =>
@@ -475,20 +478,36 @@ Deno.test("AsgiRouter.getRoute() endpoint handlers find the method by a document
     ),
   });
   const [handler] = router.getRoute("/");
+  const call = handler as (...args: unknown[]) => Promise<unknown>;
   const cases: [string, unknown[], string][] = [
-    ["options object last", [{}, { method: "PUT" }, noop, noop, { method: "POST" }], "POST"],
-    ["options object alone", [{ method: "PUT" }], "PUT"],
-    ["options without a method, scope second", [{}, { method: "PUT" }, { other: 1 }], "PUT"],
-    ["scope second, send last", [{}, { method: "PUT" }, noop, noop], "PUT"],
-    ["request and options", [new Date(), { method: "POST" }], "POST"],
-    ["neither", [new Date()], "GET"],
-    ["nothing", [], "GET"],
-    ["null-prototype options", [1, Object.assign(Object.create(null), { method: "PUT" })], "PUT"],
+    ["after the ASGI arguments", [{}, { method: "PUT" }, noop, noop, { method: "POST" }], "POST"],
+    ["alone", [{ method: "PUT" }], "PUT"],
+    ["after a request object", [new Date(), { method: "POST" }], "POST"],
+    ["with a null prototype", [1, Object.assign(Object.create(null), { method: "PUT" })], "PUT"],
   ];
   for (const [name, args, method] of cases) {
     await t.step(name, async () => {
-      await (handler as (...args: unknown[]) => Promise<unknown>)(...args);
+      await call(...args);
       assertEquals(seen.pop(), method);
+    });
+  }
+  // The router no longer reads an ASGI scope's method or falls back to "GET" (issue 12, point 9).
+  const missing: [string, unknown[], string][] = [
+    ["nothing", [], "undefined"],
+    ["an ASGI call without options", [{}, { method: "PUT" }, noop, noop], "a function"],
+    ["options without a method", [{}, { method: "PUT" }, { other: 1 }], "an object"],
+    ["a class instance last", [{}, new Date()], "an object"],
+  ];
+  for (const [name, args, got] of missing) {
+    await t.step(`rejects ${name} with TypeError`, async () => {
+      await assertRejects(
+        () => call(...args),
+        TypeError,
+        `The handler of route "/" needs the request method: pass { method } as its last ` +
+          `argument, e.g. handler(context, scope, receive, send, { method: scope.method }); ` +
+          `got ${got} there`,
+      );
+      assertEquals(seen, []);
     });
   }
 });
@@ -505,10 +524,11 @@ Deno.test("AsgiRouter.getRoute() endpoint handlers settle like the route handler
       }),
     ],
   });
-  assertEquals(await router.getRoute("/sync")[0](), 1);
-  assertEquals(await router.getRoute("/async")[0](), 2);
+  const get = { method: "GET" };
+  assertEquals(await router.getRoute("/sync")[0](get), 1);
+  assertEquals(await router.getRoute("/async")[0](get), 2);
   // A throwing handler becomes a rejection, never a synchronous throw.
-  const pending = router.getRoute("/throws")[0]();
+  const pending = router.getRoute("/throws")[0](get);
   assertInstanceOf(pending, Promise);
   await assertRejects(() => pending, RangeError, "boom");
 });
