@@ -37,6 +37,9 @@
  *
  * ## Matching rules
  *
+ * This list is the one full statement of the rules: the README summarises it, and
+ * `tests/router_test.ts` tests each rule under its number and name (`[rule 2, priority]`).
+ *
  * 1. **Reference semantics.** A route matches a path exactly when its whole pattern, read as
  *    one anchored regex (`^…$`, flag `u`, literal text escaped, `{x}` as `([^/]+)`, `{x:re}` as
  *    `(re)`, `{x:*}` as `([^]+)`), matches the whole path; the context holds what that regex's
@@ -62,10 +65,10 @@
  *    with `/text/hello`, `/text/{e}/test` and `/{c}`, the path `/text/hellos/test` gives
  *    `{e: "hellos"}`; with `/{object}/{id}` and `/secret/{id}/path`, `/secret/978` gives
  *    `{object: "secret", id: "978"}`.
- * 4. **A failed regex is an unknown endpoint**: `/other_handler/{name:[a-z1-9]+}` does not
- *    match `/other_handler/Bob`.
- * 5. **Empty variables never match** unless their regex matches the empty string: `/u//posts`
- *    does not match `/u/{id}/posts`, and `/` does not match `/{id}`.
+ * 4. **Failed regex.** A variable whose regex fails makes its route an unknown endpoint:
+ *    `/other_handler/{name:[a-z1-9]+}` does not match `/other_handler/Bob`.
+ * 5. **Empty variables.** A variable never matches the empty string unless its regex does:
+ *    `/u//posts` does not match `/u/{id}/posts`, and `/` does not match `/{id}`.
  * 6. **Trailing slash.** `"relaxed"` (default) drops one trailing slash from every pattern and
  *    every path before matching, except from the root `/`: `/claw/` and `/claw` are one route
  *    and both paths reach it. `"strict"` keeps them apart.
@@ -74,7 +77,7 @@
  *    `path`).
  * 8. **Length cap.** Paths longer than `maxPathLength` (default 8192 UTF-16 code units) match
  *    nothing, so no hostile path can keep a regex busy for long.
- * 9. **Context objects** are plain objects, fresh for every match, with one own key per
+ * 9. **Context objects.** A match's context is a plain object, fresh for every match, with one own key per
  *    variable. Any name works as a plain key: `__proto__` becomes an own property (it never
  *    changes the prototype), and `constructor` or `toString` shadow the inherited members for
  *    that route. Test keys with `Object.hasOwn`, since a route without a `constructor`
