@@ -147,22 +147,8 @@ import { GreedyMatcher, RegexMatcher } from "./_router/suffix.ts";
 import { priorityOrder, tokenIndexOfSlot } from "./_router/priority.ts";
 import { redosRisk } from "./_router/safety.ts";
 import { Endpoint } from "./_router/endpoint.ts";
-import {
-  type FlatTree,
-  HAS_VARIABLES,
-  labelAt,
-  layoutTree,
-  S_ENDPOINT,
-  S_FLAGS,
-  S_LENGTH,
-  S_VARIABLE,
-  SLOW_VARIABLES,
-  staticKid,
-  V_ENDPOINT,
-  V_SLASH,
-  V_SLOT,
-} from "./_router/flat.ts";
-import { addKid, allKids, AT_END, AT_SLASH, type Branch, LIST, Node } from "./_router/node.ts";
+import { AT_END, AT_SLASH, type FlatTree, layoutTree, LIST, lookup } from "./_router/lookup.ts";
+import { addKid, allKids, type Branch, Node } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
 import { describe, shorten } from "./_router/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
@@ -702,155 +688,6 @@ class Match<H extends AnyHandler> implements RouteMatch<H> {
 /** "No route below": a small integer, not Infinity, so the field stays a V8 Smi. */
 const NO_ROUTE = 2 ** 30;
 
-/**
- * The flat tree of the router doing the current lookup (set by its `#find`; lookups are
- * synchronous and call no outside code, so one module-wide slot is enough).
- */
-let tree: FlatTree<Route> = { records: new Int32Array(0), endpoints: [], nodes: [] };
-
-/** Finds the endpoint for `path` below the static node at record `r`, whose text ends at `pos`. */
-function searchStatic(
-  r: number,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-): Endpoint<Route> | undefined {
-  const records = tree.records;
-  const n = path.length;
-  // One loop, recursing only where there is something to backtrack to: down a static child of a
-  // node without variable children (which fails exactly when that child fails), and on from a
-  // plain variable ending at the next "/" (nothing is tried after it).
-  for (;;) {
-    for (;;) {
-      if (pos === n) {
-        const endpoint = records[r + S_ENDPOINT]!;
-        if (endpoint >= 0) return tree.endpoints[endpoint];
-        break;
-      }
-      const kid = staticKid(records, r, path.charCodeAt(pos));
-      if (kid === -1 || !labelAt(records, kid, path, pos)) break;
-      if ((records[r + S_FLAGS]! & HAS_VARIABLES) === 0) {
-        r = kid;
-        pos += records[kid + S_LENGTH]!;
-        continue;
-      }
-      const found = searchStatic(kid, path, pos + records[kid + S_LENGTH]!, caps);
-      if (found !== undefined) return found;
-      break;
-    }
-    const flags = records[r + S_FLAGS]!;
-    if ((flags & HAS_VARIABLES) === 0) return undefined;
-    if ((flags & SLOW_VARIABLES) !== 0) {
-      return searchVariables(tree.nodes[records[r + S_VARIABLE]!]!, path, pos, caps);
-    }
-    // The common case, a plain variable ending at the next "/", as atSegmentEnd() does it.
-    if (pos === n) return undefined;
-    const v = records[r + S_VARIABLE]!;
-    const e = path.indexOf("/", pos);
-    if (e === pos) return undefined;
-    const slot = records[v + V_SLOT]!;
-    if (e === -1) {
-      const endpoint = records[v + V_ENDPOINT]!;
-      if (endpoint < 0) return undefined;
-      caps[slot] = pos;
-      caps[slot + 1] = n;
-      return tree.endpoints[endpoint];
-    }
-    const kid = records[v + V_SLASH]!;
-    if (kid === -1 || !labelAt(records, kid, path, e)) return undefined;
-    caps[slot] = pos;
-    caps[slot + 1] = e;
-    r = kid;
-    pos = e + records[kid + S_LENGTH]!;
-  }
-}
-
-/** Tries the variable children of static node `node`, whose text ends at `pos`. */
-function searchVariables<H extends AnyHandler>(
-  node: Node<Route<H>>,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-): Endpoint<Route<H>> | undefined {
-  const regexKids = node.regexKids;
-  for (let i = 0; i < regexKids.length; i++) {
-    const found = searchVariable(regexKids[i]!, path, pos, caps);
-    if (found !== undefined) return found;
-  }
-  const n = path.length;
-  if (pos === n) return undefined;
-  if (node.plainKid !== undefined) {
-    const found = searchVariable(node.plainKid, path, pos, caps);
-    if (found !== undefined) return found;
-  }
-  const catchAll = node.catchAllKid;
-  if (catchAll !== undefined) {
-    const slot = catchAll.slot << 1;
-    caps[slot] = pos;
-    caps[slot + 1] = n;
-    return catchAll.endpoint;
-  }
-  return undefined;
-}
-
-/** Finds the endpoint for `path` below variable node `node`, whose variable starts at `pos`. */
-function searchVariable<H extends AnyHandler>(
-  node: Node<Route<H>>,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-): Endpoint<Route<H>> | undefined {
-  const branches = node.branches;
-  if (branches === undefined) return atSegmentEnd(node, path, pos, caps, AT_SLASH | AT_END);
-  for (let b = 0; b < branches.length; b++) {
-    const branch = branches[b]!;
-    if (branch.kind === LIST) {
-      const matchers = branch.matchers;
-      for (let i = 0; i < matchers.length; i++) {
-        if (matchers[i]!.run(path, pos, caps)) return branch.endpoints[i];
-      }
-    } else {
-      const found = atSegmentEnd(node, path, pos, caps, branch.kind);
-      if (found !== undefined) return found;
-    }
-  }
-  return undefined;
-}
-
-/**
- * The variable ends where its segment ends: continue in the "/" child (`allow & AT_SLASH`) or
- * finish at the endpoint (`allow & AT_END`).
- */
-function atSegmentEnd<H extends AnyHandler>(
-  node: Node<Route<H>>,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-  allow: number,
-): Endpoint<Route<H>> | undefined {
-  const e = path.indexOf("/", pos);
-  if (node.kind === REGEX) {
-    const sticky = node.sticky!;
-    sticky.lastIndex = pos;
-    if (!sticky.test(path)) return undefined;
-  } else if (e === pos) return undefined;
-  const slot = node.slot << 1;
-  if (e === -1) {
-    if ((allow & AT_END) === 0) return undefined;
-    caps[slot] = pos;
-    caps[slot + 1] = path.length;
-    return node.endpoint;
-  }
-  const kid = node.slashKid;
-  if (kid === undefined || (allow & AT_SLASH) === 0) return undefined;
-  const records = tree.records;
-  const r = kid.record;
-  if (!labelAt(records, r, path, e)) return undefined;
-  caps[slot] = pos;
-  caps[slot + 1] = e;
-  return searchStatic(r, path, e + records[r + S_LENGTH]!, caps) as Endpoint<Route<H>> | undefined;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The router
 
@@ -1102,8 +939,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     // of the request URL), and hashing one costs a runtime call, ~60-70 ns, on every lookup,
     // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
     // strings, whose hash V8 caches: 13 ns instead of 45.)
-    tree = this.#tree as FlatTree<Route>;
-    return searchStatic(0, path, 1, this.#caps) as Endpoint<Route<H>> | undefined;
+    return lookup(this.#tree, path, this.#caps);
   }
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {

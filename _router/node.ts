@@ -2,7 +2,7 @@
 /**
  * The nodes of the radix tree the router builds: static nodes hold radix-compressed literal
  * text, each variable is a node of its own. The router inserts and finalizes them; lookups read
- * the flat copy in `./flat.ts`, and come back to these objects only for the variables that copy
+ * the flat copy in `./lookup.ts`, and come back to these objects only for the variables that copy
  * leaves to them.
  *
  * @module
@@ -12,22 +12,13 @@ import type { Endpoint, RouteLike } from "./endpoint.ts";
 import { REGEX, type VariableToken } from "./pattern.ts";
 import type { SuffixMatcher } from "./suffix.ts";
 
-// Branch kinds of a variable with several ends; the first two are also bits of a mask.
-
-/** Ends at the next "/" and continues in the static child starting with "/". */
-export const AT_SLASH = 1;
-/** Ends at the end of the path: the endpoint of the variable node. */
-export const AT_END = 2;
-/** The routes of a static child not starting with "/", tried one by one. */
-export const LIST = 4;
-
 /** One way a variable with several ends may go on; a variable's branches are in priority order. */
 export interface Branch<R extends RouteLike> {
-  /** Where the variable ends: {@linkcode AT_SLASH}, {@linkcode AT_END} or {@linkcode LIST}. */
-  readonly kind: typeof AT_SLASH | typeof AT_END | typeof LIST;
-  /** For {@linkcode LIST}: the routes in priority order; empty otherwise. */
+  /** Where the variable ends: `AT_SLASH`, `AT_END` or `LIST` (defined with the walk). */
+  readonly kind: number;
+  /** For `LIST`: the routes in priority order; empty otherwise. */
   readonly endpoints: readonly Endpoint<R>[];
-  /** For {@linkcode LIST}: the matcher of each route, parallel to `endpoints`. */
+  /** For `LIST`: the matcher of each route, parallel to `endpoints`. */
   readonly matchers: readonly SuffixMatcher[];
 }
 
