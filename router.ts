@@ -636,6 +636,9 @@ function relaxTokens(tokens: Token[]): Token[] {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// What a lookup returns: the endpoint handler and the match
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
   const proto = Object.getPrototypeOf(value);
@@ -681,12 +684,6 @@ class Match<H extends AnyHandler> implements RouteMatch<H> {
     return this.#endpoint.routeFor(method);
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// The tree
-
-/** "No route below": a small integer, not Infinity, so the field stays a V8 Smi. */
-const NO_ROUTE = 2 ** 30;
 
 // ---------------------------------------------------------------------------------------------
 // The router
@@ -973,6 +970,12 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Building the tree: insert a shape, then finalize (weights, branches) before the next lookup
+
+/** "No route below": a small integer, not Infinity, so the field stays a V8 Smi. */
+const NO_ROUTE = 2 ** 30;
+
 /** Finalizes `node` and everything below it, children first. */
 function prepare<H extends AnyHandler>(node: Node<Route<H>>): void {
   let weight = 0;
@@ -991,9 +994,6 @@ function prepare<H extends AnyHandler>(node: Node<Route<H>>): void {
   node.first = first;
   if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
 }
-
-// ---------------------------------------------------------------------------------------------
-// Building the tree
 
 function insertText<H extends AnyHandler>(node: Node<Route<H>>, text: string): Node<Route<H>> {
   while (text !== "") {
