@@ -117,8 +117,9 @@
  * The walk reads a flat copy of the tree, made when routes change: one `Int32Array` of node
  * records laid out depth-first, each static node followed by its label, its child table and
  * its children, so that a lookup in a large router reads a few neighbouring cache lines
- * instead of some ten objects spread over the heap. Constrained variables, catch-alls and
- * variables with several ends are handed back to the node objects.
+ * instead of some ten objects spread over the heap. Every node has a record there, variables
+ * included; only a variable's regex and the matchers below a variable with several ends live
+ * outside it. There is one lookup, this walk.
  *
  * Context objects are built by small generated functions (`new Function`), one per set of
  * variable names; where a Content-Security-Policy forbids generated code, a plain loop builds

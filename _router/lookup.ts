@@ -1,7 +1,9 @@
 // Copyright the stellarator authors. MIT license.
 /**
  * The lookup: the finalized tree copied into one `Int32Array`, and the walk over it. It is the
- * router's only lookup; the router builds the tree, this module reads it.
+ * router's only lookup, and it reads nothing but these records, the endpoints they point to
+ * and, for a constrained variable or one with several ends, its regex and branches. The router
+ * builds the node objects; this module lays them out and walks the copy.
  *
  * The records and the walk share this module on purpose: the walk reads the record offsets in
  * its innermost loop, and V8 reads a binding imported from another module through its module
@@ -20,8 +22,8 @@
  */
 
 import type { Endpoint, RouteLike } from "./endpoint.ts";
-import type { Node } from "./node.ts";
-import { LITERAL, PLAIN } from "./pattern.ts";
+import type { Branch, Node } from "./node.ts";
+import { LITERAL, PLAIN, REGEX } from "./pattern.ts";
 
 // Branch kinds of a variable with several ends; the first two are also bits of a mask.
 
@@ -39,21 +41,29 @@ const S_KID0 = 2; // record of that child
 const S_FLAGS = 3; // MANY_KIDS | HAS_VARIABLES | SLOW_VARIABLES
 const S_ENDPOINT = 4; // index into the endpoint array, -1 if no route ends here
 const S_TABLE = 5; // MANY_KIDS: index of the child table
-const S_VARIABLE = 6; // HAS_VARIABLES: the plain variable's record; SLOW_VARIABLES: node index
+const S_VARIABLE = 6; // HAS_VARIABLES: the plain variable's record; SLOW_VARIABLES: the list's
 const S_LABEL = 7; // label[i] for i ≥ 1 is at r + S_LABEL + i - 1 (label[0] is known to match)
-// A plain variable's record, when its end is the next "/" (no branches):
+// A variable's record, followed by the records of its static child starting with "/":
 const V_SLOT = 0; // capture slot × 2
 const V_ENDPOINT = 1; // index into the endpoint array, -1
 const V_SLASH = 2; // record of the static child starting with "/", -1
-const V_SIZE = 3;
+const V_KIND = 3; // K_PLAIN | K_REGEX | K_CATCH_ALL
+const V_EXTRA = 4; // index into the `variables` array (regex, branches), -1 if neither
+const V_SIZE = 5;
+// A variable list (SLOW_VARIABLES) is a count, then the records of the variables in the order
+// they are tried: constrained variables in registration order, the plain one, the catch-all.
 // A child table starts with a lower bound and a count. Bound ≥ 0: a range table, the child
 // for code c at t + 2 + c - bound (-1 where none). Bound -1: `count` pairs of code and record.
+
+const K_PLAIN = 0;
+const K_REGEX = 1;
+const K_CATCH_ALL = 2;
 
 const MANY_KIDS = 1;
 const HAS_VARIABLES = 2;
 /**
  * The variable children include a constrained variable, a catch-all or a plain variable with
- * several possible ends: they are tried through the node objects.
+ * several possible ends: they are tried one by one from a variable list.
  */
 const SLOW_VARIABLES = 4;
 
@@ -74,18 +84,28 @@ function rangeSpan<R extends RouteLike>(node: Node<R>): number {
   return span <= Math.max(32, codes.length * 4) ? span : 0;
 }
 
-/** Whether a static node's variable children need the node objects. */
+/** Whether a static node's variable children need a variable list. */
 function slowVariables<R extends RouteLike>(node: Node<R>): boolean {
   return node.regexKids.length > 0 || node.catchAllKid !== undefined ||
     (node.plainKid !== undefined && node.plainKid.branches !== undefined);
 }
 
+/** What the records of a constrained variable or a variable with several ends point to. */
+interface VariableExtra<R extends RouteLike> {
+  /** Constrained variables: sticky `(?:regex)(?=/|$)`, used when the end is the next "/". */
+  readonly sticky: RegExp | undefined;
+  /** Variables with several ends: the ways on, in priority order. */
+  readonly branches: readonly Branch<R>[] | undefined;
+}
+
 /** The flat tree a router's lookups walk (see {@linkcode lookup}). */
 export interface FlatTree<R extends RouteLike> {
+  /** The records, depth-first from the root's at index 0. */
   readonly records: Int32Array;
+  /** The endpoints the records point to. */
   readonly endpoints: Endpoint<R>[];
-  /** Static nodes with {@linkcode SLOW_VARIABLES}. */
-  readonly nodes: Node<R>[];
+  /** The regexes and branches the variable records point to (`V_EXTRA`). */
+  readonly variables: VariableExtra<R>[];
 }
 
 /** Number of Int32Array elements the records of `node`'s subtree take. */
@@ -102,8 +122,15 @@ function recordSize<R extends RouteLike>(node: Node<R>): number {
     const regexKids = node.regexKids;
     for (let i = 0; i < regexKids.length; i++) size += recordSize(regexKids[i]!);
     if (node.plainKid !== undefined) size += recordSize(node.plainKid);
+    if (node.catchAllKid !== undefined) size += recordSize(node.catchAllKid);
+    if (slowVariables(node)) {
+      size += 1 + regexKids.length + (node.plainKid === undefined ? 0 : 1) +
+        (node.catchAllKid === undefined ? 0 : 1);
+    }
   } else {
-    if (node.kind === PLAIN && node.branches === undefined) size = V_SIZE;
+    // Only the "/" child of a variable is walked from the records; its other children belong
+    // to branches, which match with their own matchers.
+    size = V_SIZE;
     if (node.slashKid !== undefined) size += recordSize(node.slashKid);
   }
   return size;
@@ -113,24 +140,27 @@ function recordSize<R extends RouteLike>(node: Node<R>): number {
 export function layoutTree<R extends RouteLike>(root: Node<R>): FlatTree<R> {
   const records = new Int32Array(recordSize(root));
   const endpoints: Endpoint<R>[] = [];
-  const nodes: Node<R>[] = [];
+  const variables: VariableExtra<R>[] = [];
   let next = 0;
   const endpointIndex = (node: Node<R>): number =>
     node.endpoint === undefined ? -1 : endpoints.push(node.endpoint) - 1;
   const emit = (node: Node<R>): number => {
     const r = next;
     if (node.kind !== LITERAL) {
-      // Only the "/" child of a variable is walked from the flat tree; its other children
-      // belong to branches, which match with their own matchers.
-      if (node.kind === PLAIN && node.branches === undefined) {
-        next += V_SIZE;
-        records[r + V_SLOT] = node.slot << 1;
-        records[r + V_ENDPOINT] = endpointIndex(node);
-        records[r + V_SLASH] = node.slashKid === undefined ? -1 : emit(node.slashKid);
-      } else if (node.slashKid !== undefined) emit(node.slashKid);
+      next += V_SIZE;
+      records[r + V_SLOT] = node.slot << 1;
+      records[r + V_ENDPOINT] = endpointIndex(node);
+      records[r + V_KIND] = node.kind === PLAIN
+        ? K_PLAIN
+        : node.kind === REGEX
+        ? K_REGEX
+        : K_CATCH_ALL;
+      records[r + V_EXTRA] = node.sticky === undefined && node.branches === undefined
+        ? -1
+        : variables.push({ sticky: node.sticky, branches: node.branches }) - 1;
+      records[r + V_SLASH] = node.slashKid === undefined ? -1 : emit(node.slashKid);
       return r;
     }
-    node.record = r;
     const label = node.label;
     const kids = node.kids;
     records[r + S_LENGTH] = label.length;
@@ -173,19 +203,23 @@ export function layoutTree<R extends RouteLike>(root: Node<R>): FlatTree<R> {
     ) {
       flags |= HAS_VARIABLES;
     }
-    const regexKids = node.regexKids;
-    for (let i = 0; i < regexKids.length; i++) emit(regexKids[i]!);
-    const plain = node.plainKid === undefined ? -1 : emit(node.plainKid);
+    const tried = [...node.regexKids];
+    if (node.plainKid !== undefined) tried.push(node.plainKid);
+    if (node.catchAllKid !== undefined) tried.push(node.catchAllKid);
+    const variableRecords = tried.map(emit);
     if (slowVariables(node)) {
       flags |= SLOW_VARIABLES;
-      records[r + S_VARIABLE] = nodes.push(node) - 1;
-    } else records[r + S_VARIABLE] = plain;
+      records[r + S_VARIABLE] = next;
+      records[next] = variableRecords.length;
+      records.set(variableRecords, next + 1);
+      next += 1 + variableRecords.length;
+    } else records[r + S_VARIABLE] = variableRecords[0] ?? -1;
     records[r + S_FLAGS] = flags;
     records[r + S_TABLE] = table;
     return r;
   };
   emit(root);
-  return { records, endpoints, nodes };
+  return { records, endpoints, variables };
 }
 
 /** The record of the static child of record `r` for `code`, or -1. */
@@ -241,7 +275,7 @@ export function lookup<R extends RouteLike>(
  * The flat tree of the router doing the current lookup (set by {@linkcode lookup}; lookups
  * are synchronous and call no outside code, so one module-wide slot is enough).
  */
-let tree: FlatTree<RouteLike> = { records: new Int32Array(0), endpoints: [], nodes: [] };
+let tree: FlatTree<RouteLike> = { records: new Int32Array(0), endpoints: [], variables: [] };
 
 /** Finds the endpoint for `path` below the static node at record `r`, whose text ends at `pos`. */
 function searchStatic(
@@ -276,7 +310,7 @@ function searchStatic(
     const flags = records[r + S_FLAGS]!;
     if ((flags & HAS_VARIABLES) === 0) return undefined;
     if ((flags & SLOW_VARIABLES) !== 0) {
-      return searchVariables(tree.nodes[records[r + S_VARIABLE]!]!, path, pos, caps);
+      return searchVariables(records[r + S_VARIABLE]!, path, pos, caps);
     }
     // The common case, a plain variable ending at the next "/", as atSegmentEnd() does it.
     if (pos === n) return undefined;
@@ -300,43 +334,42 @@ function searchStatic(
   }
 }
 
-/** Tries the variable children of static node `node`, whose text ends at `pos`. */
-function searchVariables<R extends RouteLike>(
-  node: Node<R>,
+/** Tries the variables of the variable list at record `list`, whose text starts at `pos`. */
+function searchVariables(
+  list: number,
   path: string,
   pos: number,
   caps: Int32Array,
-): Endpoint<R> | undefined {
-  const regexKids = node.regexKids;
-  for (let i = 0; i < regexKids.length; i++) {
-    const found = searchVariable(regexKids[i]!, path, pos, caps);
+): Endpoint<RouteLike> | undefined {
+  const records = tree.records;
+  const count = records[list]!;
+  for (let i = 1; i <= count; i++) {
+    const v = records[list + i]!;
+    const kind = records[v + V_KIND]!;
+    // Only a regex may match the empty string, and regexes come first.
+    if (kind !== K_REGEX && pos === path.length) return undefined;
+    if (kind === K_CATCH_ALL) {
+      const slot = records[v + V_SLOT]!;
+      caps[slot] = pos;
+      caps[slot + 1] = path.length;
+      return tree.endpoints[records[v + V_ENDPOINT]!];
+    }
+    const found = searchVariable(v, path, pos, caps);
     if (found !== undefined) return found;
-  }
-  const n = path.length;
-  if (pos === n) return undefined;
-  if (node.plainKid !== undefined) {
-    const found = searchVariable(node.plainKid, path, pos, caps);
-    if (found !== undefined) return found;
-  }
-  const catchAll = node.catchAllKid;
-  if (catchAll !== undefined) {
-    const slot = catchAll.slot << 1;
-    caps[slot] = pos;
-    caps[slot + 1] = n;
-    return catchAll.endpoint;
   }
   return undefined;
 }
 
-/** Finds the endpoint for `path` below variable node `node`, whose variable starts at `pos`. */
-function searchVariable<R extends RouteLike>(
-  node: Node<R>,
+/** Finds the endpoint for `path` below the variable at record `v`, which starts at `pos`. */
+function searchVariable(
+  v: number,
   path: string,
   pos: number,
   caps: Int32Array,
-): Endpoint<R> | undefined {
-  const branches = node.branches;
-  if (branches === undefined) return atSegmentEnd(node, path, pos, caps, AT_SLASH | AT_END);
+): Endpoint<RouteLike> | undefined {
+  const extra = tree.records[v + V_EXTRA]!;
+  const branches = extra === -1 ? undefined : tree.variables[extra]!.branches;
+  if (branches === undefined) return atSegmentEnd(v, path, pos, caps, AT_SLASH | AT_END);
   for (let b = 0; b < branches.length; b++) {
     const branch = branches[b]!;
     if (branch.kind === LIST) {
@@ -345,7 +378,7 @@ function searchVariable<R extends RouteLike>(
         if (matchers[i]!.run(path, pos, caps)) return branch.endpoints[i];
       }
     } else {
-      const found = atSegmentEnd(node, path, pos, caps, branch.kind);
+      const found = atSegmentEnd(v, path, pos, caps, branch.kind);
       if (found !== undefined) return found;
     }
   }
@@ -353,35 +386,35 @@ function searchVariable<R extends RouteLike>(
 }
 
 /**
- * The variable ends where its segment ends: continue in the "/" child (`allow & AT_SLASH`) or
- * finish at the endpoint (`allow & AT_END`).
+ * The variable at record `v` ends where its segment ends: continue in the "/" child
+ * (`allow & AT_SLASH`) or finish at its endpoint (`allow & AT_END`).
  */
-function atSegmentEnd<R extends RouteLike>(
-  node: Node<R>,
+function atSegmentEnd(
+  v: number,
   path: string,
   pos: number,
   caps: Int32Array,
   allow: number,
-): Endpoint<R> | undefined {
+): Endpoint<RouteLike> | undefined {
+  const records = tree.records;
   const e = path.indexOf("/", pos);
-  const sticky = node.sticky;
+  const extra = records[v + V_EXTRA]!;
+  const sticky = extra === -1 ? undefined : tree.variables[extra]!.sticky;
   if (sticky !== undefined) {
     sticky.lastIndex = pos;
     if (!sticky.test(path)) return undefined;
   } else if (e === pos) return undefined;
-  const slot = node.slot << 1;
+  const slot = records[v + V_SLOT]!;
   if (e === -1) {
-    if ((allow & AT_END) === 0) return undefined;
+    const endpoint = records[v + V_ENDPOINT]!;
+    if ((allow & AT_END) === 0 || endpoint < 0) return undefined;
     caps[slot] = pos;
     caps[slot + 1] = path.length;
-    return node.endpoint;
+    return tree.endpoints[endpoint];
   }
-  const kid = node.slashKid;
-  if (kid === undefined || (allow & AT_SLASH) === 0) return undefined;
-  const records = tree.records;
-  const r = kid.record;
-  if (!labelAt(records, r, path, e)) return undefined;
+  const kid = records[v + V_SLASH]!;
+  if (kid === -1 || (allow & AT_SLASH) === 0 || !labelAt(records, kid, path, e)) return undefined;
   caps[slot] = pos;
   caps[slot + 1] = e;
-  return searchStatic(r, path, e + records[r + S_LENGTH]!, caps) as Endpoint<R> | undefined;
+  return searchStatic(kid, path, e + records[kid + S_LENGTH]!, caps);
 }

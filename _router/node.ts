@@ -2,8 +2,7 @@
 /**
  * The nodes of the radix tree the router builds: static nodes hold radix-compressed literal
  * text, each variable is a node of its own. The router inserts and finalizes them; lookups read
- * the flat copy in `./lookup.ts`, and come back to these objects only for the variables that copy
- * leaves to them.
+ * only the flat copy `./lookup.ts` makes of them.
  *
  * @module
  */
@@ -27,15 +26,12 @@ export interface Branch<R extends RouteLike> {
  * variable. Children are tried in priority order: the static child for the next character,
  * constrained variables in registration order, the plain variable, the catch-all.
  *
- * Lookups do not walk these objects: `layoutTree()` copies what the common case reads into one
- * flat array. They serve building and the rare cases the flat array leaves to them
- * (constrained variables, catch-alls, variables with several ends).
+ * Lookups do not walk these objects: `layoutTree()` copies the finalized tree into one flat
+ * array, which is all a lookup reads (with the regexes and branches of variables it points to).
  */
 export class Node<R extends RouteLike> {
   /** Static: the non-empty text on the edge into this node. Variable: its display text. */
   label: string;
-  /** After finalizing, static nodes: where this node's record starts in the flat tree. */
-  record = -1;
   /** The routes ending here, if any. */
   endpoint: Endpoint<R> | undefined;
   /** The plain `{name}` child, if any (one per node: names do not make a shape). */
