@@ -122,8 +122,8 @@
  * outside it. There is one lookup, this walk.
  *
  * Context objects are built by small generated functions (`new Function`), one per set of
- * variable names; where a Content-Security-Policy forbids generated code, a plain loop builds
- * the same objects, about a fifth slower.
+ * variable names; where a Content-Security-Policy forbids generated code, a slower loop builds
+ * the same objects.
  *
  * ## Errors
  *

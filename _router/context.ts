@@ -18,15 +18,17 @@ export function emptyContext(): Context {
 }
 
 /**
- * A function building the context object for the given keys and capture slots.
+ * The function building the context object for the given keys and capture slots: the one way
+ * contexts are built.
  *
- * Storing keys from an array (`context[keys[i]] = …`) makes V8's store sites megamorphic once a
- * router has many key sets, and every property then takes a slow path (~15 ns each); a small
- * generated function per endpoint returns an object literal with constant keys in a few ns.
- * The keys are variable names (identifiers, quoted anyway), so no outside text reaches the
+ * It is generated code, an object literal with constant keys, built in a few ns. Storing keys
+ * from an array (`context[keys[i]] = …`) makes V8's store sites megamorphic once a router has
+ * many key sets; measured on whole lookups (GitHub set, 10 000 routes) that was 14-25 % slower,
+ * and copying a per-key-set template with spread before storing the values 30-46 % slower. The
+ * keys are variable names (identifiers, quoted anyway), so no outside text reaches the
  * generated code. `__proto__` is written as a computed key, which defines an own property
- * instead of setting the prototype. Where a Content-Security-Policy forbids `new Function`,
- * the loop is the fallback.
+ * instead of setting the prototype. The loop in {@linkcode makeContext} exists only for
+ * environments whose Content-Security-Policy forbids `new Function`.
  */
 export function compileContext(
   keys: readonly string[],
