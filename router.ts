@@ -37,6 +37,9 @@
  *
  * ## Matching rules
  *
+ * This list is the one full statement of the rules: the README summarises it, and
+ * `tests/router_test.ts` tests each rule under its number and name (`[rule 2, priority]`).
+ *
  * 1. **Reference semantics.** A route matches a path exactly when its whole pattern, read as
  *    one anchored regex (`^…$`, flag `u`, literal text escaped, `{x}` as `([^/]+)`, `{x:re}` as
  *    `(re)`, `{x:*}` as `([^]+)`), matches the whole path; the context holds what that regex's
@@ -62,10 +65,10 @@
  *    with `/text/hello`, `/text/{e}/test` and `/{c}`, the path `/text/hellos/test` gives
  *    `{e: "hellos"}`; with `/{object}/{id}` and `/secret/{id}/path`, `/secret/978` gives
  *    `{object: "secret", id: "978"}`.
- * 4. **A failed regex is an unknown endpoint**: `/other_handler/{name:[a-z1-9]+}` does not
- *    match `/other_handler/Bob`.
- * 5. **Empty variables never match** unless their regex matches the empty string: `/u//posts`
- *    does not match `/u/{id}/posts`, and `/` does not match `/{id}`.
+ * 4. **Failed regex.** A variable whose regex fails makes its route an unknown endpoint:
+ *    `/other_handler/{name:[a-z1-9]+}` does not match `/other_handler/Bob`.
+ * 5. **Empty variables.** A variable never matches the empty string unless its regex does:
+ *    `/u//posts` does not match `/u/{id}/posts`, and `/` does not match `/{id}`.
  * 6. **Trailing slash.** `"relaxed"` (default) drops one trailing slash from every pattern and
  *    every path before matching, except from the root `/`: `/claw/` and `/claw` are one route
  *    and both paths reach it. `"strict"` keeps them apart.
@@ -74,7 +77,7 @@
  *    `path`).
  * 8. **Length cap.** Paths longer than `maxPathLength` (default 8192 UTF-16 code units) match
  *    nothing, so no hostile path can keep a regex busy for long.
- * 9. **Context objects** are plain objects, fresh for every match, with one own key per
+ * 9. **Context objects.** A match's context is a plain object, fresh for every match, with one own key per
  *    variable. Any name works as a plain key: `__proto__` becomes an own property (it never
  *    changes the prototype), and `constructor` or `toString` shadow the inherited members for
  *    that route. Test keys with `Object.hasOwn`, since a route without a `constructor`
@@ -114,16 +117,13 @@
  * The walk reads a flat copy of the tree, made when routes change: one `Int32Array` of node
  * records laid out depth-first, each static node followed by its label, its child table and
  * its children, so that a lookup in a large router reads a few neighbouring cache lines
- * instead of some ten objects spread over the heap. Constrained variables, catch-alls and
- * variables with several ends are handed back to the node objects.
+ * instead of some ten objects spread over the heap. Every node has a record there, variables
+ * included; only a variable's regex and the matchers below a variable with several ends live
+ * outside it. There is one lookup, this walk.
  *
- * After `compileAfter` lookups (default 1000) the router turns the tree into a JavaScript
- * function of its own (`new Function`): a `switch` on character codes per node, the same
- * `indexOf` and the same order of attempts, so its answers are the tree's (the property tests
- * run both). Trees of more than 512 nodes (roughly 300 routes) are never compiled: V8 leaves
- * functions that large unoptimized, and the walk is faster there. Where a
- * Content-Security-Policy forbids generated code, the router keeps walking the tree. Context
- * objects are built by small generated functions too, one per set of variable names.
+ * Context objects are built by small generated functions (`new Function`), one per set of
+ * variable names; where a Content-Security-Policy forbids generated code, a slower loop builds
+ * the same objects.
  *
  * ## Errors
  *
@@ -136,7 +136,6 @@
 
 import {
   CATCH_ALL,
-  escapeRegex,
   LITERAL,
   parsePattern,
   PatternError,
@@ -145,7 +144,15 @@ import {
   type Token,
   type VariableToken,
 } from "./_router/pattern.ts";
-import { hasCode } from "./_router/redos.ts";
+import { GreedyMatcher, RegexMatcher } from "./_router/suffix.ts";
+import { priorityOrder, tokenIndexOfSlot } from "./_router/priority.ts";
+import { redosRisk } from "./_router/safety.ts";
+import { Endpoint } from "./_router/endpoint.ts";
+import { AT_END, AT_SLASH, type FlatTree, layoutTree, LIST, lookup } from "./_router/lookup.ts";
+import { addKid, allKids, type Branch, Node } from "./_router/node.ts";
+import { drawTree } from "./_router/print.ts";
+import { describe, shorten } from "./_router/describe.ts";
+import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Public types
@@ -208,7 +215,8 @@ export interface RouteOptions<H> {
 }
 
 /**
- * The options object an {@linkcode EndpointHandler} accepts as its last argument.
+ * The options object an {@linkcode EndpointHandler} takes as its last argument: the request
+ * method, which the router does not guess.
  *
  * @example Dispatching a POST
  * ```ts
@@ -226,31 +234,24 @@ export interface RouteOptions<H> {
  * ```
  */
 export interface DispatchOptions {
-  /**
-   * The request method, compared exactly with the routes' (upper-case) methods.
-   *
-   * @default {scope.method if the second argument is an object with a string `method`, else "GET"}
-   */
-  method?: string;
+  /** The request method, compared exactly with the routes' (upper-case) methods. */
+  method: string;
 }
 
 /**
  * The function {@linkcode AsgiRouter.getRoute} returns for a path: it picks the route of the
  * path that serves the request method and calls that route's handler with the same arguments.
  *
- * The method is found like this:
- * 1. if the last argument is a plain object (its prototype is `Object.prototype` or `null`;
- *    a router context never is) with a string `method`, that string;
- * 2. else, if the second argument is a non-null object with a string `method` (an ASGI scope in
- *    `handler(context, scope, receive, send)`), that string; `"WEBSOCKET"` if it has no method
- *    and its `type` is `"websocket"`;
- * 3. else `"GET"`.
+ * The method is the `method` of the last argument, a {@linkcode DispatchOptions} object (a
+ * plain object: its prototype is `Object.prototype` or `null`). The router knows nothing of the
+ * protocol, so it never guesses: an ASGI application passes `{ method: scope.method }`.
  *
  * The returned promise rejects with {@linkcode MethodNotAllowed} when no route of the path
- * serves the method, and otherwise settles like the route handler's result.
+ * serves the method, with `TypeError` when the last argument is not such an object, and
+ * otherwise settles like the route handler's result.
  *
- * @typeParam H The route handler type; the endpoint handler takes its arguments, optionally
- * followed by {@linkcode DispatchOptions}.
+ * @typeParam H The route handler type; the endpoint handler takes its arguments followed by
+ * {@linkcode DispatchOptions}.
  *
  * @example Calling a low-level ASGI handler
  * ```ts
@@ -265,11 +266,12 @@ export interface DispatchOptions {
  * });
  * const [handler, context]: [EndpointHandler<Low>, Record<string, string>] = router
  *   .getRoute("/ada");
- * assertEquals(await handler(context, { method: "POST" }), "ada");
+ * const scope = { method: "POST" };
+ * assertEquals(await handler(context, scope, { method: scope.method }), "ada");
  * ```
  */
 export type EndpointHandler<H extends AnyHandler = AnyHandler> = (
-  ...args: Parameters<H> | [...Parameters<H>, DispatchOptions]
+  ...args: [...Parameters<H>, DispatchOptions]
 ) => Promise<Awaited<ReturnType<H>>>;
 
 /**
@@ -347,19 +349,6 @@ export interface AsgiRouterOptions<H extends AnyHandler = AnyHandler> {
    * @default {false}
    */
   allowUnsafeRegex?: boolean;
-  /**
-   * Lookups served by walking the tree after the route set changes, before the router generates
-   * a lookup function specialised to its routes (with `new Function`; same results, up to 1.4
-   * times as fast on small trees). `0` compiles at the first lookup; `Infinity` never compiles, for
-   * environments whose Content-Security-Policy forbids `unsafe-eval` (where the router also
-   * falls back by itself). Trees of more than 512 nodes (roughly 300 routes) are never compiled,
-   * whatever this says: V8 leaves functions that large unoptimized, and walking is faster.
-   * Compiling takes about 1 ms per 100 routes, so the default keeps it out of start-up and
-   * short-lived routers.
-   *
-   * @default {1000}
-   */
-  compileAfter?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -555,35 +544,10 @@ export class InvalidRoutePattern extends RouterError {
 // Routes
 
 const DEFAULT_MAX_PATH_LENGTH = 8192;
-const KNOWN_METHODS = [
-  "CONNECT",
-  "DELETE",
-  "GET",
-  "HEAD",
-  "OPTIONS",
-  "PATCH",
-  "POST",
-  "PUT",
-  "TRACE",
-  // Not an HTTP method: the routes of WebSocket scopes, which have no method (see dispatchMethod).
-  "WEBSOCKET",
-];
 const SLASH = 0x2f;
 
 /** Reads a route's parsed pattern; set by {@linkcode Route}'s static block. */
 let tokensOf: (route: Route) => Token[] | undefined;
-
-function describe(value: unknown): string {
-  if (typeof value === "string") return `"${value}"`;
-  if (typeof value === "function") return "a function";
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? "an object" : String(value);
-}
-
-function shorten(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
 
 /**
  * A pattern, its handler and the methods it serves. The pattern is checked when the route is
@@ -661,56 +625,6 @@ export class Route<H extends AnyHandler = AnyHandler> {
   }
 }
 
-/**
- * Frozen method lists, shared by every route and endpoint with the same list: most of 10 000
- * routes serve `["GET"]`, and one array each is 10 000 objects to allocate and collect.
- */
-const sharedLists = new Map<string, readonly string[]>();
-
-const GET_ONLY: readonly string[] = Object.freeze(["GET"]);
-sharedLists.set("GET", GET_ONLY);
-
-function sharedList(list: readonly string[]): readonly string[] {
-  const key = list.join(" ");
-  let shared = sharedLists.get(key);
-  if (shared === undefined) {
-    shared = Object.freeze(list.slice());
-    if (sharedLists.size < 1024) sharedLists.set(key, shared);
-  }
-  return shared;
-}
-
-function checkMethods(path: string, methods: unknown): string[] {
-  if (!Array.isArray(methods)) {
-    throw new TypeError(
-      `Route "${path}" needs methods as an array, got ${describe(methods)}; ` +
-        `pass e.g. { methods: ["GET"] }`,
-    );
-  }
-  if (methods.length === 0) {
-    throw new TypeError(
-      `Route "${path}" has no methods; pass at least one, e.g. { methods: ["GET"] }`,
-    );
-  }
-  const out: string[] = [];
-  for (const method of methods) {
-    if (typeof method !== "string" || method === "") {
-      throw new TypeError(
-        `Route "${path}" has an empty or non-string method ${describe(method)}; ` +
-          `use one of ${KNOWN_METHODS.join(", ")}`,
-      );
-    }
-    const upper = method.toUpperCase();
-    if (!KNOWN_METHODS.includes(upper)) {
-      throw new TypeError(
-        `Route "${path}" has an unknown method "${method}"; use one of ${KNOWN_METHODS.join(", ")}`,
-      );
-    }
-    if (!out.includes(upper)) out.push(upper);
-  }
-  return out;
-}
-
 /** Drops one trailing slash from the last literal (relaxed mode), except from the root. */
 function relaxTokens(tokens: Token[]): Token[] {
   const last = tokens[tokens.length - 1];
@@ -725,172 +639,7 @@ function relaxTokens(tokens: Token[]): Token[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Endpoints: everything registered for one shape
-
-class Endpoint<H extends AnyHandler> {
-  /** The routes of this shape, registration order; replaced (never mutated) on change. */
-  routes: readonly Route<H>[] = [];
-  /** Union of their methods, sorted; replaced on change. */
-  allowed: readonly string[] = [];
-  /** Method of each route method pair, parallel to {@linkcode byMethod}; replaced on change. */
-  methods: readonly string[] = NO_STRINGS;
-  byMethod: readonly Route<H>[] = [];
-  /** `methods[0]` and `byMethod[0]`, for the common one-method endpoint. */
-  firstMethod = "";
-  firstRoute: Route<H> | undefined;
-  /** Context keys and the capture slot each reads: first route's names first. */
-  keys: readonly string[] = NO_STRINGS;
-  slots: readonly number[] = [];
-  /** The normalized tokens of the shape (names from the first route). */
-  readonly tokens: readonly Token[];
-  /** Registration index of the first route: the tie-breaker "registered first". */
-  readonly order: number;
-  #handler: EndpointHandler<H> | undefined;
-
-  constructor(tokens: readonly Token[], order: number) {
-    this.tokens = tokens;
-    this.order = order;
-  }
-
-  /** The handler {@linkcode AsgiRouter.getRoute} returns, made on first use. */
-  get handler(): EndpointHandler<H> {
-    return this.#handler ??= makeEndpointHandler(this);
-  }
-
-  // Arrays are built at their final size and replaced, never grown: a pushed-to array reserves
-  // room for 17 elements, and a build of 10 000 routes spent half its time collecting garbage.
-  add(route: Route<H>, tokens: readonly Token[]): void {
-    this.routes = Object.freeze(this.routes.length === 0 ? [route] : this.routes.concat(route));
-    if (this.methods.length === 0) {
-      this.methods = route.methods;
-      if (route.methods.length === 1) {
-        // The common endpoint: one route, one method. One frozen array serves as both lists.
-        this.allowed = route.methods;
-        this.byMethod = this.routes;
-      } else {
-        this.allowed = sharedList(route.methods.slice().sort());
-        this.byMethod = route.methods.map(() => route);
-      }
-    } else {
-      this.methods = this.methods.concat(route.methods);
-      this.allowed = sharedList([...new Set(this.methods)].sort());
-      this.byMethod = this.byMethod.concat(route.methods.map(() => route));
-    }
-    this.firstMethod = this.methods[0]!;
-    this.firstRoute = this.byMethod[0];
-    let slot = 0;
-    let keys: string[] | undefined;
-    let slots: number[] | undefined;
-    for (let i = 0; i < tokens.length; i++) {
-      const token = tokens[i]!;
-      if (token.kind === LITERAL) continue;
-      if (!this.keys.includes(token.name) && !(keys?.includes(token.name) ?? false)) {
-        (keys ??= []).push(token.name);
-        (slots ??= []).push(slot);
-      }
-      slot++;
-    }
-    if (keys !== undefined) {
-      // concat() makes exact-size copies; the pushed-to arrays die young.
-      this.keys = this.keys.concat(keys);
-      this.slots = this.slots.concat(slots!);
-    }
-    // Compiled on the first match: new Function costs ~10 µs, too much for 10 000 routes at once.
-    this.context = this.keys.length === 0 ? emptyContext : compileContextOnFirstUse;
-  }
-
-  routeFor(method: string): Route<H> | undefined {
-    // Most endpoints serve one method: answered from the endpoint itself, without touching the
-    // arrays (three objects scattered over the heap, so cache misses in large routers).
-    if (method === this.firstMethod) return this.firstRoute;
-    const methods = this.methods;
-    for (let i = 1; i < methods.length; i++) {
-      if (methods[i] === method) return this.byMethod[i];
-    }
-    return undefined;
-  }
-
-  /** The context for `path`, read from the capture slots of the last lookup. */
-  context: (path: string, caps: Int32Array) => PathContext = emptyContext;
-}
-
-function emptyContext(): PathContext {
-  return {};
-}
-
-const NO_STRINGS: readonly string[] = Object.freeze([]);
-
-/** An endpoint's first `context` (a method, so shared and no closure per endpoint). */
-function compileContextOnFirstUse<H extends AnyHandler>(
-  this: Endpoint<H>,
-  path: string,
-  caps: Int32Array,
-): PathContext {
-  this.context = compileContext(this.keys, this.slots);
-  return this.context(path, caps);
-}
-
-/**
- * A function building the context object for the given keys and capture slots.
- *
- * Storing keys from an array (`context[keys[i]] = …`) makes V8's store sites megamorphic once a
- * router has many key sets, and every property then takes a slow path (~15 ns each); a small
- * generated function per endpoint returns an object literal with constant keys in a few ns.
- * The keys are variable names (identifiers, quoted anyway), so no outside text reaches the
- * generated code. `__proto__` is written as a computed key, which defines an own property
- * instead of setting the prototype. Where a Content-Security-Policy forbids `new Function`,
- * the loop is the fallback.
- */
-function compileContext(
-  keys: readonly string[],
-  slots: readonly number[],
-): (path: string, caps: Int32Array) => PathContext {
-  if (keys.length === 0) return emptyContext;
-  // One function per key set, shared by every endpoint with it: a function per endpoint is
-  // called too rarely in a large router to leave V8's interpreter (a lookup at 10 000 routes
-  // took twice as long), and a cache of functions is also a smaller heap.
-  const signature = keys.join(",") + ";" + slots.join(",");
-  let shared = sharedContexts.get(signature);
-  if (shared === undefined) {
-    shared = makeContext(keys, slots);
-    if (sharedContexts.size < 4096) sharedContexts.set(signature, shared);
-  }
-  return shared;
-}
-
-/** Context builders by key set: module-wide, as they depend on nothing else. */
-const sharedContexts = new Map<string, (path: string, caps: Int32Array) => PathContext>();
-
-function makeContext(
-  keys: readonly string[],
-  slots: readonly number[],
-): (path: string, caps: Int32Array) => PathContext {
-  const entries = keys.map((key, i) => {
-    const slot = slots[i]! << 1;
-    const name = key === "__proto__" ? `["__proto__"]` : JSON.stringify(key);
-    return `${name}: p.slice(c[${slot}], c[${slot + 1}])`;
-  });
-  try {
-    return new Function("p", "c", `return { ${entries.join(", ")} };`) as (
-      path: string,
-      caps: Int32Array,
-    ) => PathContext;
-  } catch {
-    return (path, caps) => {
-      const context: PathContext = {};
-      for (let i = 0; i < keys.length; i++) {
-        const slot = slots[i]! << 1;
-        Object.defineProperty(context, keys[i]!, {
-          value: path.slice(caps[slot]!, caps[slot + 1]!),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
-      return context;
-    };
-  }
-}
+// What a lookup returns: the endpoint handler and the match
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
@@ -898,21 +647,19 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function dispatchMethod(args: unknown[]): string {
-  const last = args[args.length - 1];
-  if (isPlainObject(last) && typeof last.method === "string") return last.method;
-  const scope = args[1];
-  if (typeof scope === "object" && scope !== null) {
-    const method = (scope as { method?: unknown }).method;
-    if (typeof method === "string") return method;
-    if ((scope as { type?: unknown }).type === "websocket") return "WEBSOCKET";
-  }
-  return "GET";
-}
-
-function makeEndpointHandler<H extends AnyHandler>(endpoint: Endpoint<H>): EndpointHandler<H> {
+function makeEndpointHandler<H extends AnyHandler>(
+  endpoint: Endpoint<Route<H>>,
+): EndpointHandler<H> {
   async function endpointHandler(...args: unknown[]): Promise<unknown> {
-    const method = dispatchMethod(args);
+    const options = args[args.length - 1];
+    if (!isPlainObject(options) || typeof options.method !== "string") {
+      throw new TypeError(
+        `The handler of route "${endpoint.routes[0]?.path}" needs the request method: pass ` +
+          `{ method } as its last argument, e.g. handler(context, scope, receive, send, ` +
+          `{ method: scope.method }); got ${describe(options)} there`,
+      );
+    }
+    const method = options.method;
     const route = endpoint.routeFor(method);
     if (route === undefined) {
       throw new MethodNotAllowed(method, endpoint.allowed, endpoint.routes[0]?.path);
@@ -924,8 +671,8 @@ function makeEndpointHandler<H extends AnyHandler>(endpoint: Endpoint<H>): Endpo
 
 class Match<H extends AnyHandler> implements RouteMatch<H> {
   readonly context: PathContext;
-  readonly #endpoint: Endpoint<H>;
-  constructor(endpoint: Endpoint<H>, context: PathContext) {
+  readonly #endpoint: Endpoint<Route<H>>;
+  constructor(endpoint: Endpoint<Route<H>>, context: PathContext) {
     this.#endpoint = endpoint;
     this.context = context;
   }
@@ -938,678 +685,6 @@ class Match<H extends AnyHandler> implements RouteMatch<H> {
   routeFor(method: string): Route<H> | undefined {
     return this.#endpoint.routeFor(method);
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Matchers for the routes below a variable that can end at several places
-
-/** Matches the rest of one route from the start of its first variable. */
-interface SuffixMatcher {
-  /** Whether the suffix matches `path` from `pos` to the end; writes its capture slots. */
-  run(path: string, pos: number, caps: Int32Array): boolean;
-}
-
-const UNKNOWN = -2;
-/** "No route below": a small integer, not Infinity, so the field stays a V8 Smi. */
-const NO_ROUTE = 2 ** 30;
-
-/**
- * Matches a suffix made of plain variables, catch-alls and literal text, exactly as the
- * backtracking regex `([^/]+)L0([^/]+)L1…$` would (each variable greedy), in linear time.
- *
- * A plain variable never contains `/`, so the segment each variable starts in is fixed by the
- * slashes of the literal text before it. Whether the rest matches from an end `e` of variable
- * `j` does not depend on where `j` started, so the greedy choice for `j` is one number per
- * lookup: the largest valid end in its segment (`best[j]`), found by scanning the occurrences
- * of the following literal from the right and computed at most once. The regex engine instead
- * re-explores the same ends for every start and takes seconds on crafted 2 KB paths.
- */
-class GreedyMatcher implements SuffixMatcher {
-  /** Literal text after each variable; `""` only after the last. */
-  readonly #literals: string[];
-  readonly #catchAll: boolean;
-  /** Capture slot of the first variable. */
-  readonly #slot: number;
-  /** Per lookup: the greedy end of each variable in its segment, -1 for none. */
-  readonly #best: Int32Array;
-
-  constructor(suffix: readonly Token[], slot: number) {
-    const literals: string[] = [];
-    for (let i = 0; i < suffix.length; i++) {
-      if (suffix[i]!.kind === LITERAL) continue;
-      const next = suffix[i + 1];
-      literals.push(next !== undefined && next.kind === LITERAL ? next.text : "");
-    }
-    this.#literals = literals;
-    this.#catchAll = suffix[suffix.length - 1]!.kind === CATCH_ALL;
-    this.#slot = slot;
-    this.#best = new Int32Array(literals.length);
-  }
-
-  run(path: string, pos: number, caps: Int32Array): boolean {
-    const best = this.#best;
-    // A loop, not best.fill(): a builtin call costs more than the two or three stores.
-    for (let j = 0; j < best.length; j++) best[j] = UNKNOWN;
-    if (this.#end(0, pos, path) <= pos) return false;
-    const literals = this.#literals;
-    let start = pos;
-    let slot = this.#slot << 1;
-    for (let j = 0; j < literals.length; j++) {
-      caps[slot++] = start;
-      caps[slot++] = best[j]!;
-      start = best[j]! + literals[j]!.length;
-    }
-    return true;
-  }
-
-  /** The greedy end of variable `j`, given any start `q` in its segment; -1 if none. */
-  #end(j: number, q: number, path: string): number {
-    const best = this.#best;
-    if (best[j] !== UNKNOWN) return best[j]!;
-    const n = path.length;
-    const literals = this.#literals;
-    const literal = literals[j]!;
-    const last = j === literals.length - 1;
-    let result = -1;
-    if (last && this.#catchAll) result = n;
-    else {
-      let segEnd = path.indexOf("/", q);
-      if (segEnd === -1) segEnd = n;
-      if (last) {
-        const e = n - literal.length;
-        if (literal === "") result = segEnd === n ? n : -1;
-        else if (e >= 0 && e <= segEnd && path.startsWith(literal, e)) result = e;
-      } else {
-        let e = path.lastIndexOf(literal, segEnd);
-        // Misses mostly end here: the literal is nowhere before the segment's end.
-        const segStart = e === -1 ? 0 : path.lastIndexOf("/", q - 1) + 1;
-        while (e > segStart) {
-          const next = e + literal.length;
-          if (this.#end(j + 1, next, path) > next) {
-            result = e;
-            break;
-          }
-          e = path.lastIndexOf(literal, e - 1);
-        }
-      }
-    }
-    best[j] = result;
-    return result;
-  }
-}
-
-/**
- * Matches a suffix containing a constrained variable with the regex engine itself (sticky,
- * `d` flag for positions): exactly the reference semantics. The ReDoS guard admits only
- * suffixes with at most one variable of ambiguous length.
- */
-class RegexMatcher implements SuffixMatcher {
-  readonly #regex: RegExp;
-  readonly #groups: number[];
-  readonly #slot: number;
-
-  constructor(suffix: readonly Token[], slot: number) {
-    let source = "";
-    let group = 1;
-    const groups: number[] = [];
-    for (const token of suffix) {
-      if (token.kind === LITERAL) {
-        source += escapeRegex(token.text);
-        continue;
-      }
-      groups.push(group);
-      if (token.kind === PLAIN) source += "([^/]+)";
-      else if (token.kind === CATCH_ALL) source += "([^]+)";
-      else {
-        source += `(${token.regex})`;
-        group += token.facts!.groups;
-      }
-      group++;
-    }
-    this.#regex = new RegExp(source + "$", "dyu");
-    this.#groups = groups;
-    this.#slot = slot;
-  }
-
-  run(path: string, pos: number, caps: Int32Array): boolean {
-    const regex = this.#regex;
-    regex.lastIndex = pos;
-    const match = regex.exec(path);
-    if (match === null) return false;
-    const indices = match.indices!;
-    const groups = this.#groups;
-    let slot = this.#slot << 1;
-    for (let i = 0; i < groups.length; i++) {
-      const span = indices[groups[i]!]!;
-      caps[slot++] = span[0];
-      caps[slot++] = span[1];
-    }
-    return true;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The tree
-
-/** Branch kinds of a variable with several ends; the first two are also bits of a mask. */
-const AT_SLASH = 1; // ends at the next "/" and continues in the static child starting with "/"
-const AT_END = 2; // ends at the end of the path: the endpoint of the variable node
-const LIST = 4; // the routes of a static child not starting with "/", tried one by one
-
-interface Branch<H extends AnyHandler> {
-  readonly kind: typeof AT_SLASH | typeof AT_END | typeof LIST;
-  /** For {@linkcode LIST}: the routes in priority order, each with its matcher. */
-  readonly endpoints: readonly Endpoint<H>[];
-  readonly matchers: readonly SuffixMatcher[];
-}
-
-/**
- * A tree node. Static nodes hold radix-compressed literal text; a variable node matches one
- * variable. Children are tried in priority order: the static child for the next character,
- * constrained variables in registration order, the plain variable, the catch-all.
- *
- * Lookups do not walk these objects: {@linkcode layoutTree} copies what the common case reads
- * into one flat array (see {@linkcode searchStatic}). They serve building, the generated
- * lookups, and the rare cases the flat array leaves to them (constrained variables,
- * catch-alls, variables with several ends).
- */
-class Node<H extends AnyHandler> {
-  /** Static: the non-empty text on the edge into this node. Variable: its display text. */
-  label: string;
-  /** After finalizing, static nodes: where this node's record starts in the flat tree. */
-  record = -1;
-  /** The routes ending here, if any. */
-  endpoint: Endpoint<H> | undefined;
-  plainKid: Node<H> | undefined;
-  /** Variables (after finalizing): the static child starting with "/". */
-  slashKid: Node<H> | undefined;
-  /** Variables (after finalizing): undefined when the end is fixed, else the branches. */
-  branches: Branch<H>[] | undefined;
-  /** {@linkcode LITERAL} for static nodes, else the variable kind. */
-  readonly kind: number;
-  /** Variables: the capture slot (number of variables before this one in the route). */
-  readonly slot: number;
-  /**
-   * First character code of each static child, parallel to {@linkcode kids}. These arrays
-   * and {@linkcode regexKids} start as one shared empty array and are replaced when a child is
-   * added: most nodes have none or one, and 10 000 routes make 15 000 nodes.
-   */
-  codes: number[] = NO_CODES;
-  kids: Node<H>[] = NO_NODES;
-  /** Constrained-variable children, in registration order. */
-  regexKids: Node<H>[] = NO_NODES;
-  catchAllKid: Node<H> | undefined;
-  /** Constrained variables: the regex source, which identifies the node among siblings. */
-  readonly regex: string;
-  /** Constrained variables: sticky `(?:regex)(?=/|$)`, used when the end is the next "/". */
-  readonly sticky: RegExp | undefined;
-  /** Constrained variables: whether the regex can match "/" (then the end is not fixed). */
-  readonly canMatchSlash: boolean;
-  /** Scratch for finalizing: most literal characters of a route from this node on. */
-  weight = 0;
-  /** Scratch for finalizing: earliest registration in this subtree. */
-  first = 0;
-  /** Scratch for finalizing: number of nodes in this subtree. */
-  size = 1;
-
-  constructor(kind: number, label: string, token?: VariableToken, slot = 0) {
-    this.kind = kind;
-    this.label = label;
-    this.regex = token?.regex ?? "";
-    this.slot = slot;
-    this.canMatchSlash = token?.facts?.canMatchSlash ?? false;
-    this.sticky = kind === REGEX ? new RegExp(`(?:${this.regex})(?=/|$)`, "uy") : undefined;
-  }
-}
-
-// Shared empty child lists. Not frozen, so that they keep the elements kinds of the arrays that
-// replace them (a frozen array has a map of its own, and every load site would see two); never
-// pushed to: addKid() replaces them, regex children are added with concat().
-const NO_CODES: number[] = [];
-const NO_NODES: never[] = [null as never];
-NO_NODES.length = 0;
-
-/** Adds a static child (`code` is its label's first character). */
-function addKid<H extends AnyHandler>(node: Node<H>, code: number, kid: Node<H>): void {
-  if (node.kids.length === 0) {
-    node.codes = [code];
-    node.kids = [kid];
-  } else {
-    node.codes.push(code);
-    node.kids.push(kid);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The flat tree that lookups walk
-//
-// In a large router the cost of a lookup is cache misses, not instructions: walking Node
-// objects touched some ten objects scattered over the heap (the node, its child arrays, its
-// label, the endpoint), and at 10 000 routes a lookup cost 2.5 times what it cost at 10.
-// So the finalized tree is copied into one Int32Array, depth-first, each static node a record
-// followed by its label, its child table and then its children: the records one lookup reads
-// sit close together, most often in consecutive cache lines.
-//
-// A static node's record, at index r:
-const S_LENGTH = 0; // label length
-const S_CODE0 = 1; // first character code of the first static child, -1 without children
-const S_KID0 = 2; // record of that child
-const S_FLAGS = 3; // MANY_KIDS | HAS_VARIABLES | SLOW_VARIABLES
-const S_ENDPOINT = 4; // index into the endpoint array, -1 if no route ends here
-const S_TABLE = 5; // MANY_KIDS: index of the child table
-const S_VARIABLE = 6; // HAS_VARIABLES: the plain variable's record; SLOW_VARIABLES: node index
-const S_LABEL = 7; // label[i] for i ≥ 1 is at r + S_LABEL + i - 1 (label[0] is known to match)
-// A plain variable's record, when its end is the next "/" (no branches):
-const V_SLOT = 0; // capture slot × 2
-const V_ENDPOINT = 1; // index into the endpoint array, -1
-const V_SLASH = 2; // record of the static child starting with "/", -1
-const V_SIZE = 3;
-// A child table starts with a lower bound and a count. Bound ≥ 0: a range table, the child
-// for code c at t + 2 + c - bound (-1 where none). Bound -1: `count` pairs of code and record.
-
-const MANY_KIDS = 1;
-const HAS_VARIABLES = 2;
-/**
- * The variable children include a constrained variable, a catch-all or a plain variable with
- * several possible ends: they are tried through the node objects.
- */
-const SLOW_VARIABLES = 4;
-
-/** Range tables are used from this many children on, if no wider than {@linkcode rangeSpan}. */
-const RANGE_KIDS = 3;
-
-/** The span of the codes of `node`'s static children, if a range table suits them, else 0. */
-function rangeSpan<H extends AnyHandler>(node: Node<H>): number {
-  const codes = node.codes;
-  if (codes.length < RANGE_KIDS) return 0;
-  let min = codes[0]!;
-  let max = min;
-  for (let i = 1; i < codes.length; i++) {
-    if (codes[i]! < min) min = codes[i]!;
-    if (codes[i]! > max) max = codes[i]!;
-  }
-  const span = max - min + 1;
-  return span <= Math.max(32, codes.length * 4) ? span : 0;
-}
-
-/** Whether a static node's variable children need the node objects. */
-function slowVariables<H extends AnyHandler>(node: Node<H>): boolean {
-  return node.regexKids.length > 0 || node.catchAllKid !== undefined ||
-    (node.plainKid !== undefined && node.plainKid.branches !== undefined);
-}
-
-/** The flat tree a router's lookups walk (see {@linkcode searchStatic}). */
-interface FlatTree<H extends AnyHandler> {
-  readonly records: Int32Array;
-  readonly endpoints: Endpoint<H>[];
-  /** Static nodes with {@linkcode SLOW_VARIABLES}. */
-  readonly nodes: Node<H>[];
-}
-
-/** Number of Int32Array elements the records of `node`'s subtree take. */
-function recordSize<H extends AnyHandler>(node: Node<H>): number {
-  let size = 0;
-  if (node.kind === LITERAL) {
-    size = S_LABEL + node.label.length - 1;
-    if (node.kids.length > 1) {
-      const span = rangeSpan(node);
-      size += 2 + (span > 0 ? span : node.kids.length * 2);
-    }
-    const kids = node.kids;
-    for (let i = 0; i < kids.length; i++) size += recordSize(kids[i]!);
-    const regexKids = node.regexKids;
-    for (let i = 0; i < regexKids.length; i++) size += recordSize(regexKids[i]!);
-    if (node.plainKid !== undefined) size += recordSize(node.plainKid);
-  } else {
-    if (node.kind === PLAIN && node.branches === undefined) size = V_SIZE;
-    if (node.slashKid !== undefined) size += recordSize(node.slashKid);
-  }
-  return size;
-}
-
-/** Copies the finalized tree below `root` into a {@linkcode FlatTree}, depth-first. */
-function layoutTree<H extends AnyHandler>(root: Node<H>): FlatTree<H> {
-  const records = new Int32Array(recordSize(root));
-  const endpoints: Endpoint<H>[] = [];
-  const nodes: Node<H>[] = [];
-  let next = 0;
-  const endpointIndex = (node: Node<H>): number =>
-    node.endpoint === undefined ? -1 : endpoints.push(node.endpoint) - 1;
-  const emit = (node: Node<H>): number => {
-    const r = next;
-    if (node.kind !== LITERAL) {
-      // Only the "/" child of a variable is walked from the flat tree; its other children
-      // belong to branches, which match with their own matchers.
-      if (node.kind === PLAIN && node.branches === undefined) {
-        next += V_SIZE;
-        records[r + V_SLOT] = node.slot << 1;
-        records[r + V_ENDPOINT] = endpointIndex(node);
-        records[r + V_SLASH] = node.slashKid === undefined ? -1 : emit(node.slashKid);
-      } else if (node.slashKid !== undefined) emit(node.slashKid);
-      return r;
-    }
-    node.record = r;
-    const label = node.label;
-    const kids = node.kids;
-    records[r + S_LENGTH] = label.length;
-    records[r + S_CODE0] = kids.length === 0 ? -1 : node.codes[0]!;
-    records[r + S_ENDPOINT] = endpointIndex(node);
-    for (let i = 1; i < label.length; i++) records[r + S_LABEL + i - 1] = label.charCodeAt(i);
-    next = r + S_LABEL + label.length - 1;
-    let flags = 0;
-    let table = -1;
-    let span = 0;
-    let low = 0;
-    if (kids.length > 1) {
-      flags |= MANY_KIDS;
-      table = next;
-      span = rangeSpan(node);
-      if (span > 0) {
-        low = Math.min(...node.codes);
-        records[table] = low;
-        records[table + 1] = span;
-        records.fill(-1, table + 2, table + 2 + span);
-        next += 2 + span;
-      } else {
-        records[table] = -1;
-        records[table + 1] = kids.length;
-        next += 2 + kids.length * 2;
-      }
-    }
-    for (let i = 0; i < kids.length; i++) {
-      const kid = emit(kids[i]!);
-      const code = node.codes[i]!;
-      if (i === 0) records[r + S_KID0] = kid;
-      if (span > 0) records[table + 2 + code - low] = kid;
-      else if (table !== -1) {
-        records[table + 2 + i * 2] = code;
-        records[table + 3 + i * 2] = kid;
-      }
-    }
-    if (
-      node.regexKids.length > 0 || node.plainKid !== undefined || node.catchAllKid !== undefined
-    ) {
-      flags |= HAS_VARIABLES;
-    }
-    const regexKids = node.regexKids;
-    for (let i = 0; i < regexKids.length; i++) emit(regexKids[i]!);
-    const plain = node.plainKid === undefined ? -1 : emit(node.plainKid);
-    if (slowVariables(node)) {
-      flags |= SLOW_VARIABLES;
-      records[r + S_VARIABLE] = nodes.push(node) - 1;
-    } else records[r + S_VARIABLE] = plain;
-    records[r + S_FLAGS] = flags;
-    records[r + S_TABLE] = table;
-    return r;
-  };
-  emit(root);
-  return { records, endpoints, nodes };
-}
-
-/**
- * The flat tree of the router doing the current lookup (set by its `#find`; lookups are
- * synchronous and call no outside code, so one module-wide slot is enough).
- */
-let tree: FlatTree<AnyHandler> = { records: new Int32Array(0), endpoints: [], nodes: [] };
-
-/** The record of the static child of record `r` for `code`, or -1. */
-function staticKid(records: Int32Array, r: number, code: number): number {
-  if (code === records[r + S_CODE0]) return records[r + S_KID0]!;
-  if ((records[r + S_FLAGS]! & MANY_KIDS) === 0) return -1;
-  const t = records[r + S_TABLE]!;
-  const low = records[t]!;
-  const count = records[t + 1]!;
-  if (low >= 0) {
-    const i = code - low;
-    return i >= 0 && i < count ? records[t + 2 + i]! : -1;
-  }
-  for (let i = 1; i < count; i++) {
-    if (records[t + 2 + i * 2] === code) return records[t + 3 + i * 2]!;
-  }
-  return -1;
-}
-
-/**
- * Whether the label of the static node at record `r` occurs in `path` at `pos`; its first
- * character is already known to match.
- */
-function labelAt(records: Int32Array, r: number, path: string, pos: number): boolean {
-  const length = records[r + S_LENGTH]!;
-  if (length === 1) return true;
-  if (pos + length > path.length) return false;
-  const at = r + S_LABEL - 1;
-  for (let i = 1; i < length; i++) {
-    if (path.charCodeAt(pos + i) !== records[at + i]) return false;
-  }
-  return true;
-}
-
-/** Finds the endpoint for `path` below the static node at record `r`, whose text ends at `pos`. */
-function searchStatic(
-  r: number,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-): Endpoint<AnyHandler> | undefined {
-  const records = tree.records;
-  const n = path.length;
-  // One loop, recursing only where there is something to backtrack to: down a static child of a
-  // node without variable children (which fails exactly when that child fails), and on from a
-  // plain variable ending at the next "/" (nothing is tried after it).
-  for (;;) {
-    for (;;) {
-      if (pos === n) {
-        const endpoint = records[r + S_ENDPOINT]!;
-        if (endpoint >= 0) return tree.endpoints[endpoint];
-        break;
-      }
-      const kid = staticKid(records, r, path.charCodeAt(pos));
-      if (kid === -1 || !labelAt(records, kid, path, pos)) break;
-      if ((records[r + S_FLAGS]! & HAS_VARIABLES) === 0) {
-        r = kid;
-        pos += records[kid + S_LENGTH]!;
-        continue;
-      }
-      const found = searchStatic(kid, path, pos + records[kid + S_LENGTH]!, caps);
-      if (found !== undefined) return found;
-      break;
-    }
-    const flags = records[r + S_FLAGS]!;
-    if ((flags & HAS_VARIABLES) === 0) return undefined;
-    if ((flags & SLOW_VARIABLES) !== 0) {
-      return searchVariables(tree.nodes[records[r + S_VARIABLE]!]!, path, pos, caps);
-    }
-    // The common case, a plain variable ending at the next "/", as atSegmentEnd() does it.
-    if (pos === n) return undefined;
-    const v = records[r + S_VARIABLE]!;
-    const e = path.indexOf("/", pos);
-    if (e === pos) return undefined;
-    const slot = records[v + V_SLOT]!;
-    if (e === -1) {
-      const endpoint = records[v + V_ENDPOINT]!;
-      if (endpoint < 0) return undefined;
-      caps[slot] = pos;
-      caps[slot + 1] = n;
-      return tree.endpoints[endpoint];
-    }
-    const kid = records[v + V_SLASH]!;
-    if (kid === -1 || !labelAt(records, kid, path, e)) return undefined;
-    caps[slot] = pos;
-    caps[slot + 1] = e;
-    r = kid;
-    pos = e + records[kid + S_LENGTH]!;
-  }
-}
-
-/** Tries the variable children of static node `node`, whose text ends at `pos`. */
-function searchVariables<H extends AnyHandler>(
-  node: Node<H>,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-): Endpoint<H> | undefined {
-  const regexKids = node.regexKids;
-  for (let i = 0; i < regexKids.length; i++) {
-    const found = searchVariable(regexKids[i]!, path, pos, caps);
-    if (found !== undefined) return found;
-  }
-  const n = path.length;
-  if (pos === n) return undefined;
-  if (node.plainKid !== undefined) {
-    const found = searchVariable(node.plainKid, path, pos, caps);
-    if (found !== undefined) return found;
-  }
-  const catchAll = node.catchAllKid;
-  if (catchAll !== undefined) {
-    const slot = catchAll.slot << 1;
-    caps[slot] = pos;
-    caps[slot + 1] = n;
-    return catchAll.endpoint;
-  }
-  return undefined;
-}
-
-/** Finds the endpoint for `path` below variable node `node`, whose variable starts at `pos`. */
-function searchVariable<H extends AnyHandler>(
-  node: Node<H>,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-): Endpoint<H> | undefined {
-  const branches = node.branches;
-  if (branches === undefined) return atSegmentEnd(node, path, pos, caps, AT_SLASH | AT_END);
-  for (let b = 0; b < branches.length; b++) {
-    const branch = branches[b]!;
-    if (branch.kind === LIST) {
-      const matchers = branch.matchers;
-      for (let i = 0; i < matchers.length; i++) {
-        if (matchers[i]!.run(path, pos, caps)) return branch.endpoints[i];
-      }
-    } else {
-      const found = atSegmentEnd(node, path, pos, caps, branch.kind);
-      if (found !== undefined) return found;
-    }
-  }
-  return undefined;
-}
-
-/**
- * The variable ends where its segment ends: continue in the "/" child (`allow & AT_SLASH`) or
- * finish at the endpoint (`allow & AT_END`).
- */
-function atSegmentEnd<H extends AnyHandler>(
-  node: Node<H>,
-  path: string,
-  pos: number,
-  caps: Int32Array,
-  allow: number,
-): Endpoint<H> | undefined {
-  const e = path.indexOf("/", pos);
-  if (node.kind === REGEX) {
-    const sticky = node.sticky!;
-    sticky.lastIndex = pos;
-    if (!sticky.test(path)) return undefined;
-  } else if (e === pos) return undefined;
-  const slot = node.slot << 1;
-  if (e === -1) {
-    if ((allow & AT_END) === 0) return undefined;
-    caps[slot] = pos;
-    caps[slot + 1] = path.length;
-    return node.endpoint;
-  }
-  const kid = node.slashKid;
-  if (kid === undefined || (allow & AT_SLASH) === 0) return undefined;
-  const records = tree.records;
-  const r = kid.record;
-  if (!labelAt(records, r, path, e)) return undefined;
-  caps[slot] = pos;
-  caps[slot + 1] = e;
-  return searchStatic(r, path, e + records[r + S_LENGTH]!, caps) as Endpoint<H> | undefined;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Priority order of the routes below a variable (rule 2 of the module doc)
-
-/** Token keys of a shape, one per literal character, variable, and the end (`""`). */
-function priorityKeys(tokens: readonly Token[]): string[] {
-  const keys: string[] = [];
-  for (const token of tokens) {
-    if (token.kind === LITERAL) keys.push(...token.text.split(""));
-    else keys.push(`\0${token.kind}${token.regex}`);
-  }
-  keys.push("");
-  return keys;
-}
-
-function keyClass(key: string): number {
-  return key.length === 1 || key === "" ? LITERAL : key.charCodeAt(1) - 0x30;
-}
-
-/** Sorts endpoints by rule 2: a depth-first walk of the token trie, children ranked. */
-function priorityOrder<H extends AnyHandler>(
-  endpoints: readonly Endpoint<H>[],
-): Endpoint<H>[] {
-  const keyed = endpoints.map((endpoint) => {
-    const keys = priorityKeys(endpoint.tokens);
-    const literalsFrom: number[] = new Array(keys.length + 1).fill(0);
-    for (let i = keys.length - 1; i >= 0; i--) {
-      literalsFrom[i] = literalsFrom[i + 1]! + (keys[i]!.length === 1 ? 1 : 0);
-    }
-    return { endpoint, keys, literalsFrom };
-  });
-  const out: Endpoint<H>[] = [];
-  const visit = (group: typeof keyed, depth: number): void => {
-    if (group.length === 1) {
-      out.push(group[0]!.endpoint);
-      return;
-    }
-    const byKey = new Map<string, typeof keyed>();
-    for (const item of group) {
-      const key = item.keys[depth]!;
-      const list = byKey.get(key);
-      if (list === undefined) byKey.set(key, [item]);
-      else list.push(item);
-    }
-    const ranked = [...byKey].map(([key, items]) => ({
-      key,
-      items,
-      cls: keyClass(key),
-      weight: Math.max(...items.map((item) => item.literalsFrom[depth]!)),
-      first: Math.min(...items.map((item) => item.endpoint.order)),
-    }));
-    ranked.sort((a, b) =>
-      a.cls - b.cls || (a.cls === LITERAL ? b.weight - a.weight : 0) || a.first - b.first
-    );
-    for (const { items } of ranked) visit(items, depth + 1);
-  };
-  visit(keyed, 0);
-  return out;
-}
-
-/** The index of the first token of a route at or after variable number `slot`. */
-function tokenIndexOfSlot(tokens: readonly Token[], slot: number): number {
-  let seen = 0;
-  for (let i = 0; i < tokens.length; i++) {
-    if (tokens[i]!.kind === LITERAL) continue;
-    if (seen === slot) return i;
-    seen++;
-  }
-  return tokens.length;
-}
-
-/**
- * The index of the first variable whose end is not fixed by the next "/" (literal text other
- * than "/" follows it in its segment, or its regex can match "/"), or -1.
- */
-function firstAmbiguousVariable(tokens: readonly Token[]): number {
-  for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i]!;
-    if (token.kind === LITERAL || token.kind === CATCH_ALL) continue;
-    if (token.kind === REGEX && token.facts!.canMatchSlash) return i;
-    const next = tokens[i + 1];
-    if (next !== undefined && next.kind === LITERAL && next.text.charCodeAt(0) !== SLASH) return i;
-  }
-  return -1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1647,7 +722,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   readonly #relaxed: boolean;
   readonly #maxPathLength: number;
   readonly #allowUnsafeRegex: boolean;
-  readonly #root: Node<H> = new Node(LITERAL, "/");
+  readonly #root: Node<Route<H>> = new Node(LITERAL, "/");
   #routes: Route<H>[] = [];
   /** A frozen copy of {@linkcode #routes}, made when asked for, dropped when a route is added. */
   #routesView: readonly Route<H>[] | undefined;
@@ -1655,13 +730,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   #caps = new Int32Array(16);
   /** The string the last lookup matched: the path, without its trailing slash if relaxed. */
   #target = "";
-  readonly #compileAfter: number;
-  /** The generated lookup, once compiled; undefined while walking the tree. */
-  #compiled: CompiledLookup<H> | undefined;
-  /** Tree walks left before compiling. */
-  #untilCompiled = Infinity;
   /** What lookups walk, made when the tree is finalized. */
-  #tree: FlatTree<H> = layoutTree(this.#root);
+  #tree: FlatTree<Route<H>> = layoutTree(this.#root);
   /** Whether routes were added since the variable nodes' branches were computed. */
   #dirty = false;
 
@@ -1669,8 +739,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * Creates a router.
    *
    * @param options Routes and matching options.
-   * @throws {RangeError} If `trailingSlash`, `maxPathLength` or `compileAfter` has an invalid
-   * value.
+   * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
    */
@@ -1680,7 +749,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
       trailingSlash = "relaxed",
       maxPathLength = DEFAULT_MAX_PATH_LENGTH,
       allowUnsafeRegex = false,
-      compileAfter = 1000,
     } = options;
     if (trailingSlash !== "relaxed" && trailingSlash !== "strict") {
       throw new RangeError(
@@ -1692,14 +760,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         `Invalid maxPathLength ${describe(maxPathLength)}; use a positive integer such as 8192`,
       );
     }
-    if (
-      !(compileAfter >= 0) || (!Number.isSafeInteger(compileAfter) && compileAfter !== Infinity)
-    ) {
-      throw new RangeError(
-        `Invalid compileAfter ${describe(compileAfter)}; use a non-negative integer or Infinity`,
-      );
-    }
-    this.#compileAfter = compileAfter;
     this.#relaxed = trailingSlash === "relaxed";
     this.#maxPathLength = maxPathLength;
     this.#allowUnsafeRegex = allowUnsafeRegex;
@@ -1764,7 +824,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         if (shared.length > 0) throw new RouteConflict(route, other, shared.sort());
       }
     } else {
-      endpoint = node.endpoint = new Endpoint<H>(tokens, this.#routes.length);
+      endpoint = node.endpoint = new Endpoint<Route<H>>(tokens, this.#routes.length);
     }
     endpoint.add(route, tokens);
     this.#routes.push(route);
@@ -1832,7 +892,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         ? new UnknownEndpoint(path, "path-too-long", this.#maxPathLength)
         : new UnknownEndpoint(path);
     }
-    return [endpoint.handler, endpoint.context(this.#target, this.#caps)];
+    const handler = (endpoint.handler ??= makeEndpointHandler(endpoint)) as EndpointHandler<H>;
+    return [handler, endpoint.context(this.#target, this.#caps)];
   }
 
   /**
@@ -1860,13 +921,11 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    */
   toString(): string {
     if (this.#dirty) this.#finalize();
-    const lines = [this.#root.label + marker(this.#root)];
-    drawKids(this.#root, "", lines);
-    return lines.join("\n");
+    return drawTree(this.#root);
   }
 
   /** The endpoint for `path`, leaving the matched string in `#target` and spans in `#caps`. */
-  #find(path: string): Endpoint<H> | undefined {
+  #find(path: string): Endpoint<Route<H>> | undefined {
     if (this.#dirty) this.#finalize();
     if (path.length > this.#maxPathLength) return undefined;
     this.#target = path;
@@ -1879,55 +938,17 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     // of the request URL), and hashing one costs a runtime call, ~60-70 ns, on every lookup,
     // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
     // strings, whose hash V8 caches: 13 ns instead of 45.)
-    const compiled = this.#compiled;
-    tree = this.#tree as FlatTree<AnyHandler>;
-    if (compiled !== undefined) return compiled(path, this.#caps);
-    if (--this.#untilCompiled <= 0) this.#compile();
-    return searchStatic(0, path, 1, this.#caps) as Endpoint<H> | undefined;
+    return lookup(this.#tree, path, this.#caps);
   }
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
     if (this.#allowUnsafeRegex) return;
-    for (let i = 0; i < tokens.length; i++) {
-      const token = tokens[i]!;
-      if (token.kind === REGEX && token.facts!.risk !== undefined) {
-        const risk = token.facts!.risk;
-        throw new InvalidRoutePattern(
-          route.path,
-          token.regexPosition + risk.position,
-          `${risk.message}; rewrite the regex or pass allowUnsafeRegex: true if you trust it`,
-        );
-      }
-    }
-    // Routes handed to the regex engine (see RegexMatcher): at most one ambiguous variable.
-    const from = firstAmbiguousVariable(tokens);
-    if (from === -1 || !tokens.slice(from).some((token) => token.kind === REGEX)) return;
-    let seen: VariableToken | undefined;
-    for (let i = from; i < tokens.length; i++) {
-      const token = tokens[i]!;
-      const next = tokens[i + 1];
-      if (token.kind === LITERAL || next === undefined || next.kind !== LITERAL) continue;
-      const code = next.text.codePointAt(0)!;
-      const ambiguous = token.kind === PLAIN
-        ? code !== SLASH
-        : token.kind === REGEX && hasCode(token.facts!.consumes, code);
-      if (!ambiguous) continue;
-      if (seen !== undefined) {
-        throw new InvalidRoutePattern(
-          route.path,
-          token.position,
-          `variables "${seen.name}" and "${token.name}" can both end in several places, and ` +
-            `with a regex variable in the route the regex engine would have to try every ` +
-            `combination on hostile paths; exclude the following text from one of them (e.g. ` +
-            `[^.]+ before ".") or pass allowUnsafeRegex: true`,
-        );
-      }
-      seen = token;
-    }
+    const risk = redosRisk(tokens);
+    if (risk !== undefined) throw new InvalidRoutePattern(route.path, risk.position, risk.reason);
   }
 
   /** The node of the shape of `tokens`, created with the nodes above it where missing. */
-  #insert(tokens: readonly Token[]): Node<H> {
+  #insert(tokens: readonly Token[]): Node<Route<H>> {
     let node = this.#root;
     let slot = 0;
     for (let t = 0; t < tokens.length; t++) {
@@ -1947,31 +968,20 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   #finalize(): void {
     prepare(this.#root);
     this.#tree = layoutTree(this.#root);
-    this.#compiled = undefined;
-    this.#untilCompiled = this.#compileAfter;
     this.#dirty = false;
-    if (this.#compileAfter === 0) this.#compile();
-  }
-
-  #compile(): void {
-    this.#untilCompiled = Infinity;
-    // Past a few hundred nodes the generated code outgrows what V8 optimizes, and lookups
-    // through it run interpreted: slower than the walk (5× at 1 000 routes, 100× right after
-    // compiling 10 000), so large trees keep walking.
-    if (this.#root.size > MAX_COMPILED_NODES) return;
-    try {
-      this.#compiled = new LookupCompiler<H>().compile(this.#root);
-    } catch {
-      // new Function is forbidden here (Content-Security-Policy): keep walking the tree.
-    }
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Building the tree: insert a shape, then finalize (weights, branches) before the next lookup
+
+/** "No route below": a small integer, not Infinity, so the field stays a V8 Smi. */
+const NO_ROUTE = 2 ** 30;
+
 /** Finalizes `node` and everything below it, children first. */
-function prepare<H extends AnyHandler>(node: Node<H>): void {
+function prepare<H extends AnyHandler>(node: Node<Route<H>>): void {
   let weight = 0;
   let first = node.endpoint?.order ?? NO_ROUTE;
-  let size = 1;
   const kids = node.regexKids.length === 0 && node.plainKid === undefined &&
       node.catchAllKid === undefined
     ? node.kids
@@ -1981,163 +991,18 @@ function prepare<H extends AnyHandler>(node: Node<H>): void {
     prepare(kid);
     if (kid.weight > weight) weight = kid.weight;
     if (kid.first < first) first = kid.first;
-    size += kid.size;
   }
   node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
   node.first = first;
-  node.size = size;
   if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Compiled lookups
-
-/** A lookup generated from a finalized tree: same answers and capture slots as the walk. */
-type CompiledLookup<H extends AnyHandler> = (
-  path: string,
-  caps: Int32Array,
-) => Endpoint<H> | undefined;
-
-/**
- * Trees with more nodes than this are never compiled. The GitHub set (143 routes) has 239
- * nodes and compiles to 38 KB of source; 1 000 generated routes make 1 574 nodes and 230 KB,
- * whose functions V8 leaves unoptimized.
- */
-const MAX_COMPILED_NODES = 512;
-/** Subtrees with more nodes than this get a function of their own, small enough to optimize. */
-const FUNCTION_NODES = 200;
-/** Labels longer than this are compared with startsWith instead of unrolled char codes. */
-const UNROLL_LABEL = 16;
-
-/** `pos + k` as short source text: `pos` is a number or `name` or `name + number`. */
-function plus(pos: string, k: number): string {
-  if (k === 0) return pos;
-  if (/^\d+$/.test(pos)) return String(Number(pos) + k);
-  const m = /^(\w+) \+ (\d+)$/.exec(pos);
-  return m === null ? `${pos} + ${k}` : `${m[1]} + ${Number(m[2]) + k}`;
-}
-
-/**
- * Generates JavaScript that does what {@linkcode searchStatic} does for one tree: a `switch` on
- * the next char code per static node, unrolled label comparisons, `indexOf("/")` for variables
- * that end at the next slash, fall-through for backtracking. Variables with several possible
- * ends call back into {@linkcode searchVariable}. The source contains only numbers, label text
- * (quoted with JSON.stringify) and indices into the arrays passed in.
- */
-class LookupCompiler<H extends AnyHandler> {
-  readonly endpoints: Endpoint<H>[] = [];
-  readonly regexes: RegExp[] = [];
-  readonly walked: Node<H>[] = [];
-  readonly functions: string[] = [];
-  #ids = new Map<Endpoint<H>, number>();
-  #next = 0;
-
-  compile(root: Node<H>): CompiledLookup<H> {
-    const body = this.#static(root, "1");
-    const source = `${this.functions.join("\n")}\n` +
-      `return function lookup(p, c) { const n = p.length; ${body} return undefined; };`;
-    const factory = new Function("E", "R", "N", "SV", source);
-    return factory(this.endpoints, this.regexes, this.walked, searchVariable);
-  }
-
-  #endpoint(endpoint: Endpoint<H>): string {
-    let id = this.#ids.get(endpoint);
-    if (id === undefined) {
-      id = this.endpoints.push(endpoint) - 1;
-      this.#ids.set(endpoint, id);
-    }
-    return `E[${id}]`;
-  }
-
-  /** Whether the text after the first character of `label` is at `pos`. */
-  #label(label: string, pos: string): string {
-    if (label.length === 1) return "true";
-    if (label.length > UNROLL_LABEL) return `p.startsWith(${JSON.stringify(label)}, ${pos})`;
-    const tests: string[] = [];
-    for (let i = 1; i < label.length; i++) {
-      tests.push(`p.charCodeAt(${plus(pos, i)}) === ${label.charCodeAt(i)}`);
-    }
-    return tests.join(" && ");
-  }
-
-  /** Code for static node `node` whose text ends at `pos`: returns on success, else falls on. */
-  #static(node: Node<H>, pos: string): string {
-    let out = "";
-    if (node.endpoint !== undefined) {
-      out += `if (${pos} === n) return ${this.#endpoint(node.endpoint)};`;
-    }
-    if (node.kids.length > 0) {
-      let cases = "";
-      node.kids.forEach((kid, i) => {
-        cases += `case ${node.codes[i]}: if (${this.#label(kid.label, pos)}) { ` +
-          `${this.#subtree(kid, plus(pos, kid.label.length))} } break; `;
-      });
-      out += `switch (p.charCodeAt(${pos})) { ${cases}}`;
-    }
-    for (const kid of node.regexKids) out += this.#variable(kid, pos);
-    if (node.plainKid !== undefined) {
-      out += `if (${pos} < n) { ${this.#variable(node.plainKid, pos)} }`;
-    }
-    const catchAll = node.catchAllKid;
-    if (catchAll !== undefined) {
-      const slot = catchAll.slot << 1;
-      out += `if (${pos} < n) { c[${slot}] = ${pos}; c[${slot + 1}] = n; ` +
-        `return ${this.#endpoint(catchAll.endpoint!)}; }`;
-    }
-    return out;
-  }
-
-  /** Code for a static subtree, in a function of its own when it is large. */
-  #subtree(node: Node<H>, pos: string): string {
-    if (node.size <= FUNCTION_NODES) return this.#static(node, pos);
-    const id = this.functions.length;
-    this.functions.push("");
-    this.functions[id] = `function f${id}(p, q, c) { const n = p.length; ` +
-      `${this.#static(node, "q")} return undefined; }`;
-    const found = `r${this.#next++}`;
-    return `const ${found} = f${id}(p, ${pos}, c); if (${found} !== undefined) return ${found};`;
-  }
-
-  /** Code for variable node `node` whose variable starts at `pos`. */
-  #variable(node: Node<H>, pos: string): string {
-    const d = this.#next++;
-    if (node.branches !== undefined) {
-      const index = this.walked.push(node) - 1;
-      const found = `w${d}`;
-      return `{ const ${found} = SV(N[${index}], p, ${pos}, c); ` +
-        `if (${found} !== undefined) return ${found}; }`;
-    }
-    const start = `s${d}`;
-    const end = `e${d}`;
-    const slot = node.slot << 1;
-    let out = `{ const ${start} = ${pos}; `;
-    let close = "}";
-    if (node.kind === REGEX) {
-      const index = this.regexes.push(node.sticky!) - 1;
-      out += `R[${index}].lastIndex = ${start}; if (R[${index}].test(p)) { `;
-      close = "} }";
-    }
-    out += `const ${end} = p.indexOf("/", ${start}); `;
-    if (node.endpoint !== undefined) {
-      out += `if (${end} === -1) { c[${slot}] = ${start}; c[${slot + 1}] = n; ` +
-        `return ${this.#endpoint(node.endpoint)}; } `;
-    }
-    const kid = node.slashKid;
-    if (kid !== undefined) {
-      const nonEmpty = node.kind === REGEX ? `${end} !== -1` : `${end} > ${start}`;
-      out += `if (${nonEmpty} && ${this.#label(kid.label, end)}) { c[${slot}] = ${start}; ` +
-        `c[${slot + 1}] = ${end}; ${this.#subtree(kid, plus(end, kid.label.length))} } `;
-    }
-    return out + close;
-  }
-}
-
-function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> {
+function insertText<H extends AnyHandler>(node: Node<Route<H>>, text: string): Node<Route<H>> {
   while (text !== "") {
     const code = text.charCodeAt(0);
     const index = node.codes.indexOf(code);
     if (index === -1) {
-      const kid = new Node<H>(LITERAL, text);
+      const kid = new Node<Route<H>>(LITERAL, text);
       addKid(node, code, kid);
       return kid;
     }
@@ -2148,7 +1013,7 @@ function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> 
       common++;
     }
     if (common < label.length) {
-      const middle = new Node<H>(LITERAL, label.slice(0, common));
+      const middle = new Node<Route<H>>(LITERAL, label.slice(0, common));
       kid.label = label.slice(common);
       addKid(middle, kid.label.charCodeAt(0), kid);
       node.kids[index] = middle;
@@ -2161,41 +1026,37 @@ function insertText<H extends AnyHandler>(node: Node<H>, text: string): Node<H> 
 }
 
 function variableKid<H extends AnyHandler>(
-  node: Node<H>,
+  node: Node<Route<H>>,
   token: VariableToken,
   slot: number,
-): Node<H> {
+): Node<Route<H>> {
   if (token.kind === PLAIN) {
-    return node.plainKid ??= new Node<H>(PLAIN, `{${token.name}}`, token, slot);
+    return node.plainKid ??= new Node<Route<H>>(PLAIN, `{${token.name}}`, token, slot);
   }
   if (token.kind === CATCH_ALL) {
-    return node.catchAllKid ??= new Node<H>(CATCH_ALL, `{${token.name}:*}`, token, slot);
+    return node.catchAllKid ??= new Node<Route<H>>(CATCH_ALL, `{${token.name}:*}`, token, slot);
   }
   let kid = node.regexKids.find((kid) => kid.regex === token.regex);
   if (kid === undefined) {
-    kid = new Node<H>(REGEX, `{${token.name}:${token.regex}}`, token, slot);
+    kid = new Node<Route<H>>(REGEX, `{${token.name}:${token.regex}}`, token, slot);
     node.regexKids = node.regexKids.concat(kid);
   }
   return kid;
 }
 
-function allKids<H extends AnyHandler>(node: Node<H>): Node<H>[] {
-  const kids = [...node.kids, ...node.regexKids];
-  if (node.plainKid !== undefined) kids.push(node.plainKid);
-  if (node.catchAllKid !== undefined) kids.push(node.catchAllKid);
-  return kids;
-}
-
 function endpointsBelow<H extends AnyHandler>(
-  node: Node<H>,
-  out: Endpoint<H>[] = [],
-): Endpoint<H>[] {
+  node: Node<Route<H>>,
+  out: Endpoint<Route<H>>[] = [],
+): Endpoint<Route<H>>[] {
   if (node.endpoint !== undefined) out.push(node.endpoint);
   for (const kid of allKids(node)) endpointsBelow(kid, out);
   return out;
 }
 
-function listBranch<H extends AnyHandler>(variable: Node<H>, endpoints: Endpoint<H>[]): Branch<H> {
+function listBranch<H extends AnyHandler>(
+  variable: Node<Route<H>>,
+  endpoints: Endpoint<Route<H>>[],
+): Branch<Route<H>> {
   const ordered = priorityOrder(endpoints);
   const matchers = ordered.map((endpoint) => {
     const suffix = endpoint.tokens.slice(tokenIndexOfSlot(endpoint.tokens, variable.slot));
@@ -2206,7 +1067,7 @@ function listBranch<H extends AnyHandler>(variable: Node<H>, endpoints: Endpoint
   return { kind: LIST, endpoints: ordered, matchers };
 }
 
-function finalizeVariable<H extends AnyHandler>(node: Node<H>): void {
+function finalizeVariable<H extends AnyHandler>(node: Node<Route<H>>): void {
   const slashIndex = node.codes.indexOf(SLASH);
   node.slashKid = slashIndex === -1 ? undefined : node.kids[slashIndex];
   if (node.kind === REGEX && node.canMatchSlash) {
@@ -2218,7 +1079,7 @@ function finalizeVariable<H extends AnyHandler>(node: Node<H>): void {
     node.branches = undefined;
     return;
   }
-  const ranked: { branch: Branch<H>; weight: number; first: number }[] = [];
+  const ranked: { branch: Branch<Route<H>>; weight: number; first: number }[] = [];
   const none: readonly never[] = [];
   if (node.slashKid !== undefined) {
     ranked.push({
@@ -2244,19 +1105,4 @@ function finalizeVariable<H extends AnyHandler>(node: Node<H>): void {
   }
   ranked.sort((a, b) => b.weight - a.weight || a.first - b.first);
   node.branches = ranked.map((item) => item.branch);
-}
-
-function marker<H extends AnyHandler>(node: Node<H>): string {
-  let text = node.branches !== undefined ? " ↺" : "";
-  if (node.endpoint !== undefined) text += ` ● ${node.endpoint.allowed.join(", ")}`;
-  return text;
-}
-
-function drawKids<H extends AnyHandler>(node: Node<H>, indent: string, lines: string[]): void {
-  const kids = allKids(node);
-  kids.forEach((kid, i) => {
-    const last = i === kids.length - 1;
-    lines.push(`${indent}${last ? "└── " : "├── "}${kid.label}${marker(kid)}`);
-    drawKids(kid, indent + (last ? "    " : "│   "), lines);
-  });
 }

@@ -8,7 +8,7 @@ import type { Adapter } from "./_adapter.ts";
 
 /**
  * Extra router options for experiments, as JSON in `BENCH_ROUTER_OPTIONS`
- * (e.g. `{"compileAfter": 0}`); `Infinity` is not JSON, so the string
+ * (e.g. `{"maxPathLength": 100000}`); `Infinity` is not JSON, so the string
  * `"Infinity"` stands for it. Empty by default: the benchmark times the defaults.
  */
 export const OUR_OPTIONS: Readonly<Record<string, unknown>> = (() => {

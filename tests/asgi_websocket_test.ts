@@ -493,7 +493,7 @@ for (const transport of TRANSPORTS) {
   });
 }
 
-Deno.test("AsgiRouter.getRoute() routes a websocket scope to the path's WEBSOCKET route", async () => {
+Deno.test("AsgiRouter.getRoute() routes to the path's WEBSOCKET route when told that method", async () => {
   const { AsgiRouter, Route } = await import("../router.ts");
   type Handler = (context: Record<string, string>, scope: Scope) => string;
   const router = new AsgiRouter<Handler>({
@@ -507,8 +507,10 @@ Deno.test("AsgiRouter.getRoute() routes a websocket scope to the path's WEBSOCKE
   });
   const [handler, context] = router.getRoute("/chat/lobby");
   const websocket = { type: "websocket" } as WebSocketScope;
-  assertEquals(await handler(context, websocket), "socket lobby");
-  assertEquals(await handler(context, { type: "http", method: "GET" } as Scope), "page");
+  // The router knows no protocol: the ASGI layer names a websocket scope's method "WEBSOCKET".
+  assertEquals(await handler(context, websocket, { method: "WEBSOCKET" }), "socket lobby");
+  const http = { type: "http", method: "GET" } as Scope;
+  assertEquals(await handler(context, http, { method: "GET" }), "page");
   assertEquals(router.match("/chat/lobby")?.allowed, ["GET", "WEBSOCKET"]);
 });
 

@@ -1,0 +1,76 @@
+// Copyright the stellarator authors. MIT license.
+/**
+ * The HTTP methods a route may serve: checking a route's list, and sharing equal lists.
+ *
+ * @module
+ */
+
+import { describe } from "./describe.ts";
+
+/** The methods a route may name, upper-case. */
+export const KNOWN_METHODS = [
+  "CONNECT",
+  "DELETE",
+  "GET",
+  "HEAD",
+  "OPTIONS",
+  "PATCH",
+  "POST",
+  "PUT",
+  "TRACE",
+  // Not an HTTP method: the routes of ASGI websocket scopes, which have no method.
+  "WEBSOCKET",
+];
+
+/**
+ * Frozen method lists, shared by every route and endpoint with the same list: most of 10 000
+ * routes serve `["GET"]`, and one array each is 10 000 objects to allocate and collect.
+ */
+const sharedLists = new Map<string, readonly string[]>();
+
+/** The default list, `["GET"]`. */
+export const GET_ONLY: readonly string[] = Object.freeze(["GET"]);
+sharedLists.set("GET", GET_ONLY);
+
+/** The shared frozen copy of `list`. */
+export function sharedList(list: readonly string[]): readonly string[] {
+  const key = list.join(" ");
+  let shared = sharedLists.get(key);
+  if (shared === undefined) {
+    shared = Object.freeze(list.slice());
+    if (sharedLists.size < 1024) sharedLists.set(key, shared);
+  }
+  return shared;
+}
+
+/** `methods` upper-cased and without duplicates; a TypeError naming the route if invalid. */
+export function checkMethods(path: string, methods: unknown): string[] {
+  if (!Array.isArray(methods)) {
+    throw new TypeError(
+      `Route "${path}" needs methods as an array, got ${describe(methods)}; ` +
+        `pass e.g. { methods: ["GET"] }`,
+    );
+  }
+  if (methods.length === 0) {
+    throw new TypeError(
+      `Route "${path}" has no methods; pass at least one, e.g. { methods: ["GET"] }`,
+    );
+  }
+  const out: string[] = [];
+  for (const method of methods) {
+    if (typeof method !== "string" || method === "") {
+      throw new TypeError(
+        `Route "${path}" has an empty or non-string method ${describe(method)}; ` +
+          `use one of ${KNOWN_METHODS.join(", ")}`,
+      );
+    }
+    const upper = method.toUpperCase();
+    if (!KNOWN_METHODS.includes(upper)) {
+      throw new TypeError(
+        `Route "${path}" has an unknown method "${method}"; use one of ${KNOWN_METHODS.join(", ")}`,
+      );
+    }
+    if (!out.includes(upper)) out.push(upper);
+  }
+  return out;
+}

@@ -1,0 +1,81 @@
+// Copyright the stellarator authors. MIT license.
+/**
+ * The route-level half of the ReDoS guard: whether a parsed route would let a hostile path keep
+ * the regex engine busy. The regex-level half (nested or overlapping quantifiers) is
+ * `./redos.ts`; this file adds the one risk only the whole route shows, two variables of
+ * ambiguous length in a suffix handed to the regex engine.
+ *
+ * @module
+ */
+
+import { hasCode } from "./redos.ts";
+import { CATCH_ALL, LITERAL, PLAIN, REGEX, type Token, type VariableToken } from "./pattern.ts";
+
+const SLASH = 0x2f;
+
+/** Why a route is refused, and where in its pattern. */
+export interface RouteRisk {
+  /** Index of the offending character in the pattern. */
+  readonly position: number;
+  /** The problem and its fix, for the `InvalidRoutePattern` message. */
+  readonly reason: string;
+}
+
+/**
+ * The first ReDoS risk of a route (see `allowUnsafeRegex`), or undefined if it is safe.
+ *
+ * @param tokens The route's normalized tokens.
+ * @returns The risk, or undefined.
+ */
+export function redosRisk(tokens: readonly Token[]): RouteRisk | undefined {
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token.kind === REGEX && token.facts!.risk !== undefined) {
+      const risk = token.facts!.risk;
+      return {
+        position: token.regexPosition + risk.position,
+        reason: `${risk.message}; rewrite the regex or pass allowUnsafeRegex: true if you trust it`,
+      };
+    }
+  }
+  // Routes handed to the regex engine (see RegexMatcher): at most one ambiguous variable.
+  const from = firstAmbiguousVariable(tokens);
+  if (from === -1 || !tokens.slice(from).some((token) => token.kind === REGEX)) return undefined;
+  let seen: VariableToken | undefined;
+  for (let i = from; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const next = tokens[i + 1];
+    if (token.kind === LITERAL || next === undefined || next.kind !== LITERAL) continue;
+    const code = next.text.codePointAt(0)!;
+    const ambiguous = token.kind === PLAIN
+      ? code !== SLASH
+      : token.kind === REGEX && hasCode(token.facts!.consumes, code);
+    if (!ambiguous) continue;
+    if (seen !== undefined) {
+      return {
+        position: token.position,
+        reason: `variables "${seen.name}" and "${token.name}" can both end in several places, ` +
+          `and with a regex variable in the route the regex engine would have to try every ` +
+          `combination on hostile paths; exclude the following text from one of them (e.g. ` +
+          `[^.]+ before ".") or pass allowUnsafeRegex: true`,
+      };
+    }
+    seen = token;
+  }
+  return undefined;
+}
+
+/**
+ * The index of the first variable whose end is not fixed by the next "/" (literal text other
+ * than "/" follows it in its segment, or its regex can match "/"), or -1.
+ */
+function firstAmbiguousVariable(tokens: readonly Token[]): number {
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token.kind === LITERAL || token.kind === CATCH_ALL) continue;
+    if (token.kind === REGEX && token.facts!.canMatchSlash) return i;
+    const next = tokens[i + 1];
+    if (next !== undefined && next.kind === LITERAL && next.text.charCodeAt(0) !== SLASH) return i;
+  }
+  return -1;
+}
