@@ -142,6 +142,7 @@ import {
   PatternError,
   PLAIN,
   REGEX,
+  suffixRisk,
   type Token,
   type VariableToken,
 } from "./_router/pattern.ts";
@@ -1889,8 +1890,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         const risk = token.facts!.risk;
         throw new InvalidRoutePattern(
           route.path,
-          token.regexPosition + risk.position,
-          `${risk.message}; rewrite the regex or pass allowUnsafeRegex: true if you trust it`,
+          risk.position,
+          `${risk.message}; or pass allowUnsafeRegex: true if you trust the regex`,
         );
       }
     }
@@ -1918,6 +1919,14 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         );
       }
       seen = token;
+    }
+    const risk = suffixRisk(route.path, tokens);
+    if (risk !== undefined) {
+      throw new InvalidRoutePattern(
+        route.path,
+        risk.position,
+        `${risk.message}; or pass allowUnsafeRegex: true if you trust the route`,
+      );
     }
   }
 

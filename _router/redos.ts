@@ -1,507 +1,480 @@
 // Copyright the stellarator authors. MIT license.
 /**
- * Static analysis of the regular expressions inside route variables (`{name:regex}`).
+ * The ReDoS guard: a bound on the work a backtracking regex engine can do per character of
+ * input, computed from the regex's automaton when a route is added.
  *
- * The router needs four facts about a variable's regex, all decided once, when the route is
- * added: whether it can consume a `/` (then the variable may span segments), which characters it
- * can consume at all (to know whether the literal after it makes its length ambiguous), whether
- * it is prone to catastrophic backtracking (the ReDoS guard), and whether it uses a construct
- * the router refuses (backreferences and named groups, whose meaning would change once the
- * regex is embedded in a whole-route regex next to other variables).
+ * ## Why the bound holds
  *
- * The parser reads the ECMAScript `u`-mode syntax only after `new RegExp(source, "u")` accepted
- * the source, so it never has to report syntax errors of its own. Character sets are
- * over-approximated where exactness would cost a Unicode table (`\p{…}`, case-insensitive
- * modifiers): an over-approximation can only make the router more careful, never wrong.
+ * A backtracking engine (V8's Irregexp) running a sticky regex from one position explores a
+ * tree whose nodes are the paths of the regex's automaton over a prefix of the input: every
+ * way the regex can match the first `i` characters is visited once before the engine gives up
+ * (Weideman, van der Merwe, Berglund, Watson, "Analyzing matching time behavior of
+ * backtracking regular expression matchers by using ambiguity of NFA", CIAA 2016). So the work
+ * on an input of `n` characters is at most `n + 1` times the largest number of steps the engine
+ * can take for one character: the paths alive after some prefix, times the ways each can try
+ * to go on. Exponential ambiguity (`(a+)+`) and polynomial ambiguity (`.*.*z`, whose paths grow
+ * with the input) make that number grow without limit; a finitely ambiguous regex keeps it
+ * bounded, but the bound can still be huge (`(a?){25}a{25}` has millions of paths).
+ *
+ * The guard computes the number itself. It builds the position automaton (Glushkov) with
+ * multiplicities: each transition counts the distinct empty paths between two characters, so
+ * `(?:|a)` and `(a|a)` count twice, as the engine tries both. Counted repeats are unrolled as
+ * the engine runs them (the first `min` iterations may be empty, later ones may not), and
+ * repeats too large to unroll are widened to unbounded ones, which only adds paths. Then it
+ * walks the automaton's "counting subset construction": a state is the vector of how many
+ * paths end at each position after some input, one successor per class of equivalent
+ * characters. A regex is accepted when every reachable vector stays within
+ * {@linkcode MAX_STEPS_PER_CHAR} steps; growing ambiguity of any degree fails that test,
+ * because its vectors grow. So the engine's work on a path of `n` characters is at most
+ * `(n + 1) × MAX_STEPS_PER_CHAR` steps, whatever the path.
+ *
+ * Lookarounds are run by the engine as separate matches: their bodies must pass the same test,
+ * and an unbounded body is accepted only where the lookaround can be reached at one position
+ * (the start of the variable), since otherwise each of `n` positions may scan `n` characters.
  *
  * @module
  */
 
-/** A set of code points as a flat list of inclusive `[low, high]` pairs. */
-export type Ranges = readonly number[];
+import {
+  lengths,
+  parseRegex,
+  type Ranges,
+  type RegexNode,
+  RegexProblem,
+  visitInContext,
+} from "./regex_syntax.ts";
 
-const MAX_CODE_POINT = 0x10ffff;
-const ANY: Ranges = [0, MAX_CODE_POINT];
-const DIGIT: Ranges = [0x30, 0x39];
-const WORD: Ranges = [0x30, 0x39, 0x41, 0x5a, 0x5f, 0x5f, 0x61, 0x7a];
-const SPACE: Ranges = [
-  0x09,
-  0x0d,
-  0x20,
-  0x20,
-  0xa0,
-  0xa0,
-  0x1680,
-  0x1680,
-  0x2000,
-  0x200a,
-  0x2028,
-  0x2029,
-  0x202f,
-  0x202f,
-  0x205f,
-  0x205f,
-  0x3000,
-  0x3000,
-  0xfeff,
-  0xfeff,
-];
-const LINE_TERMINATORS: Ranges = [0x0a, 0x0a, 0x0d, 0x0d, 0x2028, 0x2029];
+/**
+ * The most steps the engine may take per character of input. A step is a path of the automaton
+ * reaching a position, or trying to leave it. 256 keeps `[a-z]{0,64}\.[a-z]{0,64}`-style
+ * bounded rewrites (about 200) while `.*.*z` and `\d+1337\d+` grow past it within a few hundred
+ * characters.
+ */
+export const MAX_STEPS_PER_CHAR = 256;
+/** Positions an unrolled regex may have; larger counted repeats are widened to unbounded. */
+const MAX_POSITIONS = 4000;
+/** Vectors the walk may visit before the regex is declared too complex to prove safe. */
+const MAX_VECTORS = 2000;
+/** Counts saturate here; anything past MAX_STEPS_PER_CHAR fails anyway. */
+const CAP = 2 ** 40;
 
-/** Sorts and merges ranges so that complement and membership are simple scans. */
-function normalize(ranges: Ranges): number[] {
-  const pairs: [number, number][] = [];
-  for (let i = 0; i < ranges.length; i += 2) pairs.push([ranges[i]!, ranges[i + 1]!]);
-  pairs.sort((a, b) => a[0] - b[0]);
-  const out: number[] = [];
-  for (const [lo, hi] of pairs) {
-    const last = out.length - 1;
-    if (last > 0 && lo <= out[last]! + 1) out[last] = Math.max(out[last]!, hi);
-    else out.push(lo, hi);
-  }
-  return out;
+type Weights = Map<number, number>;
+
+/** A regex part in the automaton: where it starts, where it ends, and its empty paths. */
+interface Fragment {
+  /** Positions a match can start with, with the number of empty paths reaching each. */
+  readonly first: Weights;
+  /** Positions a match can end with, with the number of empty paths from each to the end. */
+  readonly last: Weights;
+  /** The number of empty paths through the part. */
+  readonly empty: number;
 }
 
-/** The code points not in `ranges`. */
-export function complement(ranges: Ranges): number[] {
-  const sorted = normalize(ranges);
-  const out: number[] = [];
-  let next = 0;
-  for (let i = 0; i < sorted.length; i += 2) {
-    if (sorted[i]! > next) out.push(next, sorted[i]! - 1);
-    next = sorted[i + 1]! + 1;
-  }
-  if (next <= MAX_CODE_POINT) out.push(next, MAX_CODE_POINT);
-  return out;
+const EPSILON: Fragment = { first: new Map(), last: new Map(), empty: 1 };
+
+function add(map: Weights, key: number, weight: number): void {
+  map.set(key, Math.min(CAP, (map.get(key) ?? 0) + weight));
 }
 
-/** Whether `code` is in `ranges`. */
-export function hasCode(ranges: Ranges, code: number): boolean {
-  for (let i = 0; i < ranges.length; i += 2) {
-    if (ranges[i]! <= code && code <= ranges[i + 1]!) return true;
-  }
-  return false;
+function scaled(map: Weights, factor: number, into: Weights = new Map()): Weights {
+  if (factor === 0) return into;
+  for (const [key, weight] of map) add(into, key, Math.min(CAP, weight * factor));
+  return into;
 }
 
-/** Whether two sets share a code point. */
-export function intersects(a: Ranges, b: Ranges): boolean {
-  for (let i = 0; i < a.length; i += 2) {
-    for (let j = 0; j < b.length; j += 2) {
-      if (a[i]! <= b[j + 1]! && b[j]! <= a[i + 1]!) return true;
-    }
-  }
-  return false;
-}
-
-/** A parsed regex, reduced to what the analyses need. */
-export type RegexNode =
-  | { readonly type: "set"; readonly ranges: Ranges }
-  | { readonly type: "seq"; readonly items: readonly RegexNode[] }
-  | { readonly type: "alt"; readonly alts: readonly RegexNode[]; readonly position: number }
-  | {
-    readonly type: "quant";
-    readonly body: RegexNode;
-    readonly min: number;
-    readonly max: number;
-    readonly position: number;
-  }
-  // Lookarounds and anchors: they test, but consume nothing.
-  | { readonly type: "look"; readonly body: RegexNode | undefined };
-
-/** A construct the router refuses or a ReDoS risk, at `position` inside the regex source. */
-export class RegexProblem extends Error {
-  /** Index into the regex source. */
-  readonly position: number;
-  /** Whether the problem is a backtracking risk, which `allowUnsafeRegex` may waive. */
-  readonly unsafe: boolean;
-  constructor(message: string, position: number, unsafe: boolean) {
-    super(message);
-    this.position = position;
-    this.unsafe = unsafe;
+/** A repeat whose unrolled automaton would exceed {@linkcode MAX_POSITIONS}. */
+class TooLarge extends Error {
+  constructor(readonly node: RegexNode) {
+    super("too large");
   }
 }
 
-const HEX = /^[0-9a-fA-F]+$/;
+/** The position automaton with multiplicities. */
+class Automaton {
+  /** The character set of each position (shared between unrolled copies). */
+  readonly sets: Ranges[] = [];
+  /** For each position, the positions that can follow it, with their multiplicities. */
+  readonly follow: Weights[] = [];
 
-class Parser {
-  #src: string;
-  #i = 0;
-  constructor(src: string) {
-    this.#src = src;
-  }
-
-  parse(): RegexNode {
-    const node = this.#alternation();
-    return node;
-  }
-
-  #alternation(): RegexNode {
-    const start = this.#i;
-    const alts = [this.#sequence()];
-    while (this.#src[this.#i] === "|") {
-      this.#i++;
-      alts.push(this.#sequence());
-    }
-    return alts.length === 1 ? alts[0]! : { type: "alt", alts, position: start };
-  }
-
-  #sequence(): RegexNode {
-    const items: RegexNode[] = [];
-    while (this.#i < this.#src.length) {
-      const c = this.#src[this.#i];
-      if (c === "|" || c === ")") break;
-      const start = this.#i;
-      items.push(this.#quantifier(this.#atom(), start));
-    }
-    return items.length === 1 ? items[0]! : { type: "seq", items };
-  }
-
-  #quantifier(atom: RegexNode, start: number): RegexNode {
-    const src = this.#src;
-    let min: number;
-    let max: number;
-    const c = src[this.#i];
-    if (c === "*") [min, max] = [0, Infinity];
-    else if (c === "+") [min, max] = [1, Infinity];
-    else if (c === "?") [min, max] = [0, 1];
-    else if (c === "{") {
-      const close = src.indexOf("}", this.#i);
-      const [lo, hi] = src.slice(this.#i + 1, close).split(",");
-      min = Number(lo);
-      max = hi === undefined ? min : hi === "" ? Infinity : Number(hi);
-      this.#i = close;
-    } else return atom;
-    this.#i++;
-    if (src[this.#i] === "?") this.#i++; // lazy: same language, same backtracking risk
-    return { type: "quant", body: atom, min, max, position: start };
-  }
-
-  #atom(): RegexNode {
-    const src = this.#src;
-    const c = src[this.#i]!;
-    if (c === "(") return this.#group();
-    if (c === "[") return this.#class();
-    this.#i++;
-    if (c === ".") return { type: "set", ranges: complement(LINE_TERMINATORS) };
-    if (c === "^" || c === "$") return { type: "look", body: undefined };
-    if (c === "\\") return this.#escape(false);
-    return this.#literal(c);
-  }
-
-  #literal(c: string): RegexNode {
-    // A surrogate pair is one code point in u-mode.
-    const code = c.codePointAt(0)!;
-    if (code >= 0xd800 && code <= 0xdbff) {
-      const full = this.#src.codePointAt(this.#i - 1)!;
-      if (full > 0xffff) {
-        this.#i++;
-        return { type: "set", ranges: [full, full] };
+  build(node: RegexNode): Fragment {
+    switch (node.type) {
+      case "set": {
+        const p = this.sets.push(node.ranges) - 1;
+        this.follow.push(new Map());
+        return { first: new Map([[p, 1]]), last: new Map([[p, 1]]), empty: 0 };
       }
-    }
-    return { type: "set", ranges: [code, code] };
-  }
-
-  #group(): RegexNode {
-    const src = this.#src;
-    const start = this.#i;
-    let look = false;
-    let caseless = false;
-    if (src.startsWith("(?:", start)) this.#i += 3;
-    else if (src.startsWith("(?=", start) || src.startsWith("(?!", start)) {
-      this.#i += 3;
-      look = true;
-    } else if (src.startsWith("(?<=", start) || src.startsWith("(?<!", start)) {
-      this.#i += 4;
-      look = true;
-    } else if (src.startsWith("(?<", start)) {
-      throw new RegexProblem(
-        "named groups are not supported; use an unnamed group (...) or (?:...)",
-        start,
-        false,
-      );
-    } else if (src.startsWith("(?", start)) {
-      // Modifiers such as (?i:...) or (?-i:...).
-      const colon = src.indexOf(":", start);
-      const flags = src.slice(start + 2, colon);
-      caseless = flags.split("-")[0]!.includes("i");
-      this.#i = colon + 1;
-    } else this.#i++;
-    const body = this.#alternation();
-    this.#i++; // ")"
-    if (look) return { type: "look", body };
-    return caseless ? widen(body) : body;
-  }
-
-  #class(): RegexNode {
-    const src = this.#src;
-    this.#i++;
-    let negate = false;
-    if (src[this.#i] === "^") {
-      negate = true;
-      this.#i++;
-    }
-    const ranges: number[] = [];
-    while (src[this.#i] !== "]") {
-      const lo = this.#classAtom();
-      if (typeof lo === "number" && src[this.#i] === "-" && src[this.#i + 1] !== "]") {
-        this.#i++;
-        const hi = this.#classAtom() as number;
-        ranges.push(lo, hi);
-      } else if (typeof lo === "number") ranges.push(lo, lo);
-      else ranges.push(...lo);
-    }
-    this.#i++;
-    return { type: "set", ranges: negate ? complement(ranges) : normalize(ranges) };
-  }
-
-  /** One class member: a code point, or a set for class escapes like `\d`. */
-  #classAtom(): number | Ranges {
-    const src = this.#src;
-    const c = src[this.#i]!;
-    if (c !== "\\") {
-      const code = src.codePointAt(this.#i)!;
-      this.#i += code > 0xffff ? 2 : 1;
-      return code;
-    }
-    this.#i++;
-    const node = this.#escape(true);
-    if (node.type !== "set") return ANY;
-    const r = node.ranges;
-    return r.length === 2 && r[0] === r[1] ? r[0]! : r;
-  }
-
-  /** Reads the escape after a backslash (already consumed). */
-  #escape(inClass: boolean): RegexNode {
-    const src = this.#src;
-    const start = this.#i - 1;
-    const c = src[this.#i++]!;
-    const set = (ranges: Ranges): RegexNode => ({ type: "set", ranges });
-    const one = (code: number): RegexNode => set([code, code]);
-    switch (c) {
-      case "d":
-        return set(DIGIT);
-      case "D":
-        return set(complement(DIGIT));
-      case "w":
-        return set(WORD);
-      case "W":
-        return set(complement(WORD));
-      case "s":
-        return set(SPACE);
-      case "S":
-        return set(complement(SPACE));
-      case "p":
-      case "P":
-        this.#i = src.indexOf("}", this.#i) + 1;
-        return set(ANY);
-      case "b":
-        return inClass ? one(0x08) : { type: "look", body: undefined };
-      case "B":
-        return { type: "look", body: undefined };
-      case "n":
-        return one(0x0a);
-      case "r":
-        return one(0x0d);
-      case "t":
-        return one(0x09);
-      case "v":
-        return one(0x0b);
-      case "f":
-        return one(0x0c);
-      case "0":
-        return one(0);
-      case "c":
-        return one(src.charCodeAt(this.#i++) % 32);
-      case "x": {
-        const code = parseInt(src.slice(this.#i, this.#i + 2), 16);
-        this.#i += 2;
-        return one(code);
-      }
-      case "u": {
-        if (src[this.#i] === "{") {
-          const close = src.indexOf("}", this.#i);
-          const code = parseInt(src.slice(this.#i + 1, close), 16);
-          this.#i = close + 1;
-          return one(code);
+      case "assert":
+      case "look":
+        // Tests that consume nothing: counted as always passing, which only adds paths.
+        return EPSILON;
+      case "seq":
+        return node.items.reduce((acc, item) => this.#then(acc, this.build(item)), EPSILON);
+      case "alt": {
+        const first: Weights = new Map();
+        const last: Weights = new Map();
+        let empty = 0;
+        for (const alt of node.alts) {
+          const f = this.build(alt);
+          scaled(f.first, 1, first);
+          scaled(f.last, 1, last);
+          empty = Math.min(CAP, empty + f.empty);
         }
-        const hex = src.slice(this.#i, this.#i + 4);
-        this.#i += 4;
-        return HEX.test(hex) ? one(parseInt(hex, 16)) : set(ANY);
+        return { first, last, empty };
       }
-      case "k":
-        throw new RegexProblem(
-          "backreferences are not supported; the router embeds the regex in a larger one",
-          start,
-          false,
-        );
-      default:
-        if (c >= "1" && c <= "9") {
-          throw new RegexProblem(
-            "backreferences are not supported; the router embeds the regex in a larger one",
-            start,
-            false,
-          );
-        }
-        return one(c.codePointAt(0)!);
+      case "quant":
+        return this.#repeat(node);
     }
+  }
+
+  #then(a: Fragment, b: Fragment): Fragment {
+    for (const [p, wp] of a.last) {
+      const follow = this.follow[p]!;
+      for (const [q, wq] of b.first) add(follow, q, Math.min(CAP, wp * wq));
+    }
+    return {
+      first: scaled(b.first, a.empty, scaled(a.first, 1)),
+      last: scaled(a.last, b.empty, scaled(b.last, 1)),
+      empty: Math.min(CAP, a.empty * b.empty),
+    };
+  }
+
+  #repeat(node: Extract<RegexNode, { type: "quant" }>): Fragment {
+    const size = unrolledSize(node.body);
+    const room = MAX_POSITIONS - this.sets.length;
+    let min = node.min;
+    let max = node.max;
+    // Widening {min,max} to {min,} keeps every path the engine can take: sound.
+    if (max !== Infinity && size * max > room) max = Infinity;
+    if (size * (min + 1) > room) {
+      // Fewer mandatory iterations keep every path only when none can be empty.
+      if (this.#empty(node.body)) throw new TooLarge(node);
+      min = Math.min(min, 1);
+    }
+    let result = EPSILON;
+    for (let i = 0; i < min; i++) result = this.#then(result, this.build(node.body));
+    if (max === Infinity) {
+      // Iterations past min that match nothing are rejected by the engine.
+      const loop = this.build(node.body);
+      this.#then({ ...loop, empty: 0 }, { ...loop, empty: 0 });
+      return this.#then(result, { first: loop.first, last: loop.last, empty: 1 });
+    }
+    let rest = EPSILON;
+    for (let i = min; i < max; i++) {
+      const copy = this.build(node.body);
+      const both = this.#then({ ...copy, empty: 0 }, rest);
+      rest = { first: both.first, last: both.last, empty: 1 };
+    }
+    return this.#then(result, rest);
+  }
+
+  #empty(node: RegexNode): boolean {
+    return lengths(node)[0] === 0;
   }
 }
 
-/** Case-insensitive parts: rather than fold cases, assume any character. */
-function widen(node: RegexNode): RegexNode {
+/** The positions `node` unrolls to, before widening. */
+function unrolledSize(node: RegexNode): number {
   switch (node.type) {
     case "set":
-      return { type: "set", ranges: ANY };
-    case "seq":
-      return { type: "seq", items: node.items.map(widen) };
-    case "alt":
-      return { type: "alt", alts: node.alts.map(widen), position: node.position };
-    case "quant":
-      return { ...node, body: widen(node.body) };
+      return 1;
+    case "assert":
     case "look":
+      return 0;
+    case "seq":
+      return node.items.reduce((sum, item) => sum + unrolledSize(item), 0);
+    case "alt":
+      return node.alts.reduce((sum, alt) => sum + unrolledSize(alt), 0);
+    case "quant":
+      return unrolledSize(node.body) * (node.max === Infinity ? node.min + 1 : node.max);
+  }
+}
+
+/** The outcome of measuring one regex. */
+type Measure =
+  | { readonly kind: "ok"; readonly steps: number }
+  | { readonly kind: "ambiguous"; readonly steps: number }
+  | { readonly kind: "complex" }
+  | { readonly kind: "large"; readonly node: RegexNode };
+
+/** Classes of characters that no position tells apart, as "is in position p's set" flags. */
+function characterClasses(sets: readonly Ranges[]): { ids: number[]; classes: boolean[][] } {
+  const distinct: Ranges[] = [];
+  const ids = sets.map((set) => {
+    let id = distinct.indexOf(set);
+    if (id === -1) id = distinct.push(set) - 1;
+    return id;
+  });
+  const points = new Set<number>([0]);
+  for (const set of distinct) {
+    for (let i = 0; i < set.length; i += 2) {
+      points.add(set[i]!);
+      points.add(set[i + 1]! + 1);
+    }
+  }
+  const seen = new Map<string, boolean[]>();
+  for (const point of points) {
+    const member = distinct.map((set) => {
+      for (let i = 0; i < set.length; i += 2) {
+        if (set[i]! <= point && point <= set[i + 1]!) return true;
+      }
+      return false;
+    });
+    if (!member.includes(true)) continue;
+    seen.set(member.map(Number).join(""), member);
+  }
+  return { ids, classes: [...seen.values()] };
+}
+
+/**
+ * The most steps per character the engine can take on `node`, by the walk described in the
+ * module documentation, stopping as soon as it passes {@linkcode MAX_STEPS_PER_CHAR}.
+ */
+export function measure(node: RegexNode): Measure {
+  const automaton = new Automaton();
+  let root: Fragment;
+  try {
+    root = automaton.build(node);
+  } catch (error) {
+    if (error instanceof TooLarge) return { kind: "large", node: error.node };
+    throw error;
+  }
+  const { sets, follow } = automaton;
+  const { ids, classes } = characterClasses(sets);
+  const outs = follow.map((map, p) => {
+    let out = 1 + (root.last.get(p) ?? 0);
+    for (const weight of map.values()) out += weight;
+    return out;
+  });
+  let start = 1 + root.empty;
+  for (const weight of root.first.values()) start += weight;
+  let most = start;
+  if (start > MAX_STEPS_PER_CHAR) return { kind: "ambiguous", steps: start };
+  const seen = new Set<string>();
+  // Best first: a vector with more paths is expanded before others, so that growing
+  // ambiguity passes the limit long before the walk has seen every small vector.
+  const queue = new Heap();
+  const step = (from: Iterable<[number, number]>, member: boolean[], into: Weights) => {
+    for (const [q, w] of from) if (member[ids[q]!]) add(into, q, w);
+  };
+  const visit = (next: Weights): Measure | undefined => {
+    if (next.size === 0) return undefined;
+    let steps = 0;
+    for (const [p, count] of next) steps += Math.min(CAP, count * outs[p]!);
+    if (steps > MAX_STEPS_PER_CHAR) return { kind: "ambiguous", steps };
+    most = Math.max(most, steps);
+    const key = [...next].sort((a, b) => a[0] - b[0]).join(";");
+    if (seen.has(key)) return undefined;
+    if (seen.size >= MAX_VECTORS) return { kind: "complex" };
+    seen.add(key);
+    queue.push(steps, next);
+    return undefined;
+  };
+  for (const member of classes) {
+    const next: Weights = new Map();
+    step(root.first, member, next);
+    const verdict = visit(next);
+    if (verdict !== undefined) return verdict;
+  }
+  while (queue.size > 0) {
+    const vector = queue.pop();
+    for (const member of classes) {
+      const next: Weights = new Map();
+      for (const [p, count] of vector) {
+        for (const [q, w] of follow[p]!) {
+          if (member[ids[q]!]) add(next, q, Math.min(CAP, count * w));
+        }
+      }
+      const verdict = visit(next);
+      if (verdict !== undefined) return verdict;
+    }
+  }
+  return { kind: "ok", steps: most };
+}
+
+/** A max-heap of vectors by their steps. */
+class Heap {
+  #keys: number[] = [];
+  #items: Weights[] = [];
+  get size(): number {
+    return this.#keys.length;
+  }
+  push(key: number, item: Weights): void {
+    const keys = this.#keys;
+    const items = this.#items;
+    let i = keys.push(key) - 1;
+    items.push(item);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (keys[parent]! >= key) break;
+      keys[i] = keys[parent]!;
+      items[i] = items[parent]!;
+      i = parent;
+    }
+    keys[i] = key;
+    items[i] = item;
+  }
+  pop(): Weights {
+    const keys = this.#keys;
+    const items = this.#items;
+    const top = items[0]!;
+    const key = keys.pop()!;
+    const item = items.pop()!;
+    const n = keys.length;
+    if (n === 0) return top;
+    let i = 0;
+    while (true) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && keys[child + 1]! > keys[child]!) child++;
+      if (keys[child]! <= key) break;
+      keys[i] = keys[child]!;
+      items[i] = items[child]!;
+      i = child;
+    }
+    keys[i] = key;
+    items[i] = item;
+    return top;
+  }
+}
+
+function fails(node: RegexNode): boolean {
+  return measure(node).kind !== "ok";
+}
+
+/** The smallest part of `node` (which fails {@linkcode measure}) that fails on its own. */
+function culprit(node: RegexNode): RegexNode {
+  switch (node.type) {
+    case "quant":
+      return fails(node.body) ? culprit(node.body) : node;
+    case "alt": {
+      const alt = node.alts.find(fails);
+      return alt === undefined ? node : culprit(alt);
+    }
+    case "seq": {
+      const items = node.items;
+      for (let size = 1; size < items.length; size++) {
+        for (let i = 0; i + size <= items.length; i++) {
+          const window = items.slice(i, i + size);
+          const part: RegexNode = size === 1 ? window[0]! : {
+            type: "seq",
+            items: window,
+            start: window[0]!.start,
+            end: window[size - 1]!.end,
+          };
+          if (fails(part)) return size === 1 ? culprit(part) : part;
+        }
+      }
+      return node;
+    }
+    default:
       return node;
   }
 }
 
-/** The characters a match of `node` can start with, and whether it can match empty. */
-function first(node: RegexNode): { ranges: number[]; nullable: boolean } {
-  switch (node.type) {
-    case "set":
-      return { ranges: [...node.ranges], nullable: false };
-    case "look":
-      return { ranges: [], nullable: true };
-    case "quant": {
-      const f = first(node.body);
-      return { ranges: f.ranges, nullable: f.nullable || node.min === 0 };
-    }
-    case "alt": {
-      const ranges: number[] = [];
-      let nullable = false;
-      for (const alt of node.alts) {
-        const f = first(alt);
-        ranges.push(...f.ranges);
-        nullable ||= f.nullable;
-      }
-      return { ranges, nullable };
-    }
-    case "seq": {
-      const ranges: number[] = [];
-      for (const item of node.items) {
-        const f = first(item);
-        ranges.push(...f.ranges);
-        if (!f.nullable) return { ranges, nullable: false };
-      }
-      return { ranges, nullable: true };
+/** `text` (a regex source) with each unbounded repeat bounded to `bound` more iterations. */
+function boundRepeats(node: RegexNode, text: string, offset: number, bound: number): string {
+  const edits: [number, number, string][] = [];
+  visitInContext(node, (inner) => {
+    if (inner.type !== "quant" || inner.max !== Infinity) return;
+    const lazy = text[inner.end - 1 - offset] === "?" &&
+        inner.end - inner.body.end > 1
+      ? "?"
+      : "";
+    const most = inner.min <= 1 ? bound : inner.min + bound;
+    edits.push([inner.body.end, inner.end, `{${inner.min},${most}}${lazy}`]);
+  });
+  let out = text.slice(node.start - offset, node.end - offset);
+  for (const [start, end, replacement] of edits.sort((a, b) => b[0] - a[0])) {
+    out = out.slice(0, start - node.start) + replacement + out.slice(end - node.start);
+  }
+  return out;
+}
+
+/** A rewrite of `part` with bounded repeats that passes the guard, if one is found. */
+function boundedRewrite(part: RegexNode, source: string, offset: number): string | undefined {
+  for (const bound of [64, 16]) {
+    const text = boundRepeats(part, source, offset, bound);
+    if (text === source.slice(part.start - offset, part.end - offset)) return undefined;
+    try {
+      if (!fails(parseRegex(text))) return text;
+    } catch {
+      return undefined;
     }
   }
+  return undefined;
 }
 
-/** Every character a match of `node` can consume; lookarounds consume none. */
-function consumed(node: RegexNode): number[] {
-  switch (node.type) {
-    case "set":
-      return [...node.ranges];
-    case "look":
-      return [];
-    case "quant":
-      return node.max === 0 ? [] : consumed(node.body);
-    case "alt":
-      return node.alts.flatMap(consumed);
-    case "seq":
-      return node.items.flatMap(consumed);
-  }
+function describe(part: RegexNode, source: string, offset: number): string {
+  return JSON.stringify(source.slice(part.start - offset, part.end - offset));
 }
 
-function isUnbounded(node: RegexNode): node is Extract<RegexNode, { type: "quant" }> {
-  return node.type === "quant" && node.max === Infinity;
-}
-
-/** Calls `visit` on `node` and its descendants, skipping lookaround bodies. */
-function walk(node: RegexNode, visit: (node: RegexNode) => void): void {
-  visit(node);
-  if (node.type === "seq") { for (const item of node.items) walk(item, visit); }
-  else if (node.type === "alt") { for (const alt of node.alts) walk(alt, visit); }
-  else if (node.type === "quant") walk(node.body, visit);
+/** Why a measured part fails, and what to write instead. */
+function explain(part: RegexNode, source: string, offset: number, rewrite: boolean): string {
+  const text = describe(part, source, offset);
+  const bounded = rewrite ? boundedRewrite(part, source, offset) : undefined;
+  const hint = bounded !== undefined
+    ? `bound its repeats, e.g. ${JSON.stringify(bounded)}`
+    : part.type === "quant"
+    ? `repeat a part that can match a given text in only one way (e.g. "a+" instead of ` +
+      `"(a+)+" or "(a?){9}", "(?:ab?)*" instead of "(a|ab)*")`
+    : `make its parts unable to match the same characters (e.g. "[^/]*z" instead of ` +
+      `".*.*z"), or bound their repeats (e.g. "{1,64}" instead of "+")`;
+  return `${text} can match the same text in too many ways (more than ${MAX_STEPS_PER_CHAR} ` +
+    `engine steps per character of the path), so a crafted path can make the regex engine ` +
+    `backtrack for a long time; ${hint}`;
 }
 
 /**
- * Finds the first construct that can make a backtracking engine run for a time exponential (or
- * polynomial of degree three or more) in the input length:
+ * Finds the first reason `root` could make the engine take more than
+ * {@linkcode MAX_STEPS_PER_CHAR} steps per character, with its position and a fix.
  *
- * 1. an unbounded quantifier inside an unbounded quantifier, where the inner one can consume a
- *    character that can also start the outer body (`(a+)+`, `(.*)*`, `(\w+\s?)+`); the
- *    separator in `(?:-[a-z]+)*` is what keeps that common shape safe;
- * 2. alternatives that can start with the same character under an unbounded quantifier
- *    (`(?:a|a)*`, `(a|ab)+`);
- * 3. three unbounded quantifiers in one sequence over a shared character, with nothing forcing
- *    a boundary between them (`.*.*.*`, `\d+\d*\d+`).
+ * @param root The regex, parsed with `offset`.
+ * @param source The text `root`'s positions index, minus `offset`.
+ * @param offset The parser's offset.
+ * @param rewrite Whether to try a bounded rewrite for the message (`source` is a regex).
  */
-function findRisk(root: RegexNode): RegexProblem | undefined {
+export function findRisk(
+  root: RegexNode,
+  source: string,
+  offset = 0,
+  rewrite = true,
+): RegexProblem | undefined {
+  const verdict = measure(root);
   let risk: RegexProblem | undefined;
-  walk(root, (node) => {
-    if (risk !== undefined) return;
-    if (node.type === "quant" && isUnbounded(node)) {
-      const start = first(node.body).ranges;
-      walk(node.body, (inner) => {
-        if (risk !== undefined) return;
-        if (isUnbounded(inner) && intersects(consumed(inner.body), start)) {
-          risk = new RegexProblem(
-            "nested unbounded quantifiers can backtrack exponentially on hostile paths",
-            inner.position,
-            true,
-          );
-        } else if (inner.type === "alt") {
-          const firsts = inner.alts.map((alt) => first(alt).ranges);
-          for (let a = 0; a < firsts.length && risk === undefined; a++) {
-            for (let b = a + 1; b < firsts.length; b++) {
-              if (intersects(firsts[a]!, firsts[b]!)) {
-                risk = new RegexProblem(
-                  "alternatives that can start with the same character, under an unbounded " +
-                    "quantifier, can backtrack exponentially on hostile paths",
-                  inner.position,
-                  true,
-                );
-                break;
-              }
-            }
-          }
-        }
-      });
-    } else if (node.type === "seq") {
-      risk = chainRisk(node.items);
+  if (verdict.kind === "large") {
+    risk = new RegexProblem(
+      `the repeat ${describe(verdict.node, source, offset)} is too large for the ReDoS guard ` +
+        `to check; use smaller bounds`,
+      verdict.node.start,
+      true,
+    );
+  } else if (verdict.kind === "complex") {
+    risk = new RegexProblem(
+      `the regex has more than ${MAX_VECTORS} states for the ReDoS guard to check; simplify it`,
+      root.start,
+      true,
+    );
+  } else if (verdict.kind === "ambiguous") {
+    const part = culprit(root);
+    risk = new RegexProblem(explain(part, source, offset, rewrite), part.start, true);
+  }
+  if (risk !== undefined) return risk;
+  visitInContext(root, (node, context) => {
+    if (risk !== undefined || node.type !== "look") return;
+    const inner = findRisk(node.body, source, offset, rewrite);
+    if (inner !== undefined) {
+      risk = new RegexProblem(`inside a lookaround, ${inner.message}`, inner.position, true);
+    } else if (lengths(node.body)[1] === Infinity && context.before[1] > 0) {
+      risk = new RegexProblem(
+        `the lookaround ${describe(node, source, offset)} has an unbounded body and can be ` +
+          `tried at each of many positions, each time scanning to the end of the path; ` +
+          `bound its body (e.g. "{0,64}" instead of "*") or move it to the start of the regex`,
+        node.start,
+        true,
+      );
     }
   });
   return risk;
-}
-
-/** Rule 3 of {@linkcode findRisk}, for the items of one sequence. */
-function chainRisk(items: readonly RegexNode[]): RegexProblem | undefined {
-  let chain: Extract<RegexNode, { type: "quant" }>[] = [];
-  for (const item of items) {
-    if (isUnbounded(item)) {
-      const sets = consumed(item.body);
-      const last = chain[chain.length - 1];
-      if (last !== undefined && !chain.every((q) => intersects(consumed(q.body), sets))) {
-        chain = [];
-      }
-      chain.push(item);
-      if (chain.length >= 3) {
-        return new RegexProblem(
-          "three unbounded quantifiers over the same characters can backtrack for a very " +
-            "long time on hostile paths",
-          item.position,
-          true,
-        );
-      }
-      continue;
-    }
-    const last = chain[chain.length - 1];
-    if (last === undefined) continue;
-    // A required item the chain cannot consume pins where the previous quantifier ends.
-    const f = first(item);
-    if (!f.nullable && !intersects(f.ranges, consumed(last.body))) chain = [];
-  }
-  return undefined;
 }
 
 /** What the router needs to know about a variable's regex. */
@@ -510,35 +483,12 @@ export interface RegexFacts {
   readonly canMatchSlash: boolean;
   /** Every code point a match can contain. */
   readonly consumes: Ranges;
-  /** Whether the regex has an unbounded quantifier (`*`, `+`, `{n,}`). */
-  readonly unbounded: boolean;
   /** Number of capturing groups of its own. */
   readonly groups: number;
-  /** A backtracking risk found by the ReDoS rules, if any. */
+  /**
+   * A backtracking risk found by {@linkcode findRisk}, if any. Computed when first read, so
+   * that a router with `allowUnsafeRegex` never pays for it.
+   */
   readonly risk: RegexProblem | undefined;
 }
-
-/**
- * Analyses a variable's regex source.
- *
- * @param source A regex that `new RegExp(source, "u")` accepts.
- * @returns The facts the router uses.
- * @throws {RegexProblem} For constructs the router refuses (backreferences, named groups).
- */
-export function analyzeRegex(source: string): RegexFacts {
-  const root = new Parser(source).parse();
-  const consumes = normalize(consumed(root));
-  let unbounded = false;
-  walk(root, (node) => {
-    unbounded ||= isUnbounded(node);
-  });
-  // An empty alternative in front makes the regex match "", which yields all its groups.
-  const groups = new RegExp("|" + source, "u").exec("")!.length - 1;
-  return {
-    canMatchSlash: hasCode(consumes, 0x2f),
-    consumes,
-    unbounded,
-    groups,
-    risk: findRisk(root),
-  };
-}
+export { hasCode } from "./regex_syntax.ts";
