@@ -1,0 +1,189 @@
+// Copyright the stellarator authors. MIT license.
+import {
+  assert,
+  assertEquals,
+  assertInstanceOf,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
+import { AsgiRouter, InvalidRoutePattern, Route } from "@stellarator/stellarator/router";
+import { parseRegex } from "../_router/regex_syntax.ts";
+import { MAX_STEPS_PER_CHAR, measure } from "../_router/redos.ts";
+
+const noop = () => {};
+
+function refusal(pattern: string): InvalidRoutePattern {
+  const route = new Route(pattern, { handler: noop });
+  const error = assertThrows(() => new AsgiRouter({ routes: [route] }), InvalidRoutePattern);
+  // The guard is what refuses: the same route registers when the caller waives it.
+  new AsgiRouter({ routes: [route], allowUnsafeRegex: true });
+  return error as InvalidRoutePattern;
+}
+
+/** The slowest of a few runs of `path` against a router, in milliseconds. */
+function slowest(router: AsgiRouter, paths: readonly string[]): number {
+  let worst = 0;
+  for (const path of paths) {
+    const start = performance.now();
+    router.match(path);
+    worst = Math.max(worst, performance.now() - start);
+  }
+  return worst;
+}
+
+// Issue 11's table: each registered with default options and blocked the event loop.
+const ISSUE_TABLE: [regex: string, culprit: string][] = [
+  ["a?".repeat(25) + "a".repeat(25), "a?".repeat(9)],
+  ["(a?){25}(a){25}", "(a?){25}"],
+  ["(a+){10}y", "(a+){10}"],
+  ["(.*a){12}", "(.*a){12}"],
+  ["(.*){1,32000}[bc]", "(.*){1,32000}"],
+  ["(a+){3}y", "(a+){3}"],
+  ["(a{1,100}){1,100}y", "(a{1,100}){1,100}"],
+  ["(?=(a+)+b)a*", "(a+)+"],
+  [".*.*z", ".*.*"],
+];
+
+Deno.test("AsgiRouter() refuses every regex of issue 11's table, naming the construct", async (t) => {
+  for (const [regex, culprit] of ISSUE_TABLE) {
+    await t.step(regex, () => {
+      const pattern = `/test/{id:${regex}}`;
+      const error = refusal(pattern);
+      assertEquals(error.position, pattern.indexOf(culprit, 10));
+      assertStringIncludes(error.reason, 'in the regex of "id", ');
+      assertStringIncludes(error.reason, `${JSON.stringify(culprit)} can match the same text`);
+      assert(error.reason.endsWith("or pass allowUnsafeRegex: true if you trust the regex"));
+    });
+  }
+});
+
+Deno.test("AsgiRouter() suggests a bounded rewrite that the guard accepts", () => {
+  const error = refusal("/test/{id:.*.*z}");
+  assertStringIncludes(error.reason, 'bound its repeats, e.g. ".{0,64}.{0,64}"');
+  new AsgiRouter({ routes: [new Route("/test/{id:.{0,64}.{0,64}}", { handler: noop })] });
+});
+
+Deno.test("AsgiRouter() accepts what route regexes look like, and they stay fast", async (t) => {
+  const cases: [regex: string, match: string, attacks: string[]][] = [
+    ["[a-z]{1,64}", "abc", ["a".repeat(64) + "!"]],
+    [
+      "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+      "0123abcd-0000-1111-2222-333344445555",
+      [],
+    ],
+    ["\\d{4}-\\d{2}-\\d{2}", "2026-11-23", []],
+    ["[^/]+\\.(png|jpg)", "cat.png", [".png".repeat(2000) + "x", ".".repeat(8000)]],
+    ["png|jpg|gif", "gif", []],
+    ["[a-z0-9]+(?:-[a-z0-9]+)*", "a-b-c", ["a-".repeat(4000) + "!"]],
+    ["v[0-9]+(?:\\.[0-9]+)*", "v1.2.3", ["v" + "1.".repeat(4000) + "!"]],
+    [".+", "a/b", []],
+    ["(a|ab)+", "abab", ["ab".repeat(4000) + "!", "a".repeat(8000) + "!"]],
+    ["(?:ab?)*", "abab", ["ab".repeat(4000) + "!"]],
+    ["(?!new$)[a-z]+", "newer", ["new".repeat(2600) + "!"]],
+    [".{0,32}.{0,32}z", "abz", ["a".repeat(8000)]],
+  ];
+  const n = 8192 - "/test/".length;
+  for (const [regex, match, attacks] of cases) {
+    await t.step(regex, () => {
+      const router = new AsgiRouter({
+        routes: [new Route(`/test/{id:${regex}}`, { handler: noop })],
+      });
+      assertEquals(router.match(`/test/${match}`)?.context, { id: match });
+      const paths = [...attacks, "a".repeat(n), "a".repeat(n - 1) + "!"].map((p) =>
+        "/test/" + p.slice(0, n)
+      );
+      // Tolerant: a busy machine measures ~1 ms; a regex that backtracks takes seconds.
+      const worst = slowest(router, paths);
+      assert(worst < 250, `${regex} took ${worst} ms`);
+    });
+  }
+});
+
+Deno.test("AsgiRouter() refuses a route whose variables backtrack together, though each is safe", () => {
+  // Each variable is linear, but the engine runs "(.+)\.([^/]+)$" from "file" on: quadratic,
+  // 48 ms on a busy machine for 8 KB of dots.
+  for (const pattern of ["/s/{file:.+}.{ext}", "/a/{n:[0-9]+}.{x}.{y}", "/{a:[a-z.]+?}.{b}"]) {
+    const error = refusal(pattern);
+    assertStringIncludes(error.reason, "the regex engine matches the route from");
+    assert(error.reason.endsWith("or pass allowUnsafeRegex: true if you trust the route"));
+  }
+  // Excluding the following text from the variable makes it linear.
+  const router = new AsgiRouter({
+    routes: [new Route("/s/{file:.+}.{ext:[^./]+}", { handler: noop })],
+  });
+  assertEquals(router.match("/s/a.b/c.tar.gz")?.context, { file: "a.b/c.tar", ext: "gz" });
+  assert(slowest(router, ["/s/" + ".".repeat(8180) + "/x"]) < 250);
+});
+
+Deno.test("measure() counts paths the way the engine walks them", async (t) => {
+  const cases: [regex: string, ok: boolean][] = [
+    // Empty iterations past the minimum are rejected, so these are linear.
+    ["(a?)*", true],
+    ["(a*)?", true],
+    // Counted repeats unroll: 25 optional items make 2^25 paths, 5 make at most 32.
+    ["(a?){5}a{5}", true],
+    ["(a?){25}a{25}", false],
+    // Empty alternatives count: the engine tries each.
+    ["(?:|a)(?:|a)(?:|a)b", true],
+    ["(?:(?:|)(?:|)(?:|)(?:|)(?:|)(?:|)(?:|)(?:|)(?:|))x", false],
+    // Polynomial ambiguity of any degree grows past the limit.
+    ["\\d+1337\\d+", false],
+    ["a*a*", false],
+  ];
+  for (const [regex, ok] of cases) {
+    await t.step(regex, () => assertEquals(measure(parseRegex(regex)).kind === "ok", ok));
+  }
+  assertEquals(MAX_STEPS_PER_CHAR, 256);
+});
+
+const CORPORA = ["find-my-way", "safe-regex2", "safe-regex"];
+
+Deno.test("measure() gives the recorded verdict on the published corpora", async (t) => {
+  for (const name of CORPORA) {
+    const url = new URL(`./fixtures/redos/${name}.json`, import.meta.url);
+    const corpus = JSON.parse(await Deno.readTextFile(url)) as {
+      source: string;
+      rows: { regex: string; label: string; expected: string; why?: string }[];
+    };
+    await t.step(`${name} (${corpus.rows.length} regexes, ${corpus.source})`, () => {
+      for (const row of corpus.rows) {
+        let got: string;
+        try {
+          got = measure(parseRegex(row.regex)).kind === "ok" ? "accept" : "refuse";
+        } catch {
+          got = "construct";
+        }
+        assertEquals(got, row.expected, row.regex);
+        // Every disagreement with the source's label is explained in the fixture.
+        if ((row.label === "safe") !== (got === "accept")) assert(row.why, row.regex);
+      }
+    });
+  }
+});
+
+Deno.test("measure() verdicts hold on the engine: accepted corpus regexes stay fast", async () => {
+  const n = 8192 - "/test/".length;
+  for (const name of CORPORA) {
+    const url = new URL(`./fixtures/redos/${name}.json`, import.meta.url);
+    const { rows } = JSON.parse(await Deno.readTextFile(url)) as {
+      rows: { regex: string; expected: string }[];
+    };
+    for (const { regex, expected } of rows) {
+      if (expected !== "accept") continue;
+      let router: AsgiRouter;
+      try {
+        const route = new Route(`/test/{id:${regex}}`, { handler: noop });
+        router = new AsgiRouter({ routes: [route] });
+      } catch (error) {
+        // Part-1 refusals (\b at an edge, anchors) are tested elsewhere.
+        assertInstanceOf(error, InvalidRoutePattern);
+        continue;
+      }
+      const paths = ["a", "b", "x", "1", ".", "ab"].map((c) =>
+        "/test/" + c.repeat(n).slice(0, n - 1) + "!"
+      );
+      const worst = slowest(router, paths);
+      assert(worst < 250, `${regex} took ${worst} ms`);
+    }
+  }
+});
