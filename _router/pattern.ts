@@ -329,14 +329,16 @@ function regexFacts(
 }
 
 /**
- * The ReDoS guard's verdict on the part of a route the regex engine runs as one regex (see
- * `RegexMatcher` in router.ts): the suffix from the first variable whose end is not the next
- * `/`, when it holds a constrained variable. Each variable may be safe on its own while two
- * together are not: `/{a:.+}x{b:[^/]*}y` backtracks quadratically.
+ * The part of a route the regex engine runs as one regex (see `RegexMatcher` in router.ts):
+ * the suffix from the first variable whose end is not the next `/`, when it holds a
+ * constrained variable. Positions index the pattern.
  *
- * @returns The problem, with its position in the pattern, or undefined.
+ * @returns The index of the suffix's first token and the suffix as one tree, or undefined.
  */
-export function suffixRisk(pattern: string, tokens: readonly Token[]): RegexProblem | undefined {
+export function suffixTree(
+  pattern: string,
+  tokens: readonly Token[],
+): { from: number; tree: RegexNode } | undefined {
   let from = -1;
   for (let i = 0; i < tokens.length && from === -1; i++) {
     const token = tokens[i]!;
@@ -358,24 +360,33 @@ export function suffixRisk(pattern: string, tokens: readonly Token[]): RegexProb
       }
       continue;
     }
-    const end = token.kind === REGEX
-      ? findClose(pattern, token.regexPosition) + 1
-      : pattern.indexOf("}", token.position) + 1;
-    const body: RegexNode = token.kind === REGEX
-      ? token.facts!.tree
-      : { type: "set", ranges: token.kind === PLAIN ? NOT_SLASH : ANY, start: 0, end: 0 };
-    items.push(
-      token.kind === REGEX
-        ? { type: "seq", items: [body], start: token.position, end }
-        : { type: "quant", body, min: 1, max: Infinity, start: token.position, end },
-    );
+    if (token.kind === REGEX) {
+      const end = findClose(pattern, token.regexPosition) + 1;
+      items.push({ type: "seq", items: [token.facts!.tree], start: token.position, end });
+      continue;
+    }
+    const end = pattern.indexOf("}", token.position) + 1;
+    const ranges = token.kind === PLAIN ? NOT_SLASH : ANY;
+    const body: RegexNode = { type: "set", ranges, start: token.position, end };
+    items.push({ type: "quant", body, min: 1, max: Infinity, start: token.position, end });
   }
-  const root: RegexNode = { type: "seq", items, start: items[0]!.start, end: pattern.length };
-  const found = findRisk(root, pattern, 0, false);
+  const tree: RegexNode = { type: "seq", items, start: items[0]!.start, end: pattern.length };
+  return { from, tree };
+}
+
+/**
+ * The ReDoS guard's verdict on {@linkcode suffixTree}: each variable may be safe on its own
+ * while two together are not (`/s/{file:.+}.{ext}` backtracks quadratically).
+ *
+ * @returns The problem, with its position in the pattern, or undefined.
+ */
+export function suffixRisk(pattern: string, tokens: readonly Token[]): RegexProblem | undefined {
+  const suffix = suffixTree(pattern, tokens);
+  if (suffix === undefined) return undefined;
+  const found = findRisk(suffix.tree, pattern, 0, false);
+  const name = (tokens[suffix.from] as VariableToken).name;
   return found && new RegexProblem(
-    `the regex engine matches the route from "{${
-      (tokens[from] as VariableToken).name
-    }}" on as one regex, where ${found.message}`,
+    `the regex engine matches the route from "{${name}}" on as one regex, where ${found.message}`,
     found.position,
     true,
   );

@@ -36,6 +36,7 @@
  */
 
 import {
+  hasCode,
   lengths,
   parseRegex,
   type Ranges,
@@ -46,11 +47,11 @@ import {
 
 /**
  * The most steps the engine may take per character of input. A step is a path of the automaton
- * reaching a position, or trying to leave it. 256 keeps `[a-z]{0,64}\.[a-z]{0,64}`-style
- * bounded rewrites (about 200) while `.*.*z` and `\d+1337\d+` grow past it within a few hundred
- * characters.
+ * reaching a position, or trying to leave it. Route regexes take 2 to 6; bounded rewrites such
+ * as `.{0,16}.{0,16}z` about 50. At the ~3 ns a step measured on V8 (`bench/redos_bench.ts`),
+ * 128 steps a character over 8192 characters is about 3.5 ms.
  */
-export const MAX_STEPS_PER_CHAR = 256;
+export const MAX_STEPS_PER_CHAR = 128;
 /** Positions an unrolled regex may have; larger counted repeats are widened to unbounded. */
 const MAX_POSITIONS = 4000;
 /** Vectors the walk may visit before the regex is declared too complex to prove safe. */
@@ -196,33 +197,106 @@ type Measure =
   | { readonly kind: "complex" }
   | { readonly kind: "large"; readonly node: RegexNode };
 
-/** Classes of characters that no position tells apart, as "is in position p's set" flags. */
-function characterClasses(sets: readonly Ranges[]): { ids: number[]; classes: boolean[][] } {
+/** A class of characters that no position tells apart. */
+interface CharClass {
+  /** Whether the class is in the set of each distinct set id. */
+  readonly member: boolean[];
+  /** One character of the class, preferably printable, for crafting inputs. */
+  readonly sample: number;
+}
+
+/** The classes of characters the automaton's sets tell apart. */
+function characterClasses(sets: readonly Ranges[]): { ids: number[]; classes: CharClass[] } {
   const distinct: Ranges[] = [];
   const ids = sets.map((set) => {
     let id = distinct.indexOf(set);
     if (id === -1) id = distinct.push(set) - 1;
     return id;
   });
-  const points = new Set<number>([0]);
+  const points = new Set<number>([0, 0x21, 0x30, 0x41, 0x61]);
   for (const set of distinct) {
     for (let i = 0; i < set.length; i += 2) {
       points.add(set[i]!);
       points.add(set[i + 1]! + 1);
     }
   }
-  const seen = new Map<string, boolean[]>();
-  for (const point of points) {
-    const member = distinct.map((set) => {
-      for (let i = 0; i < set.length; i += 2) {
-        if (set[i]! <= point && point <= set[i + 1]!) return true;
-      }
-      return false;
-    });
+  const seen = new Map<string, CharClass>();
+  for (const point of [...points].sort((a, b) => a - b)) {
+    const member = distinct.map((set) => hasCode(set, point));
     if (!member.includes(true)) continue;
-    seen.set(member.map(Number).join(""), member);
+    const key = member.map(Number).join("");
+    const known = seen.get(key);
+    // Printable ASCII other than "/" makes readable paths that stay in one segment.
+    const printable = point > 0x20 && point < 0x7f && point !== 0x2f;
+    if (known === undefined || (printable && !isPrintable(known.sample))) {
+      seen.set(key, { member, sample: point });
+    }
   }
   return { ids, classes: [...seen.values()] };
+}
+
+function isPrintable(code: number): boolean {
+  return code > 0x20 && code < 0x7f && code !== 0x2f;
+}
+
+/** The automaton of a regex, ready to walk. */
+class Walk {
+  readonly classes: CharClass[];
+  readonly #ids: number[];
+  readonly #follow: Weights[];
+  readonly #outs: number[];
+  readonly #first: Weights;
+  /** Steps the engine takes before reading a character. */
+  readonly start: number;
+
+  constructor(automaton: Automaton, root: Fragment) {
+    const { ids, classes } = characterClasses(automaton.sets);
+    this.classes = classes;
+    this.#ids = ids;
+    this.#follow = automaton.follow;
+    this.#first = root.first;
+    this.#outs = automaton.follow.map((map, p) => {
+      let out = 1 + (root.last.get(p) ?? 0);
+      for (const weight of map.values()) out += weight;
+      return out;
+    });
+    let start = 1 + root.empty;
+    for (const weight of root.first.values()) start += weight;
+    this.start = start;
+  }
+
+  /** The paths after reading one character of `charClass` from `vector` (undefined: start). */
+  next(vector: Weights | undefined, charClass: CharClass): Weights {
+    const ids = this.#ids;
+    const member = charClass.member;
+    const into: Weights = new Map();
+    if (vector === undefined) {
+      for (const [q, w] of this.#first) if (member[ids[q]!]) add(into, q, w);
+      return into;
+    }
+    const follow = this.#follow;
+    for (const [p, count] of vector) {
+      for (const [q, w] of follow[p]!) if (member[ids[q]!]) add(into, q, Math.min(CAP, count * w));
+    }
+    return into;
+  }
+
+  /** The engine's steps for the next character with `vector` alive. */
+  steps(vector: Weights): number {
+    let steps = 0;
+    for (const [p, count] of vector) steps += Math.min(CAP, count * this.#outs[p]!);
+    return steps;
+  }
+}
+
+function walkOf(node: RegexNode): Walk | RegexNode {
+  const automaton = new Automaton();
+  try {
+    return new Walk(automaton, automaton.build(node));
+  } catch (error) {
+    if (error instanceof TooLarge) return error.node;
+    throw error;
+  }
 }
 
 /**
@@ -230,65 +304,62 @@ function characterClasses(sets: readonly Ranges[]): { ids: number[]; classes: bo
  * module documentation, stopping as soon as it passes {@linkcode MAX_STEPS_PER_CHAR}.
  */
 export function measure(node: RegexNode): Measure {
-  const automaton = new Automaton();
-  let root: Fragment;
-  try {
-    root = automaton.build(node);
-  } catch (error) {
-    if (error instanceof TooLarge) return { kind: "large", node: error.node };
-    throw error;
-  }
-  const { sets, follow } = automaton;
-  const { ids, classes } = characterClasses(sets);
-  const outs = follow.map((map, p) => {
-    let out = 1 + (root.last.get(p) ?? 0);
-    for (const weight of map.values()) out += weight;
-    return out;
-  });
-  let start = 1 + root.empty;
-  for (const weight of root.first.values()) start += weight;
-  let most = start;
-  if (start > MAX_STEPS_PER_CHAR) return { kind: "ambiguous", steps: start };
+  const walk = walkOf(node);
+  if (!(walk instanceof Walk)) return { kind: "large", node: walk };
+  let most = walk.start;
+  if (most > MAX_STEPS_PER_CHAR) return { kind: "ambiguous", steps: most };
   const seen = new Set<string>();
   // Best first: a vector with more paths is expanded before others, so that growing
   // ambiguity passes the limit long before the walk has seen every small vector.
   const queue = new Heap();
-  const step = (from: Iterable<[number, number]>, member: boolean[], into: Weights) => {
-    for (const [q, w] of from) if (member[ids[q]!]) add(into, q, w);
-  };
-  const visit = (next: Weights): Measure | undefined => {
-    if (next.size === 0) return undefined;
-    let steps = 0;
-    for (const [p, count] of next) steps += Math.min(CAP, count * outs[p]!);
-    if (steps > MAX_STEPS_PER_CHAR) return { kind: "ambiguous", steps };
-    most = Math.max(most, steps);
-    const key = [...next].sort((a, b) => a[0] - b[0]).join(";");
-    if (seen.has(key)) return undefined;
-    if (seen.size >= MAX_VECTORS) return { kind: "complex" };
-    seen.add(key);
-    queue.push(steps, next);
-    return undefined;
-  };
-  for (const member of classes) {
-    const next: Weights = new Map();
-    step(root.first, member, next);
-    const verdict = visit(next);
-    if (verdict !== undefined) return verdict;
-  }
-  while (queue.size > 0) {
-    const vector = queue.pop();
-    for (const member of classes) {
-      const next: Weights = new Map();
-      for (const [p, count] of vector) {
-        for (const [q, w] of follow[p]!) {
-          if (member[ids[q]!]) add(next, q, Math.min(CAP, count * w));
-        }
-      }
-      const verdict = visit(next);
-      if (verdict !== undefined) return verdict;
+  let vector: Weights | undefined;
+  while (true) {
+    for (const charClass of walk.classes) {
+      const next = walk.next(vector, charClass);
+      if (next.size === 0) continue;
+      const steps = walk.steps(next);
+      if (steps > MAX_STEPS_PER_CHAR) return { kind: "ambiguous", steps };
+      most = Math.max(most, steps);
+      const key = [...next].sort((a, b) => a[0] - b[0]).join(";");
+      if (seen.has(key)) continue;
+      if (seen.size >= MAX_VECTORS) return { kind: "complex" };
+      seen.add(key);
+      queue.push(steps, next);
     }
+    if (queue.size === 0) return { kind: "ok", steps: most };
+    vector = queue.pop();
   }
-  return { kind: "ok", steps: most };
+}
+
+/**
+ * Inputs of `length` characters meant to make the engine work hardest on `node`: each follows
+ * the character class that keeps the most paths alive, then ends with a character that kills
+ * them (or none), so that the engine explores every path before failing. For benchmarks.
+ */
+export function hostileInputs(node: RegexNode, length: number): string[] {
+  const walk = walkOf(node);
+  if (!(walk instanceof Walk)) return [];
+  const codes: number[] = [];
+  let vector: Weights | undefined;
+  for (let i = 0; i < length - 1; i++) {
+    let best: Weights | undefined;
+    let bestSteps = -1;
+    let bestCode = 0;
+    for (const charClass of walk.classes) {
+      const next = walk.next(vector, charClass);
+      const steps = next.size === 0 ? -1 : walk.steps(next);
+      if (steps > bestSteps) [best, bestSteps, bestCode] = [next, steps, charClass.sample];
+    }
+    if (best === undefined) break;
+    vector = best;
+    codes.push(bestCode);
+  }
+  const body = String.fromCodePoint(...codes);
+  // One or two characters after the run, so that every path fails: a character no set has,
+  // a slash (where the regex cannot take it), or a character of another class.
+  const samples = walk.classes.map((c) => String.fromCodePoint(c.sample));
+  const endings = ["", "!", "!!", "/", "/!", " ", ...samples, ...samples.map((c) => "/" + c)];
+  return [...new Set(endings)].map((end) => (body + end).slice(-length));
 }
 
 /** A max-heap of vectors by their steps. */
@@ -390,13 +461,23 @@ function boundRepeats(node: RegexNode, text: string, offset: number, bound: numb
   return out;
 }
 
-/** A rewrite of `part` with bounded repeats that passes the guard, if one is found. */
-function boundedRewrite(part: RegexNode, source: string, offset: number): string | undefined {
+/**
+ * A rewrite of `part` with bounded repeats that passes the guard within `root`, if one is
+ * found: what the refusal suggests.
+ */
+function boundedRewrite(
+  part: RegexNode,
+  root: RegexNode,
+  source: string,
+  offset: number,
+): string | undefined {
+  const before = source.slice(root.start - offset, part.start - offset);
+  const after = source.slice(part.end - offset, root.end - offset);
   for (const bound of [64, 16]) {
     const text = boundRepeats(part, source, offset, bound);
     if (text === source.slice(part.start - offset, part.end - offset)) return undefined;
     try {
-      if (!fails(parseRegex(text))) return text;
+      if (!fails(parseRegex(before + text + after))) return text;
     } catch {
       return undefined;
     }
@@ -408,17 +489,44 @@ function describe(part: RegexNode, source: string, offset: number): string {
   return JSON.stringify(source.slice(part.start - offset, part.end - offset));
 }
 
+/** `a?a?aa` as `a{2,4}`: a run of one atom, repeated or not, as one counted repeat. */
+function mergedRepeat(part: RegexNode, source: string, offset: number): string | undefined {
+  if (part.type !== "seq" || part.items.length < 2) return undefined;
+  let atom: string | undefined;
+  let min = 0;
+  let max = 0;
+  for (const item of part.items) {
+    const body = item.type === "quant" ? item.body : item;
+    const text = source.slice(body.start - offset, body.end - offset);
+    if (body.type !== "set" || (atom !== undefined && text !== atom)) return undefined;
+    atom = text;
+    min += item.type === "quant" ? item.min : 1;
+    max += item.type === "quant" ? item.max : 1;
+  }
+  if (max === Infinity && min <= 1) return atom + (min === 0 ? "*" : "+");
+  return `${atom}{${min},${max === Infinity ? "" : max}}`;
+}
+
 /** Why a measured part fails, and what to write instead. */
-function explain(part: RegexNode, source: string, offset: number, rewrite: boolean): string {
+function explain(
+  part: RegexNode,
+  root: RegexNode,
+  source: string,
+  offset: number,
+  rewrite: boolean,
+): string {
   const text = describe(part, source, offset);
-  const bounded = rewrite ? boundedRewrite(part, source, offset) : undefined;
-  const hint = bounded !== undefined
+  const bounded = rewrite ? boundedRewrite(part, root, source, offset) : undefined;
+  const merged = mergedRepeat(part, source, offset);
+  const hint = merged !== undefined
+    ? `write the run as one repeat, e.g. ${JSON.stringify(merged)}`
+    : bounded !== undefined
     ? `bound its repeats, e.g. ${JSON.stringify(bounded)}`
     : part.type === "quant"
     ? `repeat a part that can match a given text in only one way (e.g. "a+" instead of ` +
       `"(a+)+" or "(a?){9}", "(?:ab?)*" instead of "(a|ab)*")`
     : `make its parts unable to match the same characters (e.g. "[^/]*z" instead of ` +
-      `".*.*z"), or bound their repeats (e.g. "{1,64}" instead of "+")`;
+      `".*.*z"), or bound their repeats (e.g. "{1,16}" instead of "+")`;
   return `${text} can match the same text in too many ways (more than ${MAX_STEPS_PER_CHAR} ` +
     `engine steps per character of the path), so a crafted path can make the regex engine ` +
     `backtrack for a long time; ${hint}`;
@@ -456,15 +564,22 @@ export function findRisk(
     );
   } else if (verdict.kind === "ambiguous") {
     const part = culprit(root);
-    risk = new RegexProblem(explain(part, source, offset, rewrite), part.start, true);
+    risk = new RegexProblem(explain(part, root, source, offset, rewrite), part.start, true);
   }
-  if (risk !== undefined) return risk;
+  if (risk !== undefined || verdict.kind !== "ok") return risk;
+  // A lookaround runs its body as a separate match each time a path reaches it. One at the
+  // start of the regex is reached at one position only, so its work spreads over the input:
+  // its steps per character add up. Elsewhere it may be reached at every position, so its
+  // whole run counts, and only a bounded body keeps that a constant.
+  let extra = 0;
+  let costliest: { node: RegexNode; cost: number } | undefined;
   visitInContext(root, (node, context) => {
     if (risk !== undefined || node.type !== "look") return;
     const inner = findRisk(node.body, source, offset, rewrite);
+    const longest = lengths(node.body)[1];
     if (inner !== undefined) {
       risk = new RegexProblem(`inside a lookaround, ${inner.message}`, inner.position, true);
-    } else if (lengths(node.body)[1] === Infinity && context.before[1] > 0) {
+    } else if (longest === Infinity && context.before[1] > 0) {
       risk = new RegexProblem(
         `the lookaround ${describe(node, source, offset)} has an unbounded body and can be ` +
           `tried at each of many positions, each time scanning to the end of the path; ` +
@@ -472,8 +587,27 @@ export function findRisk(
         node.start,
         true,
       );
+    } else {
+      const body = measure(node.body);
+      const steps = body.kind === "ok" ? body.steps : Infinity;
+      const cost = context.before[1] === 0 ? steps : steps * (longest + 1);
+      extra += cost;
+      if (costliest === undefined || cost > costliest.cost) costliest = { node, cost };
     }
   });
+  if (risk === undefined && costliest !== undefined) {
+    const total = verdict.steps * (1 + extra);
+    if (total > MAX_STEPS_PER_CHAR) {
+      risk = new RegexProblem(
+        `the lookaround ${describe(costliest.node, source, offset)} runs its body again for ` +
+          `each path that reaches it, which makes up to ${total} engine steps per character ` +
+          `of the path (more than ${MAX_STEPS_PER_CHAR}); shorten its body or move it to the ` +
+          `start of the regex`,
+        costliest.node.start,
+        true,
+      );
+    }
+  }
   return risk;
 }
 
