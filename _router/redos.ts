@@ -206,7 +206,9 @@ interface CharClass {
 }
 
 /** The classes of characters the automaton's sets tell apart. */
-function characterClasses(sets: readonly Ranges[]): { ids: number[]; classes: CharClass[] } {
+function characterClasses(
+  sets: readonly Ranges[],
+): { ids: number[]; classes: CharClass[]; distinct: Ranges[] } {
   const distinct: Ranges[] = [];
   const ids = sets.map((set) => {
     let id = distinct.indexOf(set);
@@ -232,7 +234,7 @@ function characterClasses(sets: readonly Ranges[]): { ids: number[]; classes: Ch
       seen.set(key, { member, sample: point });
     }
   }
-  return { ids, classes: [...seen.values()] };
+  return { ids, classes: [...seen.values()], distinct };
 }
 
 function isPrintable(code: number): boolean {
@@ -242,6 +244,7 @@ function isPrintable(code: number): boolean {
 /** The automaton of a regex, ready to walk. */
 class Walk {
   readonly classes: CharClass[];
+  readonly #distinct: Ranges[];
   readonly #ids: number[];
   readonly #follow: Weights[];
   readonly #outs: number[];
@@ -250,8 +253,9 @@ class Walk {
   readonly start: number;
 
   constructor(automaton: Automaton, root: Fragment) {
-    const { ids, classes } = characterClasses(automaton.sets);
+    const { ids, classes, distinct } = characterClasses(automaton.sets);
     this.classes = classes;
+    this.#distinct = distinct;
     this.#ids = ids;
     this.#follow = automaton.follow;
     this.#first = root.first;
@@ -263,6 +267,12 @@ class Walk {
     let start = 1 + root.empty;
     for (const weight of root.first.values()) start += weight;
     this.start = start;
+  }
+
+  /** The class of `code`, or undefined when no position can read it. */
+  classOf(code: number): CharClass | undefined {
+    const member = this.#distinct.map((set) => hasCode(set, code));
+    return this.classes.find((c) => c.member.every((m, i) => m === member[i]));
   }
 
   /** The paths after reading one character of `charClass` from `vector` (undefined: start). */
@@ -355,10 +365,35 @@ export function hostileInputs(node: RegexNode, length: number): string[] {
     codes.push(bestCode);
   }
   const body = String.fromCodePoint(...codes);
-  // One or two characters after the run, so that every path fails: a character no set has,
-  // a slash (where the regex cannot take it), or a character of another class.
-  const samples = walk.classes.map((c) => String.fromCodePoint(c.sample));
-  const endings = ["", "!", "!!", "/", "/!", " ", ...samples, ...samples.map((c) => "/" + c)];
+  // Then one or two characters, no "/" (which the lookahead after the variable accepts), after
+  // which no path is alive: the engine has to try every path before it fails.
+  const alphabet = walk.classes.map((c) => c.sample);
+  for (const code of [0x21, 0x0a, 0x20, 0x7e, 0x00, 0xffff]) {
+    if (!alphabet.includes(code)) alphabet.push(code);
+  }
+  const lastVector = vector;
+  const killers: string[] = [];
+  const slashed: string[] = [];
+  const dies = (word: number[]) => {
+    let vector: Weights | undefined = codes.length === 0 ? undefined : lastVector;
+    for (const code of word) {
+      const charClass = walk.classOf(code);
+      if (charClass === undefined) return true;
+      vector = walk.next(vector, charClass);
+      if (vector.size === 0) return true;
+    }
+    return false;
+  };
+  // A killer with "/" fails only a regex the router runs to the end of the path (a suffix
+  // with a variable that spans segments); after a segment's variable the lookahead accepts it.
+  for (const a of [...alphabet, 0x2f]) {
+    for (const word of [[a], ...alphabet.map((b) => [a, b])]) {
+      if (word.length === 2 && dies([a])) continue;
+      if (!dies(word)) continue;
+      (word.includes(0x2f) ? slashed : killers).push(String.fromCodePoint(...word));
+    }
+  }
+  const endings = ["", "/", ...killers.slice(0, 8), ...slashed.slice(0, 4)];
   return [...new Set(endings)].map((end) => (body + end).slice(-length));
 }
 
