@@ -153,17 +153,21 @@ class Automaton {
     }
     let result = EPSILON;
     for (let i = 0; i < min; i++) result = this.#then(result, this.build(node.body));
+    // Iterations past min that match nothing are rejected by the engine, so they lead nowhere;
+    // but it walks each of their empty paths first. They are counted as paths that go on
+    // (times 1 + empty), which only adds paths.
     if (max === Infinity) {
-      // Iterations past min that match nothing are rejected by the engine.
       const loop = this.build(node.body);
       this.#then({ ...loop, empty: 0 }, { ...loop, empty: 0 });
-      return this.#then(result, { first: loop.first, last: loop.last, empty: 1 });
+      const tries = Math.min(CAP, 1 + loop.empty);
+      const star = { first: loop.first, last: scaled(loop.last, tries), empty: tries };
+      return this.#then(result, star);
     }
     let rest = EPSILON;
     for (let i = min; i < max; i++) {
       const copy = this.build(node.body);
       const both = this.#then({ ...copy, empty: 0 }, rest);
-      rest = { first: both.first, last: both.last, empty: 1 };
+      rest = { first: both.first, last: both.last, empty: Math.min(CAP, 1 + copy.empty) };
     }
     return this.#then(result, rest);
   }
