@@ -51,6 +51,9 @@ const CONSTRUCTS: string[] = [
   "/test/{id:(?:a|a)(?:a|a)(?:a|a)(?:a|a)(?:a|a)b}",
   // Near the limit over the whole path: 40 branches alive at each "a" (123 steps a character).
   "/test/{id:[a-z]+(?:a{1,40}!)?}",
+  "/test/{id:[a-z]*(?:[a-c]{1,30}!)?}",
+  "/test/{id:[^/]*(?:x{1,40}y)?}",
+  "/test/{id:\\d+(?:0{1,20}x|1{1,20}y)?}",
   "/test/{id:[a-z]{0,4}[a-z0-9]{0,4}[a-z0-9.]{0,4}x}",
   // Routes the engine runs from an ambiguous variable on, as one regex.
   "/s/{file:.+}.{ext:[^./]+}",
