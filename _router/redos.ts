@@ -14,6 +14,7 @@
 
 import { fails, MAX_STEPS_PER_CHAR, MAX_VECTORS, measure } from "./ambiguity.ts";
 import {
+  hasCode,
   lengths,
   parseRegex,
   type Ranges,
@@ -97,6 +98,50 @@ function boundedRewrite(
   return undefined;
 }
 
+/**
+ * A rewrite of `part` where each unbounded repeat of `.`, `\S` or a negated class that is
+ * followed by a literal character excludes it (`[^/]+\.` as `[^/.]+\.`), if it passes the
+ * guard within `root`: the usual fix for `name.ext`-like regexes.
+ */
+function exclusiveRewrite(
+  part: RegexNode,
+  root: RegexNode,
+  source: string,
+  offset: number,
+): string | undefined {
+  if (part.type !== "seq") return undefined;
+  const slice = (node: RegexNode) => source.slice(node.start - offset, node.end - offset);
+  const edits: [number, number, string][] = [];
+  part.items.forEach((item, i) => {
+    const next = part.items[i + 1];
+    if (item.type !== "quant" || item.max !== Infinity || next?.type !== "set") return;
+    if (next.ranges.length !== 2 || next.ranges[0] !== next.ranges[1]) return;
+    if (!hasCode((item.body as { ranges?: Ranges }).ranges ?? [], next.ranges[0]!)) return;
+    const char = slice(next);
+    const body = slice(item.body);
+    const narrowed = body === "."
+      ? `[^${char}\\n\\r\\u2028\\u2029]`
+      : body === "\\S"
+      ? `[^\\s${char}]`
+      : /^\[\^[^\]]*\]$/.test(body)
+      ? body.slice(0, -1) + char + "]"
+      : undefined;
+    if (narrowed !== undefined) edits.push([item.body.start, item.body.end, narrowed]);
+  });
+  if (edits.length === 0) return undefined;
+  let text = slice(part);
+  for (const [start, end, replacement] of edits.reverse()) {
+    text = text.slice(0, start - part.start) + replacement + text.slice(end - part.start);
+  }
+  const before = source.slice(root.start - offset, part.start - offset);
+  const after = source.slice(part.end - offset, root.end - offset);
+  try {
+    return fails(parseRegex(before + text + after)) ? undefined : text;
+  } catch {
+    return undefined;
+  }
+}
+
 function describe(part: RegexNode, source: string, offset: number): string {
   return JSON.stringify(source.slice(part.start - offset, part.end - offset));
 }
@@ -128,10 +173,19 @@ function explain(
   rewrite: boolean,
 ): string {
   const text = describe(part, source, offset);
-  const bounded = rewrite ? boundedRewrite(part, root, source, offset) : undefined;
   const merged = mergedRepeat(part, source, offset);
+  // The part first; if the rest of the regex still fails, the whole regex.
+  const exclusive = rewrite && merged === undefined
+    ? exclusiveRewrite(part, root, source, offset) ??
+      (part !== root ? exclusiveRewrite(root, root, source, offset) : undefined)
+    : undefined;
+  const bounded = rewrite && merged === undefined && exclusive === undefined
+    ? boundedRewrite(part, root, source, offset)
+    : undefined;
   const hint = merged !== undefined
     ? `write the run as one repeat, e.g. ${JSON.stringify(merged)}`
+    : exclusive !== undefined
+    ? `keep the character that follows a repeat out of it, e.g. ${JSON.stringify(exclusive)}`
     : bounded !== undefined
     ? `bound its repeats, e.g. ${JSON.stringify(bounded)}`
     : part.type === "quant"
