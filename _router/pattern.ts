@@ -388,12 +388,44 @@ export function suffixRisk(pattern: string, tokens: readonly Token[]): RegexProb
     const risk = findRisk(suffix.tree, pattern, 0, false);
     return risk && new RegexProblem(risk.message, risk.position - start, true);
   });
+  if (found === undefined) return undefined;
   const name = (tokens[suffix.from] as VariableToken).name;
-  return found && new RegexProblem(
-    `the regex engine matches the route from "{${name}}" on as one regex, where ${found.message}`,
+  const fix = exclusiveVariable(pattern, tokens, suffix.from);
+  const message = fix === undefined ? found.message : found.message.replace(/; [^;]*$/, `; ${fix}`);
+  return new RegexProblem(
+    `the regex engine matches the route from "{${name}}" on as one regex, where ${message}`,
     start + found.position,
     true,
   );
+}
+
+/**
+ * A plain variable after literal text, rewritten to exclude the text's last character
+ * (`{ext}` after "." as `{ext:[^/.]+}`), when that makes the route's suffix pass the guard.
+ */
+function exclusiveVariable(
+  pattern: string,
+  tokens: readonly Token[],
+  from: number,
+): string | undefined {
+  for (let k = tokens.length - 1; k > from; k--) {
+    const token = tokens[k]!;
+    const before = tokens[k - 1]!;
+    if (token.kind !== PLAIN || before.kind !== LITERAL) continue;
+    const char = escapeRegex(before.text.slice(-1));
+    const written = `{${token.name}}`;
+    const narrowed = `{${token.name}:[^/${char}]+}`;
+    const fixed = pattern.slice(0, token.position) + narrowed +
+      pattern.slice(token.position + written.length);
+    try {
+      if (suffixRisk(fixed, parsePattern(fixed)) === undefined) {
+        return `write ${JSON.stringify(narrowed)} for ${JSON.stringify(written)}`;
+      }
+    } catch {
+      // The narrowed pattern does not parse: no suggestion.
+    }
+  }
+  return undefined;
 }
 
 /**
