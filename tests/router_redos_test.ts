@@ -213,3 +213,42 @@ Deno.test("measure() verdicts hold on the engine: accepted corpus regexes stay f
     }
   }
 });
+
+Deno.test("AsgiRouter() keeps random accepted regexes fast on their hostile paths", () => {
+  // A seeded generator of small regexes over a few characters, where ambiguity is easy to make:
+  // whatever the guard accepts must answer its own worst paths quickly.
+  let seed = 11;
+  const next = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return (seed >>> 16) % n;
+  };
+  const regex = (depth: number): string => {
+    const kind = depth > 3 ? next(2) : next(8);
+    if (kind === 0) return ["a", "b", "[ab]", ".", "\\w", "a?", "(?:)"][next(7)]!;
+    if (kind === 1) return ["a", "b", "c"][next(3)]!;
+    if (kind === 2) return regex(depth + 1) + regex(depth + 1);
+    if (kind === 3) return `(?:${regex(depth + 1)}|${regex(depth + 1)})`;
+    const quantifier = ["*", "+", "?", "{2}", "{0,3}", "{1,5}", "{2,}", "*?"][next(8)]!;
+    return `(?:${regex(depth + 1)})${quantifier}`;
+  };
+  const n = 8192 - "/test/".length;
+  let accepted = 0;
+  for (let i = 0; i < 1500; i++) {
+    const source = regex(0) + regex(0);
+    let router: AsgiRouter;
+    try {
+      router = new AsgiRouter({ routes: [new Route(`/test/{id:${source}}`, { handler: noop })] });
+    } catch {
+      continue;
+    }
+    accepted++;
+    const paths = hostileInputs(parseRegex(source), n).map((p) => "/test/" + p);
+    router.match("/test/a"); // compiles the regex
+    for (const path of paths) {
+      // The faster of two runs, so that a pause of the machine is not taken for the regex.
+      const worst = Math.min(slowest(router, [path]), slowest(router, [path]));
+      assert(worst < 50, `${source} took ${worst} ms on ${JSON.stringify(path.slice(0, 40))}…`);
+    }
+  }
+  assert(accepted > 300, `only ${accepted} accepted`);
+});
