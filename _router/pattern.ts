@@ -6,7 +6,19 @@
  * @module
  */
 
-import { analyzeRegex, type RegexFacts, RegexProblem } from "./redos.ts";
+import { findRisk, type RegexFacts } from "./redos.ts";
+import {
+  ANY,
+  consumed,
+  hasCode,
+  lengths,
+  normalize,
+  NOT_SLASH,
+  parseRegex,
+  type RegexNode,
+  RegexProblem,
+  visitInContext,
+} from "./regex_syntax.ts";
 
 /** Token kinds, ordered as the priority rules rank them (static text first). */
 export const LITERAL = 0;
@@ -29,10 +41,13 @@ export interface LiteralToken {
 export interface VariableToken {
   readonly kind: typeof REGEX | typeof PLAIN | typeof CATCH_ALL;
   readonly name: string;
-  /** The regex source for {@linkcode REGEX}, `""` otherwise. */
+  /**
+   * The regex source for {@linkcode REGEX}, without the `^` and `$` that only restate the
+   * variable's bounds; `""` otherwise.
+   */
   readonly regex: string;
   /** The regex analysis for {@linkcode REGEX}. */
-  readonly facts: RegexFacts | undefined;
+  readonly facts: VariableFacts | undefined;
   /** Index of the opening `{` in the pattern. */
   readonly position: number;
   /** Index of the regex source's first character in the pattern. */
@@ -168,11 +183,12 @@ export function parsePattern(pattern: string): Token[] {
       });
       continue;
     }
+    const facts = regexFacts(pattern, name, regexStart, close, i === pattern.length);
     tokens.push({
       kind: REGEX,
       name,
-      regex,
-      facts: regexFacts(regex, regexStart),
+      regex: facts.source,
+      facts,
       position: open,
       regexPosition: regexStart,
     });
@@ -199,23 +215,236 @@ function findClose(pattern: string, start: number): number {
   return -1;
 }
 
-function regexFacts(regex: string, position: number): RegexFacts {
+/** A variable regex's facts, with its tree (positions index the pattern). */
+export interface VariableFacts extends RegexFacts {
+  /** The regex as the router runs it: restating anchors removed. */
+  readonly source: string;
+  /** The parsed regex; its positions index the whole pattern. */
+  readonly tree: RegexNode;
+}
+
+/**
+ * Parses and checks the regex of variable `name`, at `start`..`end` in `pattern`.
+ *
+ * The router gives `^` and `$` the meaning "start" and "end of the variable" where that is
+ * all they can mean: a `^` that nothing of the variable can precede and a `$` that nothing can
+ * follow are dropped. Anything else that would look outside the variable, or never hold, is
+ * refused here: `^` elsewhere (a variable never starts the path), `$` where text must follow
+ * (except in a lookahead of the pattern's last variable, where it is the end of the path),
+ * `\b` and `\B` where they could compare with a character outside the variable, and
+ * lookbehinds that can look before the variable's start.
+ */
+function regexFacts(
+  pattern: string,
+  name: string,
+  start: number,
+  end: number,
+  last: boolean,
+): VariableFacts {
+  const regex = pattern.slice(start, end);
   try {
     new RegExp(regex, "u");
   } catch (error) {
     throw new PatternError(
       `the regex does not compile: ${(error as Error).message}`,
-      position,
+      start,
     );
   }
+  let tree: RegexNode;
   try {
-    return analyzeRegex(regex);
+    tree = parseRegex(regex, start);
   } catch (error) {
     if (error instanceof RegexProblem) {
-      throw new PatternError(error.message, position + error.position);
+      throw new PatternError(`the regex of "${name}" ${error.message}`, error.position);
     }
     throw error;
   }
+  const dropped: [number, number][] = [];
+  visitInContext(tree, (node, { before, after, look }) => {
+    const refuse = (why: string) => {
+      throw new PatternError(`the regex of "${name}" has ${why}`, node.start);
+    };
+    if (node.type === "look" && node.behind) {
+      const [, longest] = lengths(node.body);
+      if (longest > before[0]) {
+        refuse(
+          `the lookbehind "${pattern.slice(node.start, node.end)}", which can look at text ` +
+            `before the variable starts; write that text as literal text of the pattern, or ` +
+            `look behind only at characters the variable has matched`,
+        );
+      }
+    }
+    if (node.type !== "assert") return;
+    if (node.kind === "^") {
+      if (look === undefined && before[1] === 0) dropped.push([node.start, node.end]);
+      else {
+        refuse(
+          `"^" where characters of the variable can come before it, so it never holds (a ` +
+            `variable never starts the path); use "^" only at the start of the regex, where it ` +
+            `means the start of the variable, or remove it`,
+        );
+      }
+    } else if (node.kind === "$") {
+      if (look === undefined && after[1] === 0) dropped.push([node.start, node.end]);
+      else if (!(last && after[0] === 0)) {
+        refuse(
+          `"$" where text must follow it, so it never holds; use "$" only at the end of the ` +
+            `regex, where it means the end of the variable (or, in the pattern's last ` +
+            `variable, inside a lookahead), or remove it`,
+        );
+      }
+    } else if (look !== undefined || before[0] === 0 || after[0] === 0) {
+      refuse(
+        `"${node.kind}" at an edge of the variable, where it would compare with a character ` +
+          `outside it; remove it (the pattern's literal text fixes the variable's edges) or ` +
+          `use it only between characters of the variable`,
+      );
+    }
+  });
+  let source = regex;
+  for (const [from, to] of dropped.reverse()) {
+    source = source.slice(0, from - start) + source.slice(to - start);
+  }
+  const consumes = normalize(consumed(tree));
+  let risk: RegexProblem | undefined | null = null;
+  return {
+    source,
+    tree,
+    canMatchSlash: hasCode(consumes, 0x2f),
+    consumes,
+    // An empty alternative in front makes the regex match "", which yields all its groups.
+    groups: new RegExp("|" + source, "u").exec("")!.length - 1,
+    get risk() {
+      if (risk === null) {
+        const found = cachedRisk(regex, () => findRisk(parseRegex(regex), regex));
+        risk = found && new RegexProblem(
+          `in the regex of "${name}", ${found.message}`,
+          start + found.position,
+          true,
+        );
+      }
+      return risk;
+    },
+  };
+}
+
+/**
+ * The part of a route the regex engine runs as one regex (see `RegexMatcher` in router.ts):
+ * the suffix from the first variable whose end is not the next `/`, when it holds a
+ * constrained variable. Positions index the pattern.
+ *
+ * @returns The index of the suffix's first token and the suffix as one tree, or undefined.
+ */
+export function suffixTree(
+  pattern: string,
+  tokens: readonly Token[],
+): { from: number; tree: RegexNode } | undefined {
+  let from = -1;
+  for (let i = 0; i < tokens.length && from === -1; i++) {
+    const token = tokens[i]!;
+    if (token.kind === LITERAL || token.kind === CATCH_ALL) continue;
+    const next = tokens[i + 1];
+    if (
+      (token.kind === REGEX && token.facts!.canMatchSlash) ||
+      (next !== undefined && next.kind === LITERAL && next.text.charCodeAt(0) !== 0x2f)
+    ) from = i;
+  }
+  if (from === -1 || !tokens.slice(from).some((token) => token.kind === REGEX)) return undefined;
+  const items: RegexNode[] = [];
+  for (const token of tokens.slice(from)) {
+    if (token.kind === LITERAL) {
+      for (let k = 0; k < token.text.length; k++) {
+        const code = token.text.charCodeAt(k);
+        const at = token.position + k;
+        items.push({ type: "set", ranges: [code, code], start: at, end: at + 1 });
+      }
+      continue;
+    }
+    if (token.kind === REGEX) {
+      const end = findClose(pattern, token.regexPosition) + 1;
+      items.push({ type: "seq", items: [token.facts!.tree], start: token.position, end });
+      continue;
+    }
+    const end = pattern.indexOf("}", token.position) + 1;
+    const ranges = token.kind === PLAIN ? NOT_SLASH : ANY;
+    const body: RegexNode = { type: "set", ranges, start: token.position, end };
+    items.push({ type: "quant", body, min: 1, max: Infinity, start: token.position, end });
+  }
+  const tree: RegexNode = { type: "seq", items, start: items[0]!.start, end: pattern.length };
+  return { from, tree };
+}
+
+/**
+ * The ReDoS guard's verdict on {@linkcode suffixTree}: each variable may be safe on its own
+ * while two together are not (`/s/{file:.+}.{ext}` backtracks quadratically).
+ *
+ * @returns The problem, with its position in the pattern, or undefined.
+ */
+export function suffixRisk(pattern: string, tokens: readonly Token[]): RegexProblem | undefined {
+  const suffix = suffixTree(pattern, tokens);
+  if (suffix === undefined) return undefined;
+  const start = suffix.tree.start;
+  const found = cachedRisk(pattern.slice(start), () => {
+    const risk = findRisk(suffix.tree, pattern, 0, false);
+    return risk && new RegexProblem(risk.message, risk.position - start, true);
+  });
+  if (found === undefined) return undefined;
+  const name = (tokens[suffix.from] as VariableToken).name;
+  const fix = exclusiveVariable(pattern, tokens, suffix.from);
+  const message = fix === undefined ? found.message : found.message.replace(/; [^;]*$/, `; ${fix}`);
+  return new RegexProblem(
+    `the regex engine matches the route from "{${name}}" on as one regex, where ${message}`,
+    start + found.position,
+    true,
+  );
+}
+
+/**
+ * A plain variable after literal text, rewritten to exclude the text's last character
+ * (`{ext}` after "." as `{ext:[^/.]+}`), when that makes the route's suffix pass the guard.
+ */
+function exclusiveVariable(
+  pattern: string,
+  tokens: readonly Token[],
+  from: number,
+): string | undefined {
+  for (let k = tokens.length - 1; k > from; k--) {
+    const token = tokens[k]!;
+    const before = tokens[k - 1]!;
+    if (token.kind !== PLAIN || before.kind !== LITERAL) continue;
+    const char = escapeRegex(before.text.slice(-1));
+    const written = `{${token.name}}`;
+    const narrowed = `{${token.name}:[^/${char}]+}`;
+    const fixed = pattern.slice(0, token.position) + narrowed +
+      pattern.slice(token.position + written.length);
+    try {
+      if (suffixRisk(fixed, parsePattern(fixed)) === undefined) {
+        return `write ${JSON.stringify(narrowed)} for ${JSON.stringify(written)}`;
+      }
+    } catch {
+      // The narrowed pattern does not parse: no suggestion.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Verdicts by source text, positions relative to its start: apps repeat a few regexes over
+ * many routes, and measuring one costs 20-50 µs (a thousand `{id:[0-9]+}` routes would spend
+ * most of their building time on it). Bounded, so that generated patterns cannot grow it.
+ */
+const RISKS = new Map<string, RegexProblem | undefined>();
+const MAX_RISKS = 1024;
+
+function cachedRisk(
+  text: string,
+  compute: () => RegexProblem | undefined,
+): RegexProblem | undefined {
+  if (RISKS.has(text)) return RISKS.get(text);
+  const risk = compute();
+  if (RISKS.size >= MAX_RISKS) RISKS.clear();
+  RISKS.set(text, risk);
+  return risk;
 }
 
 /** Escapes literal text for use inside a `u`-mode regex. */

@@ -9,7 +9,15 @@
  */
 
 import { hasCode } from "./redos.ts";
-import { CATCH_ALL, LITERAL, PLAIN, REGEX, type Token, type VariableToken } from "./pattern.ts";
+import {
+  CATCH_ALL,
+  LITERAL,
+  PLAIN,
+  REGEX,
+  suffixRisk,
+  type Token,
+  type VariableToken,
+} from "./pattern.ts";
 
 const SLASH = 0x2f;
 
@@ -24,17 +32,18 @@ export interface RouteRisk {
 /**
  * The first ReDoS risk of a route (see `allowUnsafeRegex`), or undefined if it is safe.
  *
+ * @param path The route's pattern, for the suffix check's messages.
  * @param tokens The route's normalized tokens.
  * @returns The risk, or undefined.
  */
-export function redosRisk(tokens: readonly Token[]): RouteRisk | undefined {
+export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | undefined {
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i]!;
     if (token.kind === REGEX && token.facts!.risk !== undefined) {
       const risk = token.facts!.risk;
       return {
-        position: token.regexPosition + risk.position,
-        reason: `${risk.message}; rewrite the regex or pass allowUnsafeRegex: true if you trust it`,
+        position: risk.position,
+        reason: `${risk.message}; or pass allowUnsafeRegex: true if you trust the regex`,
       };
     }
   }
@@ -62,7 +71,12 @@ export function redosRisk(tokens: readonly Token[]): RouteRisk | undefined {
     }
     seen = token;
   }
-  return undefined;
+  const suffix = suffixRisk(path, tokens);
+  if (suffix === undefined) return undefined;
+  return {
+    position: suffix.position,
+    reason: `${suffix.message}; or pass allowUnsafeRegex: true if you trust the route`,
+  };
 }
 
 /**

@@ -1,6 +1,12 @@
 // Copyright the stellarator authors. MIT license.
 // Every error the router raises, by class and message: all at registration, none while serving.
-import { assertEquals, assertInstanceOf, assertThrows } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertInstanceOf,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
 import {
   AsgiRouter,
   type AsgiRouterOptions,
@@ -65,13 +71,15 @@ Deno.test("new Route() rejects malformed patterns with InvalidRoutePattern and a
       "backreference",
       "/a/{x:(a)\\1}",
       9,
-      "backreferences are not supported; the router embeds the regex in a larger one",
+      'the regex of "x" has the backreference "\\1", whose group number would change once the ' +
+      "router embeds the regex in a larger one; repeat the group's regex instead",
     ],
     [
       "named group",
       "/a/{x:(?<n>a)}",
       6,
-      "named groups are not supported; use an unnamed group (...) or (?:...)",
+      'the regex of "x" has the named group "(?<n>", whose name could clash with another ' +
+      'variable\'s once the router embeds the regex in a larger one; use an unnamed group "(" or "(?:"',
     ],
   ];
   for (const [name, pattern, position, reason] of cases) {
@@ -108,32 +116,28 @@ Deno.test("new Route() quotes the engine's message for a regex that does not com
 });
 
 Deno.test("AsgiRouter.addRoute() refuses regexes prone to catastrophic backtracking", async (t) => {
-  const nested = "nested unbounded quantifiers can backtrack exponentially on hostile paths";
-  const alternatives = "alternatives that can start with the same character, under an unbounded " +
-    "quantifier, can backtrack exponentially on hostile paths";
-  const three = "three unbounded quantifiers over the same characters can backtrack for a very " +
-    "long time on hostile paths";
-  const fix = "; rewrite the regex or pass allowUnsafeRegex: true if you trust it";
+  // The measure and its limits are tested in router_redos_test.ts; here, the error's shape.
   const cases: [string, number, string][] = [
-    ["/a/{x:(a+)+$}", 7, nested],
-    ["/a/{x:(a*)*}", 7, nested],
-    ["/a/{x:(.*)*}", 7, nested],
-    ["/a/{x:(\\w+\\s?)+}", 7, nested],
-    ["/a/{x:(?:[a-z]+[0-9]*)+}", 9, nested],
-    ["/a/{x:(?:a|a)*}", 9, alternatives],
-    ["/a/{x:(a|ab)+}", 7, alternatives],
-    ["/a/{x:.*.*.*}", 10, three],
-    ["/a/{x:\\d+\\d*\\d+}", 12, three],
+    ["/a/{x:(a+)+$}", 6, "(a+)+"],
+    ["/a/{x:(a*)*}", 6, "(a*)*"],
+    ["/a/{x:(.*)*}", 6, "(.*)*"],
+    ["/a/{x:(\\w+\\s?)+}", 6, "(\\w+\\s?)+"],
+    ["/a/{x:(?:[a-z]+[0-9]*)+}", 6, "(?:[a-z]+[0-9]*)+"],
+    ["/a/{x:(?:a|a)*}", 6, "(?:a|a)*"],
+    ["/a/{x:.*.*.*}", 6, ".*.*"],
+    ["/a/{x:\\d+\\d*\\d+}", 6, "\\d+\\d*"],
   ];
-  for (const [pattern, position, reason] of cases) {
+  for (const [pattern, position, culprit] of cases) {
     await t.step(pattern, () => {
       const route = new Route(pattern, { handler: noop });
       const error = invalid(() => new AsgiRouter({ routes: [route] }));
       assertEquals(error.position, position);
-      assertEquals(
+      assertStringIncludes(
         error.message,
-        `Invalid route pattern "${pattern}" at position ${position}: ${reason}${fix}`,
+        `Invalid route pattern "${pattern}" at position ${position}: in the regex of "x", ` +
+          `${JSON.stringify(culprit)} can match the same text in too many ways`,
       );
+      assert(error.reason.endsWith("; or pass allowUnsafeRegex: true if you trust the regex"));
       const unsafe = new AsgiRouter({ routes: [route], allowUnsafeRegex: true });
       assertEquals(unsafe.routes, [route]);
     });
@@ -143,7 +147,7 @@ Deno.test("AsgiRouter.addRoute() refuses regexes prone to catastrophic backtrack
     const error = invalid(() =>
       new AsgiRouter({ routes: [new Route("/{x:(a+)+$}", { handler: noop })] })
     );
-    assertEquals(error.position, 5);
+    assertEquals(error.position, 4);
   });
 });
 
@@ -178,8 +182,9 @@ Deno.test("AsgiRouter.addRoute() refuses two ambiguous variables in a route with
   new AsgiRouter({ routes: [route], allowUnsafeRegex: true });
   // Without a constrained variable the router's own linear matcher handles any number.
   new AsgiRouter({ routes: [new Route("/a/{w}.{x}.{y}.{z}", { handler: noop })] });
-  // A constrained variable that cannot run over the following text is not ambiguous.
-  new AsgiRouter({ routes: [new Route("/a/{n:[0-9]+}.{x}.{y}", { handler: noop })] });
+  // A constrained variable that cannot run over the following text is not ambiguous (but
+  // "/a/{n:[0-9]+}.{x}.{y}" is quadratic: see router_redos_test.ts).
+  new AsgiRouter({ routes: [new Route("/a/{n:[0-9]+}.{x}", { handler: noop })] });
 });
 
 Deno.test("AsgiRouter.addRoute() raises RouteConflict for one shape with shared methods", async (t) => {
