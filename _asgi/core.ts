@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { ResponseCutOff } from "./cut_off.ts";
 import type {
   AsgiApplication,
   AsgiLogger,
@@ -725,7 +726,10 @@ export abstract class HttpCycle {
   }
 
   #raised(error: unknown): void {
-    if (error !== this.#reported) this.core.logger.error("Exception in ASGI application\n", error);
+    // A deliberate cut-off was logged by the application itself, as one warning line.
+    if (error !== this.#reported && !(error instanceof ResponseCutOff)) {
+      this.core.logger.error("Exception in ASGI application\n", error);
+    }
     const phase = this.#phase;
     if (phase === DONE) return;
     if (!this.#gone) {

@@ -9,14 +9,20 @@
  * One exception keeps the runner free of deadlocks: a request that already holds a reservation
  * for a task it registered before responding never waits for another one. Its tasks cannot start
  * before it responds, so making it wait for room that only its own tasks could free would hang
- * it; and a request that holds nothing while it waits cannot be part of a cycle of waiters.
+ * it; and a request that holds nothing while it waits cannot be part of a cycle of waiters. So
+ * that this exception cannot grow memory without bound, one request may hold at most `limit`
+ * such reservations (the exchange refuses more with a `RangeError`); everything else waits.
+ *
+ * Shutdown (`close`) ends every task at once except the running ones: waiting registrations are
+ * released (the task is logged as not run), queued tasks and tasks held by requests that have not
+ * responded are cancelled; running tasks get their signal aborted and the whole grace period.
  *
  * Every task ends exactly once, in one of: completed, failed, cut off at its time limit,
- * cancelled at shutdown, or not run (its request never responded). Each ending is logged.
+ * cancelled at shutdown, or not run (its request never responded, or the app was shutting down).
+ * Each ending is logged.
  *
  * @module
  */
-import { deadline } from "@std/async/deadline";
 import { clearableDeadline } from "./deadline.ts";
 import { seconds } from "./options.ts";
 
@@ -98,6 +104,8 @@ export class BackgroundRunner {
   /** Tasks whose request has responded, waiting for a running slot, oldest first. */
   #queue: TaskEntry[] = [];
   #running = new Set<TaskEntry>();
+  /** Tasks held by requests that have not responded yet; cancelled at shutdown. */
+  #held = new Set<TaskEntry>();
   /** Registrations waiting for a reservation, oldest first; resolved with false at shutdown. */
   #waiters: PromiseWithResolvers<boolean>[] = [];
   #closed = false;
@@ -165,6 +173,7 @@ export class BackgroundRunner {
    * @param reserved Whether it holds a reservation.
    */
   discard(entry: TaskEntry, reason: string, reserved: boolean): void {
+    this.#held.delete(entry);
     this.#end(entry, "warn", `${entry.label} not run: ${reason}`);
     if (reserved) this.#release(entry);
     else entry.released = true;
@@ -177,6 +186,7 @@ export class BackgroundRunner {
    * @param entry The task.
    */
   start(entry: TaskEntry): void {
+    this.#held.delete(entry);
     if (this.#closed) {
       this.#end(entry, "warn", `${entry.label} cancelled at shutdown before it started`);
       this.#release(entry);
@@ -187,15 +197,26 @@ export class BackgroundRunner {
     }
   }
 
+  /**
+   * Notes a reserved task that its request keeps until it responds, so that shutdown can end it
+   * if the request never does.
+   *
+   * @param entry The task.
+   */
+  hold(entry: TaskEntry): void {
+    this.#held.add(entry);
+  }
+
   /** Reopens the runner after a shutdown, for a server that starts the app again. */
   open(): void {
     this.#closed = false;
   }
 
   /**
-   * Shuts the runner down: waiting registrations and queued tasks are cancelled, running tasks
-   * get their signal aborted and are awaited for at most `graceMs`; those still running then are
-   * abandoned. Every one of them is logged.
+   * Shuts the runner down: waiting registrations are released (their tasks are logged as not
+   * run), queued tasks and tasks held by requests that have not responded are cancelled, running
+   * tasks get their signal aborted and are awaited for at most `graceMs`; those still running then
+   * are abandoned. Every one of them is logged.
    *
    * @param graceMs How long running tasks may take to stop.
    * @returns Resolves when every task has stopped or been abandoned.
@@ -203,7 +224,9 @@ export class BackgroundRunner {
   async close(graceMs: number): Promise<void> {
     this.#closed = true;
     for (const waiter of this.#waiters.splice(0)) waiter.resolve(false);
-    for (const entry of this.#queue.splice(0)) {
+    const unstarted = [...this.#queue.splice(0), ...this.#held];
+    this.#held.clear();
+    for (const entry of unstarted) {
       this.#end(entry, "warn", `${entry.label} cancelled at shutdown before it started`);
       this.#release(entry);
     }
@@ -214,8 +237,11 @@ export class BackgroundRunner {
       entry.cancelled = true;
       entry.controller.abort(reason);
     }
+    // A timer of our own, cleared when the tasks stop: deadline()'s AbortSignal.timeout() would
+    // stay armed for the whole grace period.
+    const limited = clearableDeadline(Promise.all(running.map((entry) => entry.done)), graceMs);
     try {
-      await deadline(Promise.all(running.map((entry) => entry.done)), graceMs);
+      await limited.promise;
     } catch {
       for (const entry of running) {
         if (entry.ended) continue;
@@ -228,6 +254,8 @@ export class BackgroundRunner {
         this.#running.delete(entry);
         this.#release(entry);
       }
+    } finally {
+      limited.clear();
     }
   }
 

@@ -331,7 +331,7 @@ Deno.test("Request.scope carries the App and request.app its typed attributes", 
   const app = new App<Attributes>({
     router: new AsgiRouter({ routes: [new Route("/hi/{name}", { handler: greet })] }),
     attributes: { greeting: "Hello", hits: 0 },
-  });
+  }) as App<Attributes> & Attributes;
   await using served = await startServer(app);
   assertEquals(await (await fetch(`${served.base}/hi/ann`)).text(), "Hello, ann");
   assertStrictEquals(scopeApp, app);
@@ -459,7 +459,7 @@ Deno.test("App.asgi runs the lifespan function with App.LIFESPAN_STARTUP and App
       app.db = messageType === App.LIFESPAN_STARTUP ? {} : null;
       return app;
     },
-  });
+  }) as App<Attributes> & Attributes;
   const sent = await lifespanExchange(app, ["lifespan.startup", "lifespan.shutdown"]);
   assertEquals(calls, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
   assertEquals(sent, [{ type: "lifespan.startup.complete" }, {

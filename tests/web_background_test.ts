@@ -269,12 +269,12 @@ Deno.test("Background tasks of a request that never responds do not run", async 
 Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lifespan shutdown", async () => {
   const logger = new RecordingLogger();
   const events: string[] = [];
-  let abortReason: unknown;
+  const reasons: unknown[] = [];
   async function cooperative(signal: AbortSignal): Promise<void> {
     events.push("task started");
     await new Promise<void>((resolve) =>
       signal.addEventListener("abort", () => {
-        abortReason = signal.reason;
+        reasons.push(signal.reason);
         events.push("task saw abort");
         resolve();
       })
@@ -285,19 +285,32 @@ Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lif
   function queued(): void {
     events.push("queued task ran");
   }
-  const app = new App<{ open: boolean }>({
+  // A task is queued only when a request that already holds a reservation registers beyond the
+  // limit (it may, up to the limit itself): "/first" holds #1, "/second" takes the last room
+  // with #2, then "/first" registers #3. Both respond, #1 and #2 run, #3 waits for a slot.
+  const secondRegistered = Promise.withResolvers<void>();
+  type Attributes = { open: boolean };
+  const app = new App<Attributes>({
     router: new AsgiRouter({
       routes: [
-        new Route("/", {
-          handler: async (request: Request<{ open: boolean }>) => {
+        new Route("/first", {
+          handler: async (request: Request<Attributes>) => {
             await request.registerBackground(cooperative);
+            await secondRegistered.promise;
             await request.registerBackground(queued);
+            await request.respondWith(new Response({ body: "ok" }));
+          },
+        }),
+        new Route("/second", {
+          handler: async (request: Request<Attributes>) => {
+            await request.registerBackground(cooperative);
+            secondRegistered.resolve();
             await request.respondWith(new Response({ body: "ok" }));
           },
         }),
       ],
     }),
-    backgroundTaskLimit: 1,
+    backgroundTaskLimit: 2,
     shutdownGracePeriod: 1,
     logger,
     attributes: { open: false },
@@ -305,27 +318,40 @@ Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lif
       events.push(messageType);
       app.open = messageType === App.LIFESPAN_STARTUP;
     },
-  });
+  }) as App<Attributes> & Attributes;
   const served = await startServer(app);
   assertStrictEquals(app.open, true);
-  await (await fetch(served.base)).text();
-  await waitFor(() => events.includes("task started"), 1000, "the task to start");
+  const first = fetch(`${served.base}/first`).then((response) => response.text());
+  const second = fetch(`${served.base}/second`).then((response) => response.text());
+  assertEquals(await Promise.all([first, second]), ["ok", "ok"]);
+  await waitFor(
+    () => events.filter((event) => event === "task started").length === 2,
+    1000,
+    "two tasks to start",
+  );
   await served.server.shutdown();
   assertEquals(events, [
     "lifespan.startup",
     "task started",
+    "task started",
     "task saw abort",
+    "task saw abort",
+    "task stopped",
     "task stopped",
     "lifespan.shutdown",
   ]);
-  assertEquals(instance(abortReason, DOMException).name, "AbortError");
+  for (const reason of reasons) assertEquals(instance(reason, DOMException).name, "AbortError");
   assertStrictEquals(app.open, false);
-  assertEquals(endings(logger, 1).length, 1);
-  assert(
-    endings(logger, 1)[0]!.startsWith('Background task "cooperative" (#1) cancelled at shutdown'),
-  );
-  assertEquals(endings(logger, 2), [
-    'Background task "queued" (#2) cancelled at shutdown before it started',
+  for (const id of [1, 2]) {
+    assertEquals(endings(logger, id).length, 1);
+    assert(
+      endings(logger, id)[0]!.startsWith(
+        `Background task "cooperative" (#${id}) cancelled at shutdown`,
+      ),
+    );
+  }
+  assertEquals(endings(logger, 3), [
+    'Background task "queued" (#3) cancelled at shutdown before it started',
   ]);
 });
 
