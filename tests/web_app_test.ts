@@ -81,7 +81,20 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       'Cannot use lifespan "yes": give an async function (app, messageType)',
     ],
     [
+      "handleSignals that is not a boolean",
+      { handleSignals: "no" },
+      TypeError,
+      'Cannot use handleSignals "no": give true or false',
+    ],
+    [
       "attribute hiding a member",
+      { attributes: { shutdown: 1 } },
+      TypeError,
+      'Cannot use the attribute "shutdown": it would hide the App member of that name; choose ' +
+      "another name",
+    ],
+    [
+      "attribute hiding the fetch member",
       { attributes: { fetch: 1 } },
       TypeError,
       'Cannot use the attribute "fetch": it would hide the App member of that name; choose ' +
@@ -435,13 +448,33 @@ Deno.test("Request.registerBackground() rejects a task that is not a function", 
 Deno.test("App.fetch serves requests through Deno.serve", async () => {
   const app = appWith([["/hello/{name}", async (request) => {
     await request.respondWith(new Response({ body: `hello ${request.context.name}` }));
-  }]]);
+    // The test process's own signals stay as they are.
+  }]], { handleSignals: false });
   await using server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen: () => {} },
     app.fetch,
   );
   const response = await fetch(`http://127.0.0.1:${server.addr.port}/hello/deno`);
   assertEquals(await response.text(), "hello deno");
+});
+
+Deno.test("App.shutdown() drains, runs lifespan shutdown once, then answers 503", async () => {
+  const events: string[] = [];
+  const app = new App({
+    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+    lifespan: (_app, messageType) => {
+      events.push(messageType);
+    },
+    logger: new RecordingLogger(),
+  });
+  await app.shutdown();
+  assertEquals(events, [], "nothing to shut down before startup");
+  const first = await app.fetch(new globalThis.Request("http://localhost/"));
+  assertEquals([first.status, await first.text()], [200, "ok"]);
+  await Promise.all([app.shutdown(), app.shutdown()]);
+  assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+  const late = await app.fetch(new globalThis.Request("http://localhost/"));
+  assertEquals([late.status, await late.text()], [503, "Service Unavailable"]);
 });
 
 /** Drives `app.asgi` through a lifespan scope with the given messages; returns what it sent. */
