@@ -95,6 +95,7 @@ import {
 } from "./asgi.ts";
 import type { AsgiRouter, PathContext, Route } from "./router.ts";
 import { BackgroundRunner } from "./_web/background.ts";
+import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
 import { countOption, describe, seconds, secondsOption } from "./_web/options.ts";
 import {
@@ -565,7 +566,14 @@ export class App<A extends object = Record<never, never>> {
     this.#log = logger;
     this.#handleSignals = handleSignals;
     this.#runner = new BackgroundRunner(this.backgroundTaskLimit, taskLimitMs, logger);
-    this.#host = { runner: this.#runner, log: logger, limitMs, active: 0, idle: undefined };
+    this.#host = {
+      runner: this.#runner,
+      log: logger,
+      limitMs,
+      deadlines: limitMs === undefined ? undefined : new DeadlineQueue(limitMs),
+      active: 0,
+      idle: undefined,
+    };
     this.asgi = this.#asgi.bind(this);
     if (attributes !== undefined) {
       if (attributes === null || typeof attributes !== "object") {

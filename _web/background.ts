@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { clearableDeadline } from "./deadline.ts";
+import { clearableDeadline, DeadlineQueue } from "./deadline.ts";
 import { seconds } from "./options.ts";
 
 /** A background task: called with a signal that aborts at its time limit and at shutdown. */
@@ -42,8 +42,8 @@ export interface TaskLogger {
 }
 
 /**
- * How a promise turned out, as a value: promises of outcomes never reject, so when one runs under
- * `deadline`, a rejection can only mean that time ran out.
+ * How a promise turned out, as a value: promises of outcomes never reject, so a race between one
+ * and a time limit needs no error handling.
  */
 export type Outcome = { ok: true } | { ok: false; error: unknown };
 
@@ -98,6 +98,8 @@ export class BackgroundRunner {
   /** Each task's time limit in milliseconds, or `undefined` for none. */
   readonly timeLimitMs: number | undefined;
   #log: TaskLogger;
+  /** The deadlines of the task time limit, when there is one. */
+  #deadlines: DeadlineQueue | undefined;
   #nextId = 1;
   /** Reservations held: by requests that have not responded yet, queued tasks, running tasks. */
   #reserved = 0;
@@ -113,6 +115,7 @@ export class BackgroundRunner {
   constructor(limit: number, timeLimitMs: number | undefined, log: TaskLogger) {
     this.limit = limit;
     this.timeLimitMs = timeLimitMs;
+    this.#deadlines = timeLimitMs === undefined ? undefined : new DeadlineQueue(timeLimitMs);
     this.#log = log;
   }
 
@@ -266,44 +269,50 @@ export class BackgroundRunner {
 
   async #supervise(entry: TaskEntry): Promise<void> {
     const startedAt = performance.now();
-    const { promise: outcome, resolve } = Promise.withResolvers<Outcome>();
-    // The clock starts before the task is called, so the limit is never later than promised
-    // and, at a tie, the limit's timer fires before any timer the task sets.
-    const limited = this.timeLimitMs === undefined
-      ? undefined
-      : clearableDeadline(outcome, this.timeLimitMs);
+    const { promise: outcome, resolve: settle } = Promise.withResolvers<Outcome>();
+    // `undefined` stands for the time limit: `outcome` never settles with it.
+    const { promise: first, resolve } = Promise.withResolvers<Outcome | undefined>();
+    // The clock starts before the task is called, so the limit is never later than promised.
+    const limit = this.#deadlines?.arm(() => resolve(undefined));
+    outcome.then(resolve);
     try {
       Promise.resolve(entry.task(entry.controller.signal)).then(
-        () => resolve(SUCCESS),
-        (error) => resolve(failure(error)),
+        () => settle(SUCCESS),
+        (error) => settle(failure(error)),
       );
     } catch (error) {
-      resolve(failure(error));
+      settle(failure(error));
     }
     try {
-      const result = await (limited?.promise ?? outcome);
-      const took = seconds(performance.now() - startedAt);
-      if (entry.cancelled) {
-        this.#end(entry, "warn", `${entry.label} cancelled at shutdown: it stopped after ${took}`);
-      } else if (result.ok) {
-        this.#end(entry, "info", `${entry.label} completed in ${took}`);
-      } else {
-        this.#end(entry, "error", `${entry.label} failed after ${took}:`, result.error);
+      const result = await first;
+      if (result !== undefined) {
+        const took = seconds(performance.now() - startedAt);
+        if (entry.cancelled) {
+          this.#end(
+            entry,
+            "warn",
+            `${entry.label} cancelled at shutdown: it stopped after ${took}`,
+          );
+        } else if (result.ok) {
+          this.#end(entry, "info", `${entry.label} completed in ${took}`);
+        } else {
+          this.#end(entry, "error", `${entry.label} failed after ${took}:`, result.error);
+        }
+        return;
       }
-    } catch {
-      // Only the deadline rejects (`outcome` never does): the task reached its time limit.
-      // JavaScript cannot stop a promise; aborting the signal is how the task is asked to stop.
-      const limit = seconds(this.timeLimitMs ?? 0);
+      // The task reached its time limit. JavaScript cannot stop a promise; aborting the signal
+      // is how the task is asked to stop.
+      const limitText = seconds(this.timeLimitMs ?? 0);
       entry.controller.abort(
-        new DOMException(`Background task time limit of ${limit} exceeded`, "TimeoutError"),
+        new DOMException(`Background task time limit of ${limitText} exceeded`, "TimeoutError"),
       );
       this.#end(
         entry,
         "warn",
         entry.cancelled
-          ? `${entry.label} cancelled at shutdown: it reached its time limit of ${limit} first`
-          : `${entry.label} cut off at its time limit of ${limit}: its signal was aborted and ` +
-            `its result is ignored (a task that ignores its signal runs on unobserved)`,
+          ? `${entry.label} cancelled at shutdown: it reached its time limit of ${limitText} first`
+          : `${entry.label} cut off at its time limit of ${limitText}: its signal was aborted ` +
+            `and its result is ignored (a task that ignores its signal runs on unobserved)`,
       );
       void outcome.then((late) => {
         const after = seconds(performance.now() - startedAt);
@@ -317,7 +326,7 @@ export class BackgroundRunner {
         }
       });
     } finally {
-      limited?.clear();
+      limit?.clear();
       this.#running.delete(entry);
       this.#release(entry);
       this.#pump();

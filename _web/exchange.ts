@@ -37,7 +37,7 @@ import {
   type TaskEntry,
   type TaskLogger,
 } from "./background.ts";
-import { clearableDeadline, type LimitedPromise } from "./deadline.ts";
+import type { Deadline, DeadlineQueue } from "./deadline.ts";
 import { describe, seconds } from "./options.ts";
 import {
   EMPTY,
@@ -56,6 +56,8 @@ export interface Host {
   readonly log: TaskLogger;
   /** The request time limit in milliseconds, or `undefined` for none. */
   readonly limitMs: number | undefined;
+  /** The deadlines of the request time limit, when there is one. */
+  readonly deadlines: DeadlineQueue | undefined;
   /** Handlers still running (the tail after a complete response included), awaited at shutdown. */
   active: number;
   /** Resolved when `active` drops to 0 while shutdown waits. */
@@ -107,7 +109,7 @@ export class Exchange {
   #controller: AbortController | undefined;
   #abortReason: unknown;
   /** The request time limit while it is armed. */
-  #limit: LimitedPromise<Outcome> | undefined;
+  #limit: Deadline | undefined;
   /** The bridge's call: resolved once the response is complete or the handler is done. */
   #call: PromiseWithResolvers<void> | undefined;
   /** Tasks registered before the response was sent; they hold reservations. */
@@ -457,9 +459,9 @@ export class Exchange {
     const host = this.#host;
     host.active++;
     try {
-      const limitMs = host.limitMs;
+      const deadlines = host.deadlines;
       let result: Outcome;
-      if (limitMs === undefined) {
+      if (deadlines === undefined) {
         // No limit: nothing to race, so no promise is made beyond the handler's own (this is
         // #work() inlined: one async call less on every request).
         try {
@@ -471,24 +473,22 @@ export class Exchange {
         const sending = this.#sending;
         if (sending !== undefined) result = outcomeOf(result, await sending);
       } else {
-        const { promise: work, resolve } = Promise.withResolvers<Outcome>();
-        // Started before the handler is called, so the limit is never later than promised;
-        // cleared as soon as the response is complete or the handler settles, so no timer
-        // outlives its request.
-        const limited = clearableDeadline(work, limitMs);
-        this.#limit = limited;
-        resolve(this.#work(call));
-        try {
-          result = await limited.promise;
-        } catch {
-          // `work` never rejects, so this is the time limit, unless the response completed
-          // while the limit's rejection was on its way: then the limit no longer applies.
-          if (this.#phase !== COMPLETE) return await this.#timeOut(work);
-          result = await work;
-        } finally {
-          limited.clear();
-          this.#limit = undefined;
-        }
+        // `undefined` stands for the limit: `work` never settles with it.
+        const { promise: first, resolve } = Promise.withResolvers<Outcome | undefined>();
+        // Armed before the handler is called, so the limit is never later than promised;
+        // cleared as soon as the response is complete or the handler settles.
+        const limit = deadlines.arm(() => resolve(undefined));
+        this.#limit = limit;
+        const work = this.#work(call);
+        work.then(resolve);
+        const settled = await first;
+        limit.clear();
+        this.#limit = undefined;
+        if (settled !== undefined) result = settled;
+        // The response may have completed while the expiry was on its way: then the limit no
+        // longer applies.
+        else if (this.#phase !== COMPLETE) return await this.#timeOut(work);
+        else result = await work;
       }
       this.#ended = true;
       if (result.ok && this.#phase === COMPLETE) return;
