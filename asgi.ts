@@ -74,7 +74,7 @@ export type {
   ServeOptions,
 } from "./_asgi/types.ts";
 
-export { AsgiProtocolError, LifespanError } from "./_asgi/core.ts";
+export { AsgiProtocolError, LifespanError, ResponseCutOffError } from "./_asgi/core.ts";
 
 /**
  * UTF-8 bytes of a text, for the byte strings of ASGI messages (bodies, header names and values),

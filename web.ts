@@ -22,7 +22,8 @@
  *   `Request time limit exceeded`; `request.signal` aborts (reason: a `TimeoutError`); whatever
  *   the handler sends later is ignored (logged at debug level), never a second response; and its
  *   background tasks do not run, as in the original. If the limit passes while a streamed body is
- *   still being sent, the stream is cut off and the connection closed (one warning line). Once
+ *   still being sent, the stream is cut off and the connection closed (the server logs one
+ *   warning line, `Response cut off: ...`). Once
  *   the response is complete the limit no longer applies: the handler may go on, and every task
  *   it registers then runs.
  * - **Client disconnect.** `request.signal` aborts (reason: an `AbortError`) once the client goes
@@ -160,10 +161,7 @@ export interface WebLogger {
   debug(...data: unknown[]): void;
   /** Background tasks that completed; a shutdown on a signal. */
   info(...data: unknown[]): void;
-  /**
-   * Background tasks cut off, cancelled or not run; a stream cut off at the request time limit;
-   * a shutdown that ran out of time.
-   */
+  /** Background tasks cut off, cancelled or not run; a shutdown that ran out of time. */
   warn(...data: unknown[]): void;
   /** Handlers and tasks that failed, failed lifespan phases. */
   error(...data: unknown[]): void;

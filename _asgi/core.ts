@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { ResponseCutOff } from "./cut_off.ts";
 import type {
   AsgiApplication,
   AsgiLogger,
@@ -39,6 +38,33 @@ export class AsgiProtocolError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "AsgiProtocolError";
+  }
+}
+
+/**
+ * Raised by an application to cut its own response off on purpose, a time limit say: the bridge
+ * ends the exchange as for any exception (500 before the start; after it, the connection closed
+ * without completing the response), but logs one warning line, `Response cut off: <message>`,
+ * instead of "Exception in ASGI application" with a stack. The web layer raises it when a stream
+ * outlives the request time limit.
+ */
+export class ResponseCutOffError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message Why the response is cut off; it is logged as the warning.
+   * @param options The underlying cause, if any.
+   *
+   * @example A stream cut at a deadline
+   * ```ts
+   * import { ResponseCutOffError } from "@stellarator/stellarator/asgi";
+   * const error = new ResponseCutOffError("GET /feed was still streaming at its limit of 1 s");
+   * console.assert(error.name === "ResponseCutOffError");
+   * ```
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ResponseCutOffError";
   }
 }
 
@@ -726,8 +752,10 @@ export abstract class HttpCycle {
   }
 
   #raised(error: unknown): void {
-    // A deliberate cut-off was logged by the application itself, as one warning line.
-    if (error !== this.#reported && !(error instanceof ResponseCutOff)) {
+    if (error instanceof ResponseCutOffError) {
+      // Intended, and said so by the application: one line, no stack (issue 10, point 7).
+      this.core.logger.warn(`Response cut off: ${error.message}`);
+    } else if (error !== this.#reported) {
       this.core.logger.error("Exception in ASGI application\n", error);
     }
     const phase = this.#phase;

@@ -12,8 +12,8 @@
  *   releases such waits at once (see `BackgroundRunner.close`).
  * - **The request time limit covers the response only.** It is disarmed the moment the response
  *   is complete; it never drops a task registered after a complete response.
- * - **A stream cut off at the limit is intended**: one warning line, then a `ResponseCutOff`
- *   that the bridge turns into a closed connection without logging it again.
+ * - **A stream cut off at the limit is intended**: the exchange raises a `ResponseCutOffError`,
+ *   which the bridge turns into a closed connection and one warning line, no stack.
  *
  * @module
  */
@@ -27,7 +27,7 @@ import type {
   Send,
   SendMessage,
 } from "../_asgi/types.ts";
-import { ResponseCutOff } from "../_asgi/cut_off.ts";
+import { ResponseCutOffError } from "../asgi.ts";
 import {
   type BackgroundRunner,
   failure,
@@ -297,7 +297,7 @@ export class Exchange {
    *
    * @param call Calls the handler with the request.
    * @returns The bridge's call: resolves once the response is complete (the handler may still
-   *   run; the App counts it) or the handler is done; rejects only with a `ResponseCutOff` or
+   *   run; the App counts it) or the handler is done; rejects only with a `ResponseCutOffError` or
    *   when a started response fails.
    */
   handle(call: () => Promise<void> | void): Promise<void> {
@@ -545,11 +545,11 @@ export class Exchange {
     });
     if (this.#disconnected) return;
     if (this.#phase === PENDING) return await sendFixed(this.#sendRaw, TIMEOUT_RESPONSE);
-    // Still sending: cutting the stream off is what the limit promises, so it is one warning,
-    // and the bridge closes the connection without reporting the ResponseCutOff again.
-    const message = `${where} was still sending its response at the request time limit of ` +
-      `${limit}; the response is cut off`;
-    this.#host.log.warn(message);
-    throw new ResponseCutOff(message);
+    // Still sending: cutting the stream off is what the limit promises, not a failure. The
+    // bridge closes the connection, so the client cannot take the truncated body for a whole one,
+    // and logs this error as one warning line instead of an exception with a stack.
+    throw new ResponseCutOffError(
+      `${where} was still sending its response at the request time limit of ${limit}`,
+    );
   }
 }
