@@ -121,9 +121,9 @@ export class DeadlineQueue {
   #expire(): void {
     this.#timer = undefined;
     const entries = this.#entries;
-    // Timers round to whole milliseconds: an entry due within the next one fires now rather than
-    // a timer turn later.
-    const now = performance.now() + 1;
+    // Never early: an entry not yet due waits for the next turn of the timer. Only deadlines that
+    // expire pay for that, and those are the exception.
+    const now = performance.now();
     let head = this.#head;
     while (head < entries.length) {
       const entry = entries[head]!;
