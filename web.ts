@@ -416,6 +416,9 @@ export class Request<A extends object = Record<never, never>> {
 // ---------------------------------------------------------------------------------------------
 
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
+/** Whether this code runs in a worker, where `Deno.exit()` ends the whole process. */
+const IN_WORKER = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope ===
+  "function";
 
 /**
  * An app: a router, time limits, a lifespan function and typed attributes. See the module
@@ -765,11 +768,17 @@ export class App<A extends object = Record<never, never>> {
         }
         received = true;
         this.#log.info(`Received ${signal}: shutting down`);
+        // In a worker (`deno serve --parallel` runs one App per worker) Deno.exit() would end
+        // the whole process, cutting off the other workers' shutdowns: a worker closes itself
+        // instead, and the process exits once every worker has.
+        const exit = IN_WORKER
+          ? () => (globalThis as { close?: () => void }).close?.()
+          : (code: number) => Deno.exit(code);
         this.shutdown().then(() => this.#allDelivered(this.#graceMs)).then(
-          () => Deno.exit(0),
+          () => exit(0),
           (error) => {
             this.#log.error("Shutdown failed:", error);
-            Deno.exit(1);
+            exit(1);
           },
         );
       });
