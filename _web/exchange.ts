@@ -303,7 +303,7 @@ export class Exchange {
   handle(call: () => Promise<void> | void): Promise<void> {
     const done = Promise.withResolvers<void>();
     this.#call = done;
-    this.#run(call).then(() => done.resolve(), (error) => done.reject(error));
+    this.#run(call).then(done.resolve, done.reject);
     return done.promise;
   }
 
