@@ -462,8 +462,8 @@ export class Exchange {
       const deadlines = host.deadlines;
       let result: Outcome;
       if (deadlines === undefined) {
-        // No limit: nothing to race, so no promise is made beyond the handler's own (this is
-        // #work() inlined: one async call less on every request).
+        // No limit: nothing to race, so no promise is made beyond the handler's own and the
+        // bridge's call (this is #work() inlined: one async call less on every request).
         try {
           await call();
           result = SUCCESS;
