@@ -9,15 +9,21 @@
  * One exception keeps the runner free of deadlocks: a request that already holds a reservation
  * for a task it registered before responding never waits for another one. Its tasks cannot start
  * before it responds, so making it wait for room that only its own tasks could free would hang
- * it; and a request that holds nothing while it waits cannot be part of a cycle of waiters.
+ * it; and a request that holds nothing while it waits cannot be part of a cycle of waiters. So
+ * that this exception cannot grow memory without bound, one request may hold at most `limit`
+ * such reservations (the exchange refuses more with a `RangeError`); everything else waits.
+ *
+ * Shutdown (`close`) ends every task at once except the running ones: waiting registrations are
+ * released (the task is logged as not run), queued tasks and tasks held by requests that have not
+ * responded are cancelled; running tasks get their signal aborted and the whole grace period.
  *
  * Every task ends exactly once, in one of: completed, failed, cut off at its time limit,
- * cancelled at shutdown, or not run (its request never responded). Each ending is logged.
+ * cancelled at shutdown, or not run (its request never responded, or the app was shutting down).
+ * Each ending is logged.
  *
  * @module
  */
-import { deadline } from "@std/async/deadline";
-import { clearableDeadline } from "./deadline.ts";
+import { clearableDeadline, DeadlineQueue } from "./deadline.ts";
 import { seconds } from "./options.ts";
 
 /** A background task: called with a signal that aborts at its time limit and at shutdown. */
@@ -36,8 +42,8 @@ export interface TaskLogger {
 }
 
 /**
- * How a promise turned out, as a value: promises of outcomes never reject, so when one runs under
- * `deadline`, a rejection can only mean that time ran out.
+ * How a promise turned out, as a value: promises of outcomes never reject, so a race between one
+ * and a time limit needs no error handling.
  */
 export type Outcome = { ok: true } | { ok: false; error: unknown };
 
@@ -92,12 +98,16 @@ export class BackgroundRunner {
   /** Each task's time limit in milliseconds, or `undefined` for none. */
   readonly timeLimitMs: number | undefined;
   #log: TaskLogger;
+  /** The deadlines of the task time limit, when there is one. */
+  #deadlines: DeadlineQueue | undefined;
   #nextId = 1;
   /** Reservations held: by requests that have not responded yet, queued tasks, running tasks. */
   #reserved = 0;
   /** Tasks whose request has responded, waiting for a running slot, oldest first. */
   #queue: TaskEntry[] = [];
   #running = new Set<TaskEntry>();
+  /** Tasks held by requests that have not responded yet; cancelled at shutdown. */
+  #held = new Set<TaskEntry>();
   /** Registrations waiting for a reservation, oldest first; resolved with false at shutdown. */
   #waiters: PromiseWithResolvers<boolean>[] = [];
   #closed = false;
@@ -105,6 +115,7 @@ export class BackgroundRunner {
   constructor(limit: number, timeLimitMs: number | undefined, log: TaskLogger) {
     this.limit = limit;
     this.timeLimitMs = timeLimitMs;
+    this.#deadlines = timeLimitMs === undefined ? undefined : new DeadlineQueue(timeLimitMs);
     this.#log = log;
   }
 
@@ -165,6 +176,7 @@ export class BackgroundRunner {
    * @param reserved Whether it holds a reservation.
    */
   discard(entry: TaskEntry, reason: string, reserved: boolean): void {
+    this.#held.delete(entry);
     this.#end(entry, "warn", `${entry.label} not run: ${reason}`);
     if (reserved) this.#release(entry);
     else entry.released = true;
@@ -177,6 +189,7 @@ export class BackgroundRunner {
    * @param entry The task.
    */
   start(entry: TaskEntry): void {
+    this.#held.delete(entry);
     if (this.#closed) {
       this.#end(entry, "warn", `${entry.label} cancelled at shutdown before it started`);
       this.#release(entry);
@@ -187,15 +200,26 @@ export class BackgroundRunner {
     }
   }
 
+  /**
+   * Notes a reserved task that its request keeps until it responds, so that shutdown can end it
+   * if the request never does.
+   *
+   * @param entry The task.
+   */
+  hold(entry: TaskEntry): void {
+    this.#held.add(entry);
+  }
+
   /** Reopens the runner after a shutdown, for a server that starts the app again. */
   open(): void {
     this.#closed = false;
   }
 
   /**
-   * Shuts the runner down: waiting registrations and queued tasks are cancelled, running tasks
-   * get their signal aborted and are awaited for at most `graceMs`; those still running then are
-   * abandoned. Every one of them is logged.
+   * Shuts the runner down: waiting registrations are released (their tasks are logged as not
+   * run), queued tasks and tasks held by requests that have not responded are cancelled, running
+   * tasks get their signal aborted and are awaited for at most `graceMs`; those still running then
+   * are abandoned. Every one of them is logged.
    *
    * @param graceMs How long running tasks may take to stop.
    * @returns Resolves when every task has stopped or been abandoned.
@@ -203,7 +227,9 @@ export class BackgroundRunner {
   async close(graceMs: number): Promise<void> {
     this.#closed = true;
     for (const waiter of this.#waiters.splice(0)) waiter.resolve(false);
-    for (const entry of this.#queue.splice(0)) {
+    const unstarted = [...this.#queue.splice(0), ...this.#held];
+    this.#held.clear();
+    for (const entry of unstarted) {
       this.#end(entry, "warn", `${entry.label} cancelled at shutdown before it started`);
       this.#release(entry);
     }
@@ -214,8 +240,11 @@ export class BackgroundRunner {
       entry.cancelled = true;
       entry.controller.abort(reason);
     }
+    // A timer of our own, cleared when the tasks stop: deadline()'s AbortSignal.timeout() would
+    // stay armed for the whole grace period.
+    const limited = clearableDeadline(Promise.all(running.map((entry) => entry.done)), graceMs);
     try {
-      await deadline(Promise.all(running.map((entry) => entry.done)), graceMs);
+      await limited.promise;
     } catch {
       for (const entry of running) {
         if (entry.ended) continue;
@@ -228,6 +257,8 @@ export class BackgroundRunner {
         this.#running.delete(entry);
         this.#release(entry);
       }
+    } finally {
+      limited.clear();
     }
   }
 
@@ -238,44 +269,50 @@ export class BackgroundRunner {
 
   async #supervise(entry: TaskEntry): Promise<void> {
     const startedAt = performance.now();
-    const { promise: outcome, resolve } = Promise.withResolvers<Outcome>();
-    // The clock starts before the task is called, so the limit is never later than promised
-    // and, at a tie, the limit's timer fires before any timer the task sets.
-    const limited = this.timeLimitMs === undefined
-      ? undefined
-      : clearableDeadline(outcome, this.timeLimitMs);
+    const { promise: outcome, resolve: settle } = Promise.withResolvers<Outcome>();
+    // `undefined` stands for the time limit: `outcome` never settles with it.
+    const { promise: first, resolve } = Promise.withResolvers<Outcome | undefined>();
+    // The clock starts before the task is called, so the limit is never later than promised.
+    const limit = this.#deadlines?.arm(() => resolve(undefined));
+    outcome.then(resolve);
     try {
       Promise.resolve(entry.task(entry.controller.signal)).then(
-        () => resolve(SUCCESS),
-        (error) => resolve(failure(error)),
+        () => settle(SUCCESS),
+        (error) => settle(failure(error)),
       );
     } catch (error) {
-      resolve(failure(error));
+      settle(failure(error));
     }
     try {
-      const result = await (limited?.promise ?? outcome);
-      const took = seconds(performance.now() - startedAt);
-      if (entry.cancelled) {
-        this.#end(entry, "warn", `${entry.label} cancelled at shutdown: it stopped after ${took}`);
-      } else if (result.ok) {
-        this.#end(entry, "info", `${entry.label} completed in ${took}`);
-      } else {
-        this.#end(entry, "error", `${entry.label} failed after ${took}:`, result.error);
+      const result = await first;
+      if (result !== undefined) {
+        const took = seconds(performance.now() - startedAt);
+        if (entry.cancelled) {
+          this.#end(
+            entry,
+            "warn",
+            `${entry.label} cancelled at shutdown: it stopped after ${took}`,
+          );
+        } else if (result.ok) {
+          this.#end(entry, "info", `${entry.label} completed in ${took}`);
+        } else {
+          this.#end(entry, "error", `${entry.label} failed after ${took}:`, result.error);
+        }
+        return;
       }
-    } catch {
-      // Only the deadline rejects (`outcome` never does): the task reached its time limit.
-      // JavaScript cannot stop a promise; aborting the signal is how the task is asked to stop.
-      const limit = seconds(this.timeLimitMs ?? 0);
+      // The task reached its time limit. JavaScript cannot stop a promise; aborting the signal
+      // is how the task is asked to stop.
+      const limitText = seconds(this.timeLimitMs ?? 0);
       entry.controller.abort(
-        new DOMException(`Background task time limit of ${limit} exceeded`, "TimeoutError"),
+        new DOMException(`Background task time limit of ${limitText} exceeded`, "TimeoutError"),
       );
       this.#end(
         entry,
         "warn",
         entry.cancelled
-          ? `${entry.label} cancelled at shutdown: it reached its time limit of ${limit} first`
-          : `${entry.label} cut off at its time limit of ${limit}: its signal was aborted and ` +
-            `its result is ignored (a task that ignores its signal runs on unobserved)`,
+          ? `${entry.label} cancelled at shutdown: it reached its time limit of ${limitText} first`
+          : `${entry.label} cut off at its time limit of ${limitText}: its signal was aborted ` +
+            `and its result is ignored (a task that ignores its signal runs on unobserved)`,
       );
       void outcome.then((late) => {
         const after = seconds(performance.now() - startedAt);
@@ -289,7 +326,7 @@ export class BackgroundRunner {
         }
       });
     } finally {
-      limited?.clear();
+      limit?.clear();
       this.#running.delete(entry);
       this.#release(entry);
       this.#pump();

@@ -23,7 +23,9 @@ import {
 } from "../web.ts";
 
 /** The app's attributes: the sockets of the open pages. */
-export type ChatAttributes = { clients: Set<WebSocketRequest<App<ChatAttributes>>> };
+export type ChatAttributes = {
+  clients: Set<WebSocketRequest<App<ChatAttributes> & ChatAttributes>>;
+};
 
 /** The page: a list of messages, a form, and the script that connects the two to `/chat`. */
 export const PAGE = `<!doctype html>
@@ -86,7 +88,9 @@ const chat: SocketHandler<ChatAttributes> = async (socket) => {
  *
  * @returns The app, with an empty set of clients.
  */
-export function createChatApp(): App<ChatAttributes> {
+export function createChatApp(): App<ChatAttributes> & ChatAttributes {
+  // An App's attributes are typed on the instance only where user code reaches it
+  // (request.app, socket.app); the one place that builds it says what it holds.
   return new App<ChatAttributes>({
     router: new AsgiRouter<AppHandler<ChatAttributes>>({
       routes: [
@@ -96,7 +100,7 @@ export function createChatApp(): App<ChatAttributes> {
     }),
     requestTimeLimit: 5,
     attributes: { clients: new Set() },
-  });
+  }) as App<ChatAttributes> & ChatAttributes;
 }
 
 /**

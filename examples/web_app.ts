@@ -94,7 +94,7 @@ function loggerFor(log: (line: string) => void): WebLogger {
  * @param options Limits and durations (shorter ones make tests quick) and the log sink.
  * @returns The app.
  */
-export function createApp(options: ExampleOptions = {}): App<Attributes> {
+export function createApp(options: ExampleOptions = {}): App<Attributes> & Attributes {
   const {
     requestTimeLimit = 1,
     backgroundTaskTimeLimit = 3,
@@ -137,7 +137,10 @@ export function createApp(options: ExampleOptions = {}): App<Attributes> {
   }
 
   // Nothing here needs awaiting; an async function (returning a promise) fits as well.
-  function lifespan(app: App<Attributes>, messageType: LifespanMessageType): App<Attributes> {
+  function lifespan(
+    app: App<Attributes> & Attributes,
+    messageType: LifespanMessageType,
+  ): App<Attributes> {
     if (messageType === App.LIFESPAN_STARTUP) {
       app.db = {};
       log("Lifespan startup: app.db is ready");
@@ -154,6 +157,7 @@ export function createApp(options: ExampleOptions = {}): App<Attributes> {
     new Route("/timeout", { handler: timeout, methods: ["GET"] }),
     ...ECHO_PATHS.map((path) => new Route(path, { handler: index, methods })),
   ];
+  // The attributes live on the app itself; TypeScript types a class's instances without them.
   return new App<Attributes>({
     router: new AsgiRouter({ routes }),
     requestTimeLimit,
@@ -161,7 +165,7 @@ export function createApp(options: ExampleOptions = {}): App<Attributes> {
     lifespan,
     attributes: { db: null },
     logger: loggerFor(log),
-  });
+  }) as App<Attributes> & Attributes;
 }
 
 /**

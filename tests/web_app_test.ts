@@ -10,7 +10,7 @@ type Handler = WebHandler<Record<never, never>>;
 
 function appWith(
   routes: [string, Handler, string[]?][],
-  options: { requestTimeLimit?: number; logger?: RecordingLogger } = {},
+  options: { requestTimeLimit?: number; logger?: RecordingLogger; handleSignals?: boolean } = {},
 ) {
   const router = new AsgiRouter({
     routes: routes.map(([path, handler, methods]) => new Route(path, { handler, methods })),
@@ -82,7 +82,20 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       'Cannot use lifespan "yes": give an async function (app, messageType)',
     ],
     [
+      "handleSignals that is not a boolean",
+      { handleSignals: "no" },
+      TypeError,
+      'Cannot use handleSignals "no": give true or false',
+    ],
+    [
       "attribute hiding a member",
+      { attributes: { shutdown: 1 } },
+      TypeError,
+      'Cannot use the attribute "shutdown": it would hide the App member of that name; choose ' +
+      "another name",
+    ],
+    [
+      "attribute hiding the fetch member",
       { attributes: { fetch: 1 } },
       TypeError,
       'Cannot use the attribute "fetch": it would hide the App member of that name; choose ' +
@@ -361,7 +374,7 @@ Deno.test("Request.scope carries the App and request.app its typed attributes", 
   const app = new App<Attributes>({
     router: new AsgiRouter({ routes: [new Route("/hi/{name}", { handler: greet })] }),
     attributes: { greeting: "Hello", hits: 0 },
-  });
+  }) as App<Attributes> & Attributes;
   await using served = await startServer(app);
   assertEquals(await (await fetch(`${served.base}/hi/ann`)).text(), "Hello, ann");
   assertStrictEquals(scopeApp, app);
@@ -411,7 +424,10 @@ Deno.test("Request.respondWith() streams an async iterable body chunk by chunk",
   assertEquals(await response.text(), "one two three");
 });
 
-Deno.test("App cuts off a streamed response still being sent at requestTimeLimit", async () => {
+// Regression (issue 10, point 7): every stream cut off at the limit was logged by the bridge at
+// error level as "Exception in ASGI application" with a stack (993 lines in one storm), though the
+// README calls it intended. Now it is one warning line, no stack, and no error anywhere.
+Deno.test("App cuts off a streamed response at requestTimeLimit with one warning line, no error", async () => {
   async function endless(request: Request): Promise<void> {
     async function* chunks(): AsyncGenerator<string> {
       for (;;) {
@@ -421,9 +437,11 @@ Deno.test("App cuts off a streamed response still being sent at requestTimeLimit
     }
     await request.respondWith(new Response({ body: chunks() }));
   }
+  const appLogger = new RecordingLogger();
+  const bridgeLogger = new RecordingLogger();
   await using served = await startServer(
-    appWith([["/endless", endless]], { requestTimeLimit: 0.2 }),
-    { logger: new RecordingLogger() },
+    appWith([["/endless", endless]], { requestTimeLimit: 0.2, logger: appLogger }),
+    { logger: bridgeLogger },
   );
   const before = performance.now();
   const response = await fetch(`${served.base}/endless`);
@@ -431,6 +449,13 @@ Deno.test("App cuts off a streamed response still being sent at requestTimeLimit
   await assertRejects(() => response.text());
   const elapsed = performance.now() - before;
   assert(elapsed >= 190 && elapsed < 2000, `cut off after ${elapsed} ms`);
+  await delay(50);
+  // The App raises a ResponseCutOffError; the bridge closes the connection and logs it once.
+  assertEquals(bridgeLogger.lines.map((line) => `${line.level} ${line.text}`), [
+    'warn Response cut off: Route "/endless" on "GET /endless" was still sending its response ' +
+    "at the request time limit of 0.2 s",
+  ]);
+  assertEquals(appLogger.lines.filter((line) => line.level !== "debug"), []);
 });
 
 Deno.test("App.asgi is bound to its App, so it can be served on its own", async () => {
@@ -460,13 +485,33 @@ Deno.test("Request.registerBackground() rejects a task that is not a function", 
 Deno.test("App.fetch serves requests through Deno.serve", async () => {
   const app = appWith([["/hello/{name}", async (request) => {
     await request.respondWith(new Response({ body: `hello ${request.context.name}` }));
-  }]]);
+    // The test process's own signals stay as they are.
+  }]], { handleSignals: false });
   await using server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen: () => {} },
     app.fetch,
   );
   const response = await fetch(`http://127.0.0.1:${server.addr.port}/hello/deno`);
   assertEquals(await response.text(), "hello deno");
+});
+
+Deno.test("App.shutdown() drains, runs lifespan shutdown once, then answers 503", async () => {
+  const events: string[] = [];
+  const app = new App({
+    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+    lifespan: (_app, messageType) => {
+      events.push(messageType);
+    },
+    logger: new RecordingLogger(),
+  });
+  await app.shutdown();
+  assertEquals(events, [], "nothing to shut down before startup");
+  const first = await app.fetch(new globalThis.Request("http://localhost/"));
+  assertEquals([first.status, await first.text()], [200, "ok"]);
+  await Promise.all([app.shutdown(), app.shutdown()]);
+  assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+  const late = await app.fetch(new globalThis.Request("http://localhost/"));
+  assertEquals([late.status, await late.text()], [503, "Service Unavailable"]);
 });
 
 /** Drives `app.asgi` through a lifespan scope with the given messages; returns what it sent. */
@@ -496,7 +541,7 @@ Deno.test("App.asgi runs the lifespan function with App.LIFESPAN_STARTUP and App
       app.db = messageType === App.LIFESPAN_STARTUP ? {} : null;
       return app;
     },
-  });
+  }) as App<Attributes> & Attributes;
   const sent = await lifespanExchange(app, ["lifespan.startup", "lifespan.shutdown"]);
   assertEquals(calls, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
   assertEquals(sent, [{ type: "lifespan.startup.complete" }, {

@@ -270,12 +270,12 @@ Deno.test("Background tasks of a request that never responds do not run", async 
 Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lifespan shutdown", async () => {
   const logger = new RecordingLogger();
   const events: string[] = [];
-  let abortReason: unknown;
+  const reasons: unknown[] = [];
   async function cooperative(signal: AbortSignal): Promise<void> {
     events.push("task started");
     await new Promise<void>((resolve) =>
       signal.addEventListener("abort", () => {
-        abortReason = signal.reason;
+        reasons.push(signal.reason);
         events.push("task saw abort");
         resolve();
       })
@@ -286,19 +286,32 @@ Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lif
   function queued(): void {
     events.push("queued task ran");
   }
-  const app = new App<{ open: boolean }>({
+  // A task is queued only when a request that already holds a reservation registers beyond the
+  // limit (it may, up to the limit itself): "/first" holds #1, "/second" takes the last room
+  // with #2, then "/first" registers #3. Both respond, #1 and #2 run, #3 waits for a slot.
+  const secondRegistered = Promise.withResolvers<void>();
+  type Attributes = { open: boolean };
+  const app = new App<Attributes>({
     router: new AsgiRouter({
       routes: [
-        new Route("/", {
-          handler: async (request: Request<{ open: boolean }>) => {
+        new Route("/first", {
+          handler: async (request: Request<Attributes>) => {
             await request.registerBackground(cooperative);
+            await secondRegistered.promise;
             await request.registerBackground(queued);
+            await request.respondWith(new Response({ body: "ok" }));
+          },
+        }),
+        new Route("/second", {
+          handler: async (request: Request<Attributes>) => {
+            await request.registerBackground(cooperative);
+            secondRegistered.resolve();
             await request.respondWith(new Response({ body: "ok" }));
           },
         }),
       ],
     }),
-    backgroundTaskLimit: 1,
+    backgroundTaskLimit: 2,
     shutdownGracePeriod: 1,
     logger,
     attributes: { open: false },
@@ -306,27 +319,40 @@ Deno.test("Shutdown aborts running tasks, cancels queued ones, then runs the lif
       events.push(messageType);
       app.open = messageType === App.LIFESPAN_STARTUP;
     },
-  });
+  }) as App<Attributes> & Attributes;
   const served = await startServer(app);
   assertStrictEquals(app.open, true);
-  await (await fetch(served.base)).text();
-  await waitFor(() => events.includes("task started"), 1000, "the task to start");
+  const first = fetch(`${served.base}/first`).then((response) => response.text());
+  const second = fetch(`${served.base}/second`).then((response) => response.text());
+  assertEquals(await Promise.all([first, second]), ["ok", "ok"]);
+  await waitFor(
+    () => events.filter((event) => event === "task started").length === 2,
+    1000,
+    "two tasks to start",
+  );
   await served.server.shutdown();
   assertEquals(events, [
     "lifespan.startup",
     "task started",
+    "task started",
     "task saw abort",
+    "task saw abort",
+    "task stopped",
     "task stopped",
     "lifespan.shutdown",
   ]);
-  assertEquals(instance(abortReason, DOMException).name, "AbortError");
+  for (const reason of reasons) assertEquals(instance(reason, DOMException).name, "AbortError");
   assertStrictEquals(app.open, false);
-  assertEquals(endings(logger, 1).length, 1);
-  assert(
-    endings(logger, 1)[0]!.startsWith('Background task "cooperative" (#1) cancelled at shutdown'),
-  );
-  assertEquals(endings(logger, 2), [
-    'Background task "queued" (#2) cancelled at shutdown before it started',
+  for (const id of [1, 2]) {
+    assertEquals(endings(logger, id).length, 1);
+    assert(
+      endings(logger, id)[0]!.startsWith(
+        `Background task "cooperative" (#${id}) cancelled at shutdown`,
+      ),
+    );
+  }
+  assertEquals(endings(logger, 3), [
+    'Background task "queued" (#3) cancelled at shutdown before it started',
   ]);
 });
 
@@ -409,4 +435,135 @@ Deno.test("Shutdown gives up on a request that never ends once the grace period 
   // The bridge's 0.1 s and the App's 0.2 s, with room for a busy machine.
   assert(took < 100 + 200 + 700, `shutdown took ${took} ms`);
   await withTimeout(answered, BOUND_MS, "the client to get an answer or a close");
+});
+
+// Regression (issue 10, point 4): registrations waiting for room kept their handlers in flight,
+// so `server.shutdown()` waited the bridge's whole shutdownTimeout (30 s) before the App's grace
+// period even began, and running tasks were left 0 s to stop. Now the server's call ends with the
+// response, the waiting registrations are released as the App's shutdown starts, and running tasks
+// get the whole grace period.
+Deno.test("Shutdown releases registrations waiting for room at once and gives running tasks the grace period", async () => {
+  const logger = new RecordingLogger();
+  let attempted = 0;
+  let stopped = 0;
+  async function slowToStop(signal: AbortSignal): Promise<void> {
+    await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
+    await delay(300);
+    stopped++;
+  }
+  const app = appWith([["/", async (request) => {
+    await respond(request);
+    for (let i = 0; i < 5; i++) {
+      attempted++;
+      await request.registerBackground(slowToStop);
+    }
+  }]], { backgroundTaskLimit: 2, shutdownGracePeriod: 1, logger });
+  // A shorter shutdownTimeout than the default 30 s, so that the defect fails in seconds.
+  const served = await startServer(app, { shutdownTimeout: 3000 });
+  const bodies = await Promise.all(
+    Array.from({ length: 3 }, () => fetch(served.base).then((response) => response.text())),
+  );
+  assertEquals(bodies, ["ok", "ok", "ok"]);
+  // Two tasks run; each request then waits with one registration: 2 + 3 attempts.
+  await waitFor(() => attempted === 5, 1000, "a registration of each request to wait");
+  const before = performance.now();
+  await served.server.shutdown();
+  const took = performance.now() - before;
+  // 300 ms for the running tasks to stop; the bound is the 1 s grace period plus a tolerant
+  // margin for a busy machine, far below the bridge's 30 s shutdownTimeout.
+  assert(took < 2000, `shutdown took ${Math.round(took)} ms`);
+  assertEquals(stopped, 2, "both running tasks stopped within the grace period");
+  const lines = logger.lines.filter((line) => line.level !== "debug").map((line) => line.text);
+  const cancelled = lines.filter((line) =>
+    line.includes("cancelled at shutdown: it stopped after")
+  );
+  const released = lines.filter((line) => line.endsWith("not run: the app is shutting down"));
+  assertEquals(cancelled.length, 2, lines.join("\n"));
+  assertEquals(cancelled.length + released.length, attempted, "every task ends logged");
+  assertEquals(lines.filter((line) => line.includes("grace period of 0 s")), []);
+});
+
+// Regression (issue 10, point 5): requestTimeLimit covered the whole handler, so tasks registered
+// after a complete response, while waiting for room, were dropped once the limit passed ("not
+// run: ... hit the request time limit"; 42,818 of 50,000 in one run).
+Deno.test("Request.registerBackground() after a complete response runs though the request time limit passes", async () => {
+  const logger = new RecordingLogger();
+  const gate = Promise.withResolvers<void>();
+  const ran: string[] = [];
+  const app = appWith([
+    ["/block", async (request) => {
+      await respond(request);
+      await request.registerBackground(() => gate.promise, { name: "blocker" });
+    }],
+    ["/late", async (request) => {
+      await respond(request);
+      // Waits for the blocker's slot, past the 0.1 s request time limit.
+      await request.registerBackground(() => {
+        ran.push("late");
+      }, { name: "late" });
+    }],
+  ], { backgroundTaskLimit: 1, requestTimeLimit: 0.1, logger });
+  await using served = await startServer(app);
+  assertEquals(await (await fetch(`${served.base}/block`)).text(), "ok");
+  assertEquals(await (await fetch(`${served.base}/late`)).text(), "ok");
+  await delay(300);
+  assertEquals(ran, []);
+  gate.resolve();
+  await waitFor(() => ran.length === 1, 1000, "the late task to run");
+  await waitFor(() => logger.at("info").length === 2, 1000, "two completions");
+  assertEquals(logger.at("warn"), []);
+});
+
+// Regression (issue 10, point 6): a request that already held a reservation never waited, so one
+// request registered 50,000 tasks in 163 ms against a limit of 1,000 (RSS 255 MiB).
+Deno.test("Request.registerBackground() lets no request hold more than backgroundTaskLimit tasks", async (t) => {
+  await t.step("before responding, registration beyond the limit is a RangeError", async () => {
+    const logger = new RecordingLogger();
+    const refused = Promise.withResolvers<unknown>();
+    const app = appWith([["/", async (request) => {
+      for (let i = 0; i < 3; i++) await request.registerBackground(() => {});
+      try {
+        await request.registerBackground(() => {});
+        refused.resolve(undefined);
+      } catch (error) {
+        refused.resolve(error);
+      }
+      await respond(request);
+    }]], { backgroundTaskLimit: 3, logger });
+    await using served = await startServer(app);
+    assertEquals(await (await fetch(served.base)).text(), "ok");
+    const error = instance(await refused.promise, RangeError);
+    assertEquals(
+      error.message,
+      'Cannot register another background task for "GET /" before it responds: it already ' +
+        "holds 3, the backgroundTaskLimit; respond first, or raise backgroundTaskLimit",
+    );
+    await waitFor(() => logger.at("info").length === 3, 1000, "the three tasks");
+  });
+
+  await t.step(
+    "after responding, 5,000 registrations wait for room: at most the limit exist",
+    async () => {
+      const logger = new RecordingLogger();
+      let live = 0;
+      let most = 0;
+      let completed = 0;
+      const app = appWith([["/", async (request) => {
+        await respond(request);
+        for (let i = 0; i < 5000; i++) {
+          // A task exists from its registration until it ends.
+          most = Math.max(most, ++live);
+          await request.registerBackground(async () => {
+            await delay(0);
+            live--;
+            completed++;
+          });
+        }
+      }]], { backgroundTaskLimit: 10, logger });
+      await using served = await startServer(app);
+      assertEquals(await (await fetch(served.base)).text(), "ok");
+      await waitFor(() => completed === 5000, 20_000, "5,000 tasks");
+      assert(most <= 11, `${most} tasks existed at once against a limit of 10`);
+    },
+  );
 });

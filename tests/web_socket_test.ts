@@ -214,6 +214,6 @@ Deno.test("WebSocketRequest types the App's attributes", () => {
       routes: [new Route("/join", { handler: join, methods: ["WEBSOCKET"] })],
     }),
     attributes: { rooms: new Set() },
-  });
+  }) as App<Attributes> & Attributes;
   assertEquals(app.rooms.size, 0);
 });

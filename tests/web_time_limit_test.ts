@@ -1,4 +1,4 @@
-import { assertEquals } from "@std/assert";
+import { assert, assertEquals } from "@std/assert";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type Request, Response } from "../web.ts";
 
@@ -6,8 +6,8 @@ import { App, type Request, Response } from "../web.ts";
 // used to leave its deadline timer (an AbortSignal.timeout(), which nothing can cancel) armed for
 // the whole limit, so a loaded server held one live timer per request of the last minute: the HTTP
 // benchmark saw the heap grow 39 -> 248 MB in 8 s at a 10 s limit. Now no such signal may be made,
-// and the timer that replaced it must be cleared once the handler or task settles.
-Deno.test("App clears request and background-task time-limit timers once they settle", async () => {
+// and the requests and tasks of one limit share one timer.
+Deno.test("App keeps one time-limit timer per limit, not one per request or task", async () => {
   const original = AbortSignal.timeout;
   let uncancellable = 0;
   AbortSignal.timeout = (ms: number) => {
@@ -60,5 +60,7 @@ Deno.test("App clears request and background-task time-limit timers once they se
   }
   assertEquals(uncancellable, 0, "no AbortSignal.timeout() outlives its request");
   assertEquals(tasksRun, 3);
-  assertEquals(pending.size, 0, "every time-limit timer is cleared once its work is done");
+  // One timer per limit serves every request and task (a FIFO of deadlines, _web/deadline.ts):
+  // at most one per limit may still be pending, never one per request.
+  assert(pending.size <= 2, `${pending.size} time-limit timers pending after three requests`);
 });

@@ -1,0 +1,555 @@
+/**
+ * The life of one request in the web layer: the state machine behind the public `Request`.
+ * Private: `web.ts` keeps the public API and delegates here.
+ *
+ * A request goes PENDING (no response yet) → SENDING (`http.response.start` went out) → COMPLETE
+ * (the whole response went out, or was dropped with the client). Around that:
+ *
+ * - **The ASGI call ends with the response.** The bridge's call resolves once the response is
+ *   complete, not when the handler returns: a handler that goes on afterwards (typically waiting
+ *   for room to register background tasks) is counted by the App, not as a request in flight of
+ *   the bridge, so it cannot hold the server's `shutdownTimeout` busy. The App's own shutdown
+ *   releases such waits at once (see `BackgroundRunner.close`).
+ * - **The request time limit covers the response only.** It is disarmed the moment the response
+ *   is complete; it never drops a task registered after a complete response.
+ * - **A stream cut off at the limit is intended**: the exchange raises a `ResponseCutOffError`,
+ *   which the bridge turns into a closed connection and one warning line, no stack.
+ *
+ * @module
+ */
+import { abortable } from "@std/async/abortable";
+import type {
+  HttpDisconnectMessage,
+  HttpRequestMessage,
+  HttpScope,
+  Receive,
+  ReceiveMessage,
+  Send,
+  SendMessage,
+} from "../_asgi/types.ts";
+import { ResponseCutOffError } from "../asgi.ts";
+import {
+  type BackgroundRunner,
+  failure,
+  type Outcome,
+  SUCCESS,
+  type Task,
+  type TaskEntry,
+  type TaskLogger,
+} from "./background.ts";
+import type { Deadline, DeadlineQueue } from "./deadline.ts";
+import { describe, seconds } from "./options.ts";
+import {
+  EMPTY,
+  encodedHeaders,
+  Response,
+  sendFixed,
+  SERVER_ERROR_RESPONSE,
+  TIMEOUT_RESPONSE,
+} from "./response.ts";
+
+/** What a request needs from its App; shared by all requests of one App. */
+export interface Host {
+  /** Runs the background tasks. */
+  readonly runner: BackgroundRunner;
+  /** Where log lines go. */
+  readonly log: TaskLogger;
+  /** The request time limit in milliseconds, or `undefined` for none. */
+  readonly limitMs: number | undefined;
+  /** The deadlines of the request time limit, when there is one. */
+  readonly deadlines: DeadlineQueue | undefined;
+  /** Handlers still running (the tail after a complete response included), awaited at shutdown. */
+  active: number;
+  /** Resolved when `active` drops to 0 while shutdown waits. */
+  idle: PromiseWithResolvers<void> | undefined;
+}
+
+/** The outcome of a request from its handler's and its response's: the first failure. */
+function outcomeOf(handler: Outcome, response: Outcome): Outcome {
+  return handler.ok && !response.ok ? response : handler;
+}
+
+function succeeded(): Outcome {
+  return SUCCESS;
+}
+
+const encoder = new TextEncoder();
+const DISCONNECT: HttpDisconnectMessage = Object.freeze({ type: "http.disconnect" });
+
+// Shared empty lists, so that a request allocates none until it has tasks or waiting readers;
+// never pushed to (the first element replaces them with an array of their own).
+const NO_TASKS: TaskEntry[] = [];
+const NO_READERS: PromiseWithResolvers<HttpRequestMessage | HttpDisconnectMessage>[] = [];
+
+/** The response has not started. */
+const PENDING = 0;
+/** `http.response.start` went out; the body is on its way. */
+const SENDING = 1;
+/** The whole response went out (or was dropped because the client is gone). */
+const COMPLETE = 2;
+
+/** One request's state: receiving, responding, its time limit and its pending tasks. */
+export class Exchange {
+  /** The request's scope. */
+  readonly scope: HttpScope;
+  /** The pattern of the route that matched, for log lines. */
+  readonly routePath: string;
+  #receive: Receive;
+  #sendRaw: Send;
+  #host: Host;
+  #phase: typeof PENDING | typeof SENDING | typeof COMPLETE = PENDING;
+  /** The final body message is being sent. */
+  #lastChunk = false;
+  /** Settles when a response started by `respondWith` is fully sent (or fails). */
+  #sending: Promise<Outcome> | undefined;
+  /** No more sending: the request is over (the 408 went out, or the handler has returned). */
+  #ended = false;
+  #timedOut = false;
+  #disconnected = false;
+  #controller: AbortController | undefined;
+  #abortReason: unknown;
+  /** The request time limit while it is armed. */
+  #limit: Deadline | undefined;
+  /** The bridge's call: resolved once the response is complete or the handler is done. */
+  #call: PromiseWithResolvers<void> | undefined;
+  /** Tasks registered before the response was sent; they hold reservations. */
+  #pending: TaskEntry[] = NO_TASKS;
+  // Receiving: one underlying receive() call at a time, at most one message read ahead.
+  #pulling = false;
+  #buffered: HttpRequestMessage | undefined;
+  #readers: PromiseWithResolvers<HttpRequestMessage | HttpDisconnectMessage>[] = NO_READERS;
+  #watching = false;
+  #bodyRead = false;
+  #body: Uint8Array | undefined;
+
+  /**
+   * Creates the state of one request.
+   *
+   * @param host The App's shared state.
+   * @param scope The scope.
+   * @param routePath The matched route's pattern.
+   * @param receive The bridge's `receive`.
+   * @param send The bridge's `send`.
+   */
+  constructor(host: Host, scope: HttpScope, routePath: string, receive: Receive, send: Send) {
+    this.#host = host;
+    this.scope = scope;
+    this.routePath = routePath;
+    this.#receive = receive;
+    this.#sendRaw = send;
+  }
+
+  /**
+   * The request's signal, made on first use.
+   *
+   * @returns The signal.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#abortReason !== undefined) this.#controller.abort(this.#abortReason);
+      else {
+        // Nobody can notice a disconnect before someone holds the signal, so the connection is
+        // watched only from now on: a receive() call stays pending to catch `http.disconnect`.
+        this.#watching = true;
+        this.#readAhead();
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  /**
+   * The next ASGI message of the request; see `Request.receive()`.
+   *
+   * @returns The message.
+   */
+  receive(): Promise<HttpRequestMessage | HttpDisconnectMessage> {
+    const buffered = this.#buffered;
+    if (buffered !== undefined) {
+      this.#buffered = undefined;
+      this.#readAhead();
+      return Promise.resolve(buffered);
+    }
+    if (this.#disconnected) return Promise.resolve(DISCONNECT);
+    const reader = Promise.withResolvers<HttpRequestMessage | HttpDisconnectMessage>();
+    if (this.#readers.length === 0) this.#readers = [reader];
+    else this.#readers.push(reader);
+    this.#pull();
+    return reader.promise;
+  }
+
+  /**
+   * The whole request body; see `Request.bytes()`.
+   *
+   * @returns The body.
+   */
+  async bytes(): Promise<Uint8Array> {
+    if (this.#body !== undefined) return this.#body;
+    if (this.#bodyRead) {
+      throw new TypeError(
+        `Cannot read the body of ${this.#label} again: it was consumed with receive(); ` +
+          `keep the chunks or call bytes() instead`,
+      );
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const message = await this.receive();
+      if (message.type === "http.disconnect") throw this.#disconnectReason();
+      chunks.push(message.body);
+      size += message.body.length;
+      if (!message.more_body) break;
+    }
+    let body = chunks[0] ?? EMPTY;
+    if (chunks.length > 1) {
+      body = new Uint8Array(size);
+      let offset = 0;
+      for (const chunk of chunks) {
+        body.set(chunk, offset);
+        offset += chunk.length;
+      }
+    }
+    this.#body = body;
+    return body;
+  }
+
+  /**
+   * Sends the response; see `Request.respondWith()`.
+   *
+   * @param response The response.
+   * @returns Resolves when the response is sent, dropped or ignored.
+   */
+  respondWith(response: Response): Promise<void> {
+    if (!(response instanceof Response)) {
+      return Promise.reject(
+        new TypeError(
+          `Cannot respond with ${describe(response)}: give a Response from the web layer`,
+        ),
+      );
+    }
+    if (this.#timedOut) {
+      this.#host.log.debug(
+        `Ignored the response of route "${this.routePath}" to ${this.#label}: it came after ` +
+          `the request time limit of ${seconds(this.#host.limitMs ?? 0)}; the client got 408`,
+      );
+      return Promise.resolve();
+    }
+    if (this.#phase !== PENDING || this.#ended) {
+      return Promise.reject(
+        new Error(
+          `Cannot respond to ${this.#label} twice: route "${this.routePath}" already ` +
+            `responded or the request is over`,
+        ),
+      );
+    }
+    if (this.#disconnected) {
+      this.#complete();
+      return Promise.resolve();
+    }
+    this.#phase = SENDING;
+    const sent = this.#stream(response);
+    // This handles a rejection, so a handler that does not await the result leaves no
+    // unhandled rejection behind; the App reports a failure either way.
+    this.#sending = sent.then(succeeded, failure);
+    return sent;
+  }
+
+  /**
+   * Schedules a background task; see `Request.registerBackground()`.
+   *
+   * @param task The task.
+   * @param name Its name for log lines.
+   * @returns Resolves once the task is accepted (or ended, logged, without running).
+   */
+  async registerBackground(task: Task, name: string | undefined): Promise<void> {
+    const runner = this.#host.runner;
+    // A request holding reservations never waits for room (its tasks cannot start before it
+    // responds, so waiting could deadlock), so it may hold only so many: beyond the limit, one
+    // request could otherwise fill memory with tasks (50,000 in 163 ms in issue 10).
+    if (this.#phase !== COMPLETE && this.#pending.length >= runner.limit && !this.#timedOut) {
+      throw new RangeError(
+        `Cannot register another background task for ${this.#label} before it responds: it ` +
+          `already holds ${this.#pending.length}, the backgroundTaskLimit; respond first, or ` +
+          `raise backgroundTaskLimit`,
+      );
+    }
+    const entry = runner.entry(task, name);
+    if (this.#timedOut) {
+      runner.discard(entry, this.#timedOutReason, false);
+      return;
+    }
+    if (!await runner.reserve(this.#pending.length > 0)) {
+      runner.discard(entry, "the app is shutting down", false);
+      return;
+    }
+    if (this.#timedOut) runner.discard(entry, this.#timedOutReason, true);
+    else if (this.#phase === COMPLETE) runner.start(entry);
+    else if (this.#ended) runner.discard(entry, `${this.#label} never responded`, true);
+    else {
+      runner.hold(entry);
+      if (this.#pending.length === 0) this.#pending = [entry];
+      else this.#pending.push(entry);
+    }
+  }
+
+  /**
+   * Runs the handler under the request time limit.
+   *
+   * @param call Calls the handler with the request.
+   * @returns The bridge's call: resolves once the response is complete (the handler may still
+   *   run; the App counts it) or the handler is done; rejects only with a `ResponseCutOffError` or
+   *   when a started response fails.
+   */
+  handle(call: () => Promise<void> | void): Promise<void> {
+    const done = Promise.withResolvers<void>();
+    this.#call = done;
+    this.#run(call).then(done.resolve, done.reject);
+    return done.promise;
+  }
+
+  get #label(): string {
+    return `"${this.scope.method} ${this.scope.path}"`;
+  }
+
+  get #where(): string {
+    return `Route "${this.routePath}" on ${this.#label}`;
+  }
+
+  get #timedOutReason(): string {
+    return `its request ${this.#label} hit the request time limit of ` +
+      `${seconds(this.#host.limitMs ?? 0)}`;
+  }
+
+  #disconnectReason(): unknown {
+    return this.#abortReason ?? new DOMException("The client disconnected", "AbortError");
+  }
+
+  #abort(reason: unknown): void {
+    if (this.#abortReason !== undefined) return;
+    this.#abortReason = reason;
+    this.#controller?.abort(reason);
+  }
+
+  /** Starts one underlying receive() unless one is running; hands its message to a reader. */
+  #pull(): void {
+    if (this.#pulling) return;
+    this.#pulling = true;
+    this.#receive().then(
+      (message) => this.#deliver(message),
+      (error) => {
+        this.#pulling = false;
+        for (const reader of this.#readers.splice(0)) reader.reject(error);
+      },
+    );
+  }
+
+  #deliver(message: ReceiveMessage): void {
+    this.#pulling = false;
+    if (message.type === "http.disconnect") {
+      this.#disconnected = true;
+      // After a complete response the bridge reports the end of the exchange the same way (and
+      // may do so before the final send() resolves); the client did nothing wrong then, so the
+      // signal stays as it is and a body chunk already received can still be read.
+      if (this.#phase !== COMPLETE && !this.#lastChunk) {
+        this.#buffered = undefined;
+        this.#abort(new DOMException("The client disconnected", "AbortError"));
+      }
+      for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
+      return;
+    }
+    if (message.type !== "http.request") {
+      const error = new TypeError(`Unexpected "${message.type}" message in an HTTP scope`);
+      for (const reader of this.#readers.splice(0)) reader.reject(error);
+      return;
+    }
+    if (!message.more_body) this.#bodyRead = true;
+    const reader = this.#readers.shift();
+    if (reader === undefined) this.#buffered = message;
+    else reader.resolve(message);
+    if (this.#readers.length > 0) this.#pull();
+    else this.#readAhead();
+  }
+
+  /**
+   * While the signal is watched, keeps one receive() pending so a disconnect is seen at once. It
+   * reads at most one body chunk ahead; once the whole body is in, the pending call only waits
+   * for the end of the exchange.
+   */
+  #readAhead(): void {
+    if (
+      this.#watching && !this.#disconnected && !this.#ended &&
+      (this.#buffered === undefined || this.#bodyRead)
+    ) {
+      this.#pull();
+    }
+  }
+
+  async #stream(response: Response): Promise<void> {
+    await this.#send({
+      type: "http.response.start",
+      status: response.status,
+      headers: encodedHeaders(response),
+    });
+    const body = response.body;
+    if (body instanceof Uint8Array) {
+      this.#lastChunk = true;
+      await this.#send({ type: "http.response.body", body, more_body: false });
+    } else {
+      // abortable() stops waiting for the next chunk when the time limit passes or the client
+      // goes away, and closes the iterator.
+      const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;
+      for await (const chunk of chunks) {
+        let bytes: Uint8Array;
+        if (typeof chunk === "string") bytes = encoder.encode(chunk);
+        else if (chunk instanceof Uint8Array) bytes = chunk;
+        else {
+          throw new TypeError(
+            `Cannot send ${describe(chunk)} as a body chunk: give a string or a Uint8Array`,
+          );
+        }
+        await this.#send({ type: "http.response.body", body: bytes, more_body: true });
+      }
+      this.#lastChunk = true;
+      await this.#send({ type: "http.response.body", body: EMPTY, more_body: false });
+    }
+    if (!this.#timedOut) this.#complete();
+  }
+
+  #send(message: SendMessage): Promise<void> {
+    return this.#ended ? Promise.resolve() : this.#sendRaw(message);
+  }
+
+  /**
+   * The response is out (or dropped with the client): the time limit no longer applies, the
+   * tasks go to the runner, and the bridge's call ends.
+   */
+  #complete(): void {
+    this.#phase = COMPLETE;
+    this.#limit?.clear();
+    const pending = this.#pending;
+    if (pending.length > 0) {
+      this.#pending = NO_TASKS;
+      const runner = this.#host.runner;
+      for (const entry of pending) runner.start(entry);
+    }
+    this.#call?.resolve();
+  }
+
+  #discardPending(reason: string): void {
+    const runner = this.#host.runner;
+    for (const entry of this.#pending) runner.discard(entry, reason, true);
+    this.#pending = NO_TASKS;
+  }
+
+  /** Runs the handler; settles, never rejects, once it and the response it started are done. */
+  async #work(call: () => Promise<void> | void): Promise<Outcome> {
+    let result: Outcome;
+    try {
+      await call();
+      result = SUCCESS;
+    } catch (error) {
+      result = failure(error);
+    }
+    // The handler may return before the response it started is fully sent.
+    const sending = this.#sending;
+    return sending === undefined ? result : outcomeOf(result, await sending);
+  }
+
+  async #run(call: () => Promise<void> | void): Promise<void> {
+    const host = this.#host;
+    host.active++;
+    try {
+      const deadlines = host.deadlines;
+      let result: Outcome;
+      if (deadlines === undefined) {
+        // No limit: nothing to race, so no promise is made beyond the handler's own and the
+        // bridge's call (this is #work() inlined: one async call less on every request).
+        try {
+          await call();
+          result = SUCCESS;
+        } catch (error) {
+          result = failure(error);
+        }
+        const sending = this.#sending;
+        if (sending !== undefined) result = outcomeOf(result, await sending);
+      } else {
+        // `undefined` stands for the limit: `work` never settles with it.
+        const { promise: first, resolve } = Promise.withResolvers<Outcome | undefined>();
+        // Armed before the handler is called, so the limit is never later than promised;
+        // cleared as soon as the response is complete or the handler settles.
+        const limit = deadlines.arm(() => resolve(undefined));
+        this.#limit = limit;
+        const work = this.#work(call);
+        work.then(resolve);
+        const settled = await first;
+        limit.clear();
+        this.#limit = undefined;
+        if (settled !== undefined) result = settled;
+        // The response may have completed while the expiry was on its way: then the limit no
+        // longer applies.
+        else if (this.#phase !== COMPLETE) return await this.#timeOut(work);
+        else result = await work;
+      }
+      this.#ended = true;
+      if (result.ok && this.#phase === COMPLETE) return;
+      return await this.#conclude(result);
+    } finally {
+      if (--host.active === 0) host.idle?.resolve();
+    }
+  }
+
+  /** Ends a request that did not simply respond: 500, cut-off stream or log line. */
+  async #conclude(result: Outcome): Promise<void> {
+    const { log } = this.#host;
+    const where = this.#where;
+    if (result.ok) {
+      this.#discardPending(`${this.#label} never responded`);
+      if (this.#disconnected) return;
+      log.error(`${where} returned without responding; sent 500`);
+      return await sendFixed(this.#sendRaw, SERVER_ERROR_RESPONSE);
+    }
+    const error = result.error;
+    if (this.#disconnected && this.#phase !== COMPLETE) {
+      this.#discardPending(`${this.#label} never responded: the client went away`);
+      log.debug(`${where} stopped after the client went away:`, error);
+      return;
+    }
+    if (this.#phase === PENDING) {
+      this.#discardPending(`the handler of ${this.#label} failed`);
+      log.error(`${where} failed; sent 500:`, error);
+      return await sendFixed(this.#sendRaw, SERVER_ERROR_RESPONSE);
+    }
+    if (this.#phase === SENDING) {
+      this.#discardPending(`the response to ${this.#label} failed`);
+      // Too late for a 500: failing the ASGI call makes the bridge cut the stream off, so the
+      // client cannot take a truncated body for a whole one.
+      throw new Error(`${where} failed while sending its response; the response is cut off`, {
+        cause: error,
+      });
+    }
+    log.error(`${where} failed after its response was sent:`, error);
+  }
+
+  async #timeOut(work: Promise<Outcome>): Promise<void> {
+    this.#timedOut = true;
+    this.#ended = true;
+    const limit = seconds(this.#host.limitMs ?? 0);
+    this.#abort(new DOMException(`Request time limit of ${limit} exceeded`, "TimeoutError"));
+    this.#discardPending(this.#timedOutReason);
+    const where = this.#where;
+    void work.then((late) => {
+      if (late.ok) return;
+      if (late.error === this.#abortReason) {
+        this.#host.log.debug(`${where} stopped on its signal after the time limit`);
+      } else this.#host.log.debug(`${where} failed after its time limit; ignored:`, late.error);
+    });
+    if (this.#disconnected) return;
+    if (this.#phase === PENDING) return await sendFixed(this.#sendRaw, TIMEOUT_RESPONSE);
+    // Still sending: cutting the stream off is what the limit promises, not a failure. The
+    // bridge closes the connection, so the client cannot take the truncated body for a whole one,
+    // and logs this error as one warning line instead of an exception with a stack.
+    throw new ResponseCutOffError(
+      `${where} was still sending its response at the request time limit of ${limit}`,
+    );
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * The web layer's {@linkcode Response} and the fixed responses the App sends itself. Private:
+ * `web.ts` re-exports `Response` and `ResponseOptions`.
+ *
+ * @module
+ */
+import { STATUS_CODE } from "@std/http/status";
+import { textBytes } from "../_asgi/bytes.ts";
+import type { Send } from "../_asgi/types.ts";
+import { describe } from "./options.ts";
+
+/** Options of {@linkcode Response}. */
+export interface ResponseOptions {
+  /**
+   * The body: bytes, text (sent as UTF-8), or an async iterable of chunks, streamed as they come.
+   *
+   * @default {empty}
+   */
+  body?: Uint8Array | string | AsyncIterable<Uint8Array | string>;
+  /**
+   * The status code, from 200 to 599.
+   *
+   * @default {200}
+   */
+  status?: number;
+  /**
+   * Header fields; a list of pairs can repeat a name (e.g. `set-cookie`). Names are sent in lower
+   * case; values must be printable ASCII.
+   *
+   * @default {no headers}
+   */
+  headers?: Record<string, string> | Iterable<readonly [string, string]>;
+  /**
+   * The `content-type`. Give it here or in `headers`, not both.
+   *
+   * @default {"text/plain; charset=utf-8", or none for 204, 205 and 304}
+   */
+  contentType?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response
+// ---------------------------------------------------------------------------------------------
+
+const encoder = new TextEncoder();
+/** The empty body, shared. */
+export const EMPTY: Uint8Array = new Uint8Array(0);
+const TEXT_PLAIN = "text/plain; charset=utf-8";
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Printable ASCII, space and tab. Wider values would depend on how each transport maps bytes to
+// text; percent-encode anything else (RFC 8187 does for file names).
+const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** The encoded header pairs of a response, for the ASGI message (set by `Response`). */
+export let encodedHeaders: (response: Response) => readonly (readonly [Uint8Array, Uint8Array])[];
+
+/**
+ * A response to send with {@linkcode Request.respondWith}.
+ *
+ * Defaults: status 200, `content-type: text/plain; charset=utf-8` unless one is given, and a
+ * `content-length` computed for a byte or text body. A body given as an async iterable is
+ * streamed chunk by chunk (chunked, unless a `content-length` header is given) and can be sent
+ * only once. A fixed body is not copied: do not change its bytes after creating the response.
+ * The header bytes in the ASGI messages an App sends are shared between responses that repeat a
+ * name or value: ASGI middleware wrapping `app.asgi` may replace a pair but must not write into
+ * its bytes.
+ *
+ * @example A JSON response
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { Response } from "@stellarator/stellarator/web";
+ *
+ * const response = new Response({ body: '{"ok":true}', contentType: "application/json" });
+ * assertEquals(response.status, 200);
+ * assertEquals(response.headers, [["content-type", "application/json"], ["content-length", "11"]]);
+ * ```
+ *
+ * @example A streamed body
+ * ```ts
+ * import { Response } from "@stellarator/stellarator/web";
+ *
+ * async function* lines(): AsyncGenerator<string> {
+ *   yield "one\n";
+ *   yield "two\n";
+ * }
+ * const response = new Response({ body: lines() });
+ * ```
+ */
+export class Response {
+  static {
+    encodedHeaders = (response) => response.#encoded ??= encodeFields(response.headers);
+  }
+
+  /** The status code. */
+  readonly status: number;
+  /** The header fields as sent, names in lower case, `content-type` and `content-length` included. */
+  readonly headers: readonly (readonly [string, string])[];
+  /**
+   * The body: bytes, or the async iterable of chunks given. A short ASCII text body becomes a view
+   * into a buffer shared with other responses (an ArrayBuffer per response would cost more than
+   * the rest of the response): read it, or `.slice()` it for a copy of your own; its `.buffer`
+   * holds other bytes too.
+   */
+  readonly body: Uint8Array | AsyncIterable<Uint8Array | string>;
+  #encoded: readonly (readonly [Uint8Array, Uint8Array])[] | undefined;
+
+  /**
+   * Creates a response.
+   *
+   * @param options Body, status, headers and content type; all optional.
+   * @throws {RangeError} When the status is not a whole number from 200 to 599.
+   * @throws {TypeError} When a header name or value is invalid, the content type is given twice, a
+   *   `content-length` header disagrees with the body, a 204, 205 or 304 response has a body, or
+   *   the body is of another type.
+   */
+  constructor(options?: ResponseOptions) {
+    const { body = EMPTY, status = 200, headers, contentType } = options ?? {};
+    if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
+      throw new RangeError(
+        `Cannot use status ${describe(status)}: give a whole number from 200 to 599`,
+      );
+    }
+    this.status = status;
+    let bytes: Uint8Array | undefined;
+    if (typeof body === "string") bytes = textBytes(body);
+    else if (body instanceof Uint8Array) bytes = body;
+    else if (body === null || typeof body !== "object" || !(Symbol.asyncIterator in body)) {
+      throw new TypeError(
+        `Cannot use body ${describe(body)}: give a string, a Uint8Array or an async iterable ` +
+          `of them`,
+      );
+    }
+    const nullBody = status === 204 || status === 205 || status === 304;
+    if (nullBody && (bytes === undefined || bytes.length > 0)) {
+      throw new TypeError(`Cannot send a body with status ${status}: leave the body out`);
+    }
+    const fields: (readonly [string, string])[] = [];
+    let typeGiven = false;
+    let lengthGiven: string | undefined;
+    // Most responses give no headers: no iteration, no Object.entries() for them.
+    if (headers !== undefined) {
+      const pairs = Symbol.iterator in headers
+        ? headers as Iterable<readonly [string, string]>
+        : Object.entries(headers);
+      for (const [rawName, value] of pairs) {
+        const name = String(rawName).toLowerCase();
+        if (!TOKEN.test(name)) {
+          throw new TypeError(
+            `Cannot use header name "${rawName}": use letters, digits and !#$%&'*+-.^_\`|~ only`,
+          );
+        }
+        if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
+          throw new TypeError(
+            `Cannot use ${describe(value)} as the value of header "${name}": give a string of ` +
+              `printable ASCII (percent-encode other text)`,
+          );
+        }
+        if (name === "content-type") typeGiven = true;
+        if (name === "content-length") lengthGiven = value;
+        fields.push([name, value]);
+      }
+    }
+    if (contentType !== undefined) {
+      if (typeGiven) {
+        throw new TypeError(
+          `Cannot use contentType "${contentType}" and a "content-type" header together: give ` +
+            `one of them`,
+        );
+      }
+      if (typeof contentType !== "string" || !FIELD_VALUE.test(contentType)) {
+        throw new TypeError(
+          `Cannot use contentType ${describe(contentType)}: give a string of printable ASCII`,
+        );
+      }
+      fields.unshift(["content-type", contentType]);
+    } else if (!typeGiven && !nullBody) {
+      fields.unshift(["content-type", TEXT_PLAIN]);
+    }
+    if (bytes !== undefined && !nullBody) {
+      const length = lengthText(bytes.length);
+      if (lengthGiven === undefined) fields.push(["content-length", length]);
+      else if (lengthGiven !== length) {
+        throw new TypeError(
+          `Cannot use header "content-length: ${lengthGiven}" with a body of ${length} bytes: ` +
+            `leave the header out, it is computed`,
+        );
+      }
+    }
+    this.body = bytes ?? body as AsyncIterable<Uint8Array | string>;
+    this.headers = fields;
+  }
+}
+
+/** `String(n)` for the lengths of small bodies, made once. */
+const LENGTH_TEXTS: string[] = [];
+
+/**
+ * A body length as header text. Small lengths come from a table, so every response of one length
+ * carries the same string: the field cache below and the bridge then find it by identity instead
+ * of hashing or comparing a new string.
+ */
+function lengthText(length: number): string {
+  if (length >= 4096) return String(length);
+  return LENGTH_TEXTS[length] ??= String(length);
+}
+
+/** Field strings already encoded: responses repeat the same few names and values. */
+const fieldBytesCache = new Map<string, Uint8Array>();
+/** Beyond this many entries the cache starts over, so unique values cannot grow it for ever. */
+const FIELD_CACHE_ENTRIES = 256;
+/** Longer strings (cookies, long links) rarely repeat; they are encoded each time. */
+const FIELD_CACHE_LENGTH = 64;
+
+/**
+ * A validated header name or value as bytes. Both are ASCII (the constructor checks), so the
+ * bytes are the code units. Each `TextEncoder.encode()` call costs an op call and an ArrayBuffer,
+ * a third of the web layer's cost per request before this cache; the bytes are only read (the
+ * bridge copies them into strings), so one array serves every response that repeats the string.
+ */
+function fieldBytes(text: string): Uint8Array {
+  let bytes = fieldBytesCache.get(text);
+  if (bytes !== undefined) return bytes;
+  bytes = textBytes(text);
+  if (text.length <= FIELD_CACHE_LENGTH) {
+    if (fieldBytesCache.size >= FIELD_CACHE_ENTRIES) fieldBytesCache.clear();
+    fieldBytesCache.set(text, bytes);
+  }
+  return bytes;
+}
+
+/** The header pairs of a response as bytes, for the ASGI message. */
+function encodeFields(
+  fields: readonly (readonly [string, string])[],
+): (readonly [Uint8Array, Uint8Array])[] {
+  const encoded: (readonly [Uint8Array, Uint8Array])[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    const [name, value] = fields[i]!;
+    encoded.push([fieldBytes(name), fieldBytes(value)]);
+  }
+  return encoded;
+}
+
+/** The 408 of the request time limit. */
+export const TIMEOUT_RESPONSE: Response = new Response({
+  status: STATUS_CODE.RequestTimeout,
+  body: "Request time limit exceeded",
+});
+/** The 404 of an unknown path. */
+export const NOT_FOUND_RESPONSE: Response = new Response({
+  status: STATUS_CODE.NotFound,
+  body: "Not Found",
+});
+/** The 500 of a failed handler. */
+export const SERVER_ERROR_RESPONSE: Response = new Response({
+  status: STATUS_CODE.InternalServerError,
+  body: "Internal Server Error",
+});
+/** The 503 of a request that arrives while the app shuts down. */
+export const UNAVAILABLE_RESPONSE: Response = new Response({
+  status: STATUS_CODE.ServiceUnavailable,
+  body: "Service Unavailable",
+  headers: [["connection", "close"]],
+});
+const METHOD_NOT_ALLOWED_BODY = encoder.encode("Method Not Allowed");
+
+/**
+ * Sends a response with a fixed body.
+ *
+ * @param send The request's `send`.
+ * @param response The response; its body is bytes.
+ * @returns Resolves once sent.
+ */
+export async function sendFixed(send: Send, response: Response): Promise<void> {
+  await send({
+    type: "http.response.start",
+    status: response.status,
+    headers: encodedHeaders(response),
+  });
+  await send({ type: "http.response.body", body: response.body as Uint8Array, more_body: false });
+}
+
+/**
+ * Sends the 405 of a path whose routes do not serve the method, with its `Allow` header.
+ *
+ * @param send The request's `send`.
+ * @param allowed The methods the path's routes serve.
+ * @returns Resolves once sent.
+ */
+export async function sendMethodNotAllowed(send: Send, allowed: readonly string[]): Promise<void> {
+  if (allowed.includes("GET") && !allowed.includes("HEAD")) allowed = [...allowed, "HEAD"].sort();
+  await send({
+    type: "http.response.start",
+    status: STATUS_CODE.MethodNotAllowed,
+    headers: [
+      [encoder.encode("content-type"), encoder.encode(TEXT_PLAIN)],
+      [encoder.encode("content-length"), encoder.encode(String(METHOD_NOT_ALLOWED_BODY.length))],
+      [encoder.encode("allow"), encoder.encode(allowed.join(", "))],
+    ],
+  });
+  await send({ type: "http.response.body", body: METHOD_NOT_ALLOWED_BODY, more_body: false });
+}
