@@ -380,7 +380,7 @@ export function serve(
     limits: {
       headersTimeout: options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT,
       keepAliveTimeout: options.keepAliveTimeout ?? DEFAULT_KEEP_ALIVE_TIMEOUT,
-      maxConnections: options.maxConnections ?? Infinity,
+      maxConnections: options.maxConnections,
     },
     onListen: options.onListen ??
       ((addr) =>

@@ -234,8 +234,11 @@ export interface ConnectionLimits {
   headersTimeout: number;
   /** Milliseconds idle between a response and the next request on a kept-alive connection. */
   keepAliveTimeout: number;
-  /** Connections served at once; more are closed as soon as they are accepted. */
-  maxConnections: number;
+  /**
+   * Connections served at once; more are closed as soon as they are accepted. `undefined`: the
+   * transport's default (node: from the fd limit, see `_asgi/fd_limit.ts`).
+   */
+  maxConnections: number | undefined;
 }
 
 /** A listening transport, as `serve` drives it. */

@@ -462,9 +462,15 @@ export function handleFetch(
   return cycle.response;
 }
 
-/** The first wait before listening again after the listener failed; it doubles up to the max. */
-const RELISTEN_FIRST_DELAY = 100;
-const RELISTEN_MAX_DELAY = 2000;
+/**
+ * The wait before listening again after the listener failed. Short and fixed: the failure that
+ * passes (EMFILE once idle connections hold every fd) ends the moment clients leave, and a
+ * doubling back-off (it once reached 2 s) kept the port closed long after that. A retry costs
+ * three system calls, and while fds stay exhausted each one fails at the next connection anyway.
+ */
+const RELISTEN_DELAY = 100;
+/** At most one warning per this many milliseconds for a listener failing again and again. */
+const RELISTEN_LOG_INTERVAL = 10_000;
 
 /** Bind errors that waiting cannot cure; anything else (EMFILE, ENFILE, ENOBUFS) may pass. */
 function isPermanent(error: unknown): boolean {
@@ -476,10 +482,13 @@ function isPermanent(error: unknown): boolean {
  * Starts `Deno.serve` for the core, and keeps it listening.
  *
  * When accepting fails ("Too many open files" once idle connections hold every fd of the
- * process), Deno.serve stops listening and rejects its `finished`; unhandled, that ends the
- * process. Here it is logged and the port is bound again after a back-off (0.1 s doubling to
- * 2 s), while the connections already open are served on. Only a bind error that waiting
- * cannot cure (the port taken meanwhile) ends the listener for good, through `failed`.
+ * process), Deno.serve closes its listening socket (connections waiting in its backlog are
+ * reset) and rejects its `finished`; unhandled, that ends the process. Here the port is bound
+ * again every 0.1 s while the connections already open are served on, and it is logged as a
+ * warning (at most one line per 10 s, with the number of failures since the last one): under an
+ * fd limit it is expected operation, and it passes once clients leave. Only a bind error that
+ * waiting cannot cure (the port taken meanwhile) ends the listener for good, logged as an error
+ * and settled through `failed`.
  *
  * Deno.serve (2.9) has no header-read or keep-alive timeout: idle connections are not bounded.
  *
@@ -500,8 +509,8 @@ export function listenDeno(
   const failed = Promise.withResolvers<unknown>();
   let closing = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
-  let delay = RELISTEN_FIRST_DELAY;
-  let lastFailure = -Infinity;
+  let lastLogged = -Infinity;
+  let unlogged = 0;
 
   const open = (port: number): Deno.HttpServer<Deno.NetAddr> => {
     const httpServer = Deno.serve({
@@ -522,18 +531,20 @@ export function listenDeno(
   };
 
   const relistenLater = (error: unknown): void => {
-    // A listener that failed again soon after the last failure waits longer each time.
     const now = performance.now();
-    delay = now - lastFailure < 10_000
-      ? Math.min(delay * 2, RELISTEN_MAX_DELAY)
-      : RELISTEN_FIRST_DELAY;
-    lastFailure = now;
-    core.logger.error(
-      `Listener on ${hostForLog(hostname)}:${addr.port} failed: ${
-        errorText(error)
-      }; listening again in ${delay} ms`,
-    );
-    retry = setTimeout(relisten, delay);
+    if (now - lastLogged >= RELISTEN_LOG_INTERVAL) {
+      const more = unlogged === 0 ? "" : ` (${unlogged} more failures since the last warning)`;
+      core.logger.warn(
+        `Listener on ${hostForLog(hostname)}:${addr.port} failed: ${
+          errorText(error)
+        }; listening again every ${RELISTEN_DELAY} ms${more}`,
+      );
+      lastLogged = now;
+      unlogged = 0;
+    } else {
+      unlogged++;
+    }
+    retry = setTimeout(relisten, RELISTEN_DELAY);
   };
 
   const relisten = (): void => {

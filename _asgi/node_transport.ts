@@ -19,6 +19,7 @@ import {
   type Listener,
   parseContentLength,
 } from "./core.ts";
+import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
 import { nodeUpgradeHandler } from "./node_websocket.ts";
 import { maxMessageSizeOf } from "./websocket.ts";
 
@@ -211,7 +212,8 @@ export async function listenNode(
     scheme: tls === undefined ? "http" : "https",
     closeIdle: () => {},
   };
-  const { headersTimeout, keepAliveTimeout, maxConnections } = limits;
+  const { headersTimeout, keepAliveTimeout } = limits;
+  const maxConnections = limits.maxConnections ?? defaultMaxConnections(softFdLimit());
   const serverOptions = {
     headersTimeout,
     keepAliveTimeout,
@@ -237,7 +239,7 @@ export async function listenNode(
   server.on("upgrade", upgrade);
   state.closeIdle = () => server.closeIdleConnections();
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
-  // node:http stops accepting for good (measured on Deno 2.9.6).
+  // node:http stops accepting for good (measured on Deno 2.9.6): hence a default from the fd limit.
   if (maxConnections !== Infinity) server.maxConnections = maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -589,12 +589,15 @@ export interface ServeOptions extends FetchHandlerOptions {
    */
   keepAliveTimeout?: number;
   /**
-   * The most connections served at once; a connection beyond is closed as soon as it is
-   * accepted. Keeps accepting from running out of file descriptors: leave some 200 of
-   * `ulimit -n` spare. Applies to `transport: "node"` only (Node's `server.maxConnections`), as
-   * `headersTimeout`.
+   * The most connections served at once (WebSockets included); a connection beyond is closed as
+   * soon as it is accepted. Keeps accepting from running out of file descriptors, after which
+   * Deno's `node:http` would stop accepting for good. By default, on Linux, the soft
+   * `ulimit -n` (read from `/proc/self/limits`, when read permission for it is granted) minus
+   * 200, and at least half of it: 824 under the common 1024. Elsewhere, or without that
+   * permission, no limit: set it yourself. `Infinity`: no limit. Applies to `transport: "node"`
+   * only (Node's `server.maxConnections`), as `headersTimeout`.
    *
-   * @default {Infinity}
+   * @default {the soft fd limit minus 200 on Linux, else Infinity}
    */
   maxConnections?: number;
   /**

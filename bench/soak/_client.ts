@@ -47,6 +47,8 @@ export class Connection {
   #start = 0;
   #end = 0;
   #eof = false;
+  /** Whether the server reset the connection rather than closing it with a FIN. */
+  reset = false;
 
   private constructor(conn: Deno.TcpConn) {
     this.#conn = conn;
@@ -177,12 +179,20 @@ export class Connection {
 
   /** Resolves once the server closes the connection (or `ms` pass: then false). */
   async closedWithin(ms: number): Promise<boolean> {
-    const timer = setTimeout(() => this.close(), ms);
+    let expired = false;
+    const timer = setTimeout(() => {
+      expired = true;
+      this.close();
+    }, ms);
     try {
       while (await this.#fill()) this.#start = this.#end;
       return true;
-    } catch {
-      return false;
+    } catch (error) {
+      // A server that closes while request bytes it never read are still arriving (a refused
+      // upload) closes with a reset, not a FIN: closed all the same. Only our own close after
+      // `ms` means it stayed open.
+      this.reset = !expired && error instanceof Deno.errors.ConnectionReset;
+      return this.reset;
     } finally {
       clearTimeout(timer);
     }

@@ -7,6 +7,7 @@
 import { Connection, probe, rawBytes, requestBytes } from "./_client.ts";
 import {
   answers,
+  answerTime,
   chunked,
   finish,
   get,
@@ -153,9 +154,16 @@ export const idle: Scenario = {
       if (await c.closedWithin(50)) closedByServer++;
     }));
     for (const connection of idlers) connection.close();
+    // Once they leave, the server must answer again at once: within 1 s (a busy machine's
+    // margin; the deno transport binds its port again every 0.1 s).
+    const after = server.alive ? await answerTime(server.port, 5000) : undefined;
+    if (after !== undefined && after > 1000) {
+      row.failures.push(`GET /ok answered ${Math.round(after)} ms after the idle clients left`);
+    }
     row.notes.push(
       `nofile ${nofile}: ${idlers.length} idle connections opened (${refused} refused), ` +
         `${closedByServer} closed by the server; answered while they were held: ${whileHeld}; ` +
+        `answered ${after === undefined ? "not" : `${Math.round(after)} ms`} after they left; ` +
         `trickling clients: ${trickled.filter((t) => t === "held").length} held, ` +
         `${trickled.filter((t) => t !== "held").length} closed by the server`,
     );
@@ -236,6 +244,7 @@ export const malformed: Scenario = {
     for (const input of inputs()) {
       const server = input.app ? app : asgi;
       let closedIn: number | undefined;
+      let reset = false;
       let result;
       if (input.closes) {
         // Answer first, then see whether the server closes the connection it will not read.
@@ -250,6 +259,7 @@ export const malformed: Scenario = {
         if (response !== "silent" && response !== null) {
           const closed = await connection.closedWithin(2000);
           closedIn = closed ? performance.now() - began : undefined;
+          reset = connection.reset;
           if (!closed) {
             row.failures.push(`${input.name}: connection still open 2 s after the answer`);
           }
@@ -267,7 +277,9 @@ export const malformed: Scenario = {
       const outcome = result.outcome;
       cells.push(
         `${input.name}: ${outcome} in ${Math.round(result.ms)} ms` +
-          (closedIn === undefined ? "" : `, closed at ${Math.round(closedIn)} ms`),
+          (closedIn === undefined
+            ? ""
+            : `, closed at ${Math.round(closedIn)} ms${reset ? " (reset)" : ""}`),
       );
       if (outcome === "silent") row.failures.push(`${input.name}: no answer within 5 s`);
       else if (typeof outcome === "number" && outcome >= 500) {

@@ -1,0 +1,107 @@
+/**
+ * The node transport's default connection cap, taken from the process's fd limit. Regression
+ * tests for issue 10, point 2: under `ulimit -n`, idle clients made Deno's `node:http` fail an
+ * `accept()`, after which it stopped accepting for good; `maxConnections` prevented it, but it
+ * defaulted to none.
+ */
+import { assert, assertEquals } from "@std/assert";
+import { defaultMaxConnections, FD_MARGIN, softFdLimit } from "../_asgi/fd_limit.ts";
+import { sleep } from "./fixtures/asgi_harness.ts";
+
+const LINUX = Deno.build.os === "linux";
+
+const LIMITS = `Limit                     Soft Limit           Hard Limit           Units     
+Max cpu time              unlimited            unlimited            seconds   
+Max open files            1024                 524288               files     
+Max locked memory         8388608              8388608              bytes     
+`;
+
+Deno.test("softFdLimit() reads the soft limit on open files from /proc/self/limits", () => {
+  assertEquals(softFdLimit(LIMITS), 1024);
+  assertEquals(softFdLimit(LIMITS.replace("1024  ", "unlimited")), undefined);
+  assertEquals(softFdLimit("Max cpu time  unlimited  unlimited  seconds\n"), undefined);
+});
+
+Deno.test({
+  name: "softFdLimit() gives this process's limit on Linux under -A",
+  ignore: !LINUX,
+  fn() {
+    const text = Deno.readTextFileSync("/proc/self/limits");
+    assertEquals(softFdLimit(), softFdLimit(text));
+    assert(softFdLimit()! > 0);
+  },
+});
+
+Deno.test("defaultMaxConnections() leaves FD_MARGIN fds spare, and at least half the limit", () => {
+  assertEquals(FD_MARGIN, 200);
+  assertEquals(defaultMaxConnections(1024), 824);
+  assertEquals(defaultMaxConnections(65536), 65336);
+  assertEquals(defaultMaxConnections(256), 128);
+  assertEquals(defaultMaxConnections(1), 1);
+  assertEquals(defaultMaxConnections(undefined), Infinity);
+});
+
+// Issue 10, point 2 and the soak's "idle and trickling connections" [node]: with 300 idle
+// connections against `ulimit -n 256` and no maxConnections, the node transport stopped
+// answering for good.
+Deno.test({
+  name:
+    "serve() [node] caps connections below the fd limit by default and answers once idle clients leave",
+  ignore: !LINUX,
+  async fn() {
+    const root = new URL("..", import.meta.url).pathname;
+    const child = new Deno.Command("bash", {
+      args: [
+        "-c",
+        `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts node 0`,
+      ],
+      cwd: root,
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let output = "";
+    const idle: Deno.TcpConn[] = [];
+    let answer = "";
+    try {
+      while (!/listening (\d+)/.test(output)) {
+        const { value, done } = await lines.read();
+        if (done) throw new Error(`The server exited before listening: ${output}`);
+        output += value;
+      }
+      const port = Number(/listening (\d+)/.exec(output)![1]);
+      for (let i = 0; i < 300; i++) {
+        try {
+          idle.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+        } catch {
+          // Not expected on node, but not the point either.
+        }
+      }
+      await sleep(300);
+      for (const conn of idle) conn.close();
+      idle.length = 0;
+      // Tolerant of a busy machine: it answers within some 10 ms; without the cap, never.
+      for (const until = performance.now() + 5000; performance.now() < until;) {
+        try {
+          const response = await fetch(`http://127.0.0.1:${port}/`, {
+            method: "POST",
+            body: "hi",
+            signal: AbortSignal.timeout(1000),
+          });
+          answer = await response.text();
+          break;
+        } catch {
+          await sleep(50);
+        }
+      }
+    } finally {
+      for (const conn of idle) conn.close();
+      child.kill("SIGTERM");
+      await lines.cancel();
+    }
+    const stderr = await new Response(child.stderr).text();
+    const { code } = await child.status;
+    assertEquals(answer, "ok 2", stderr);
+    assertEquals(code, 0, stderr);
+  },
+});
