@@ -1,7 +1,7 @@
 /**
- * The benchmark's two handlers on our `App`, served by our `serve()`.
- * `REQUEST_TIME_LIMIT` (seconds) sets `requestTimeLimit`, to measure what the
- * limit costs; without it the App runs without a limit.
+ * The benchmark's handlers on our `App`, served by our `serve()`. `REQUEST_TIME_LIMIT` (seconds)
+ * sets `requestTimeLimit`, to measure what the limit costs; without it the App runs without a
+ * limit.
  *
  * Prints `LISTENING <port>` once it listens on 127.0.0.1 (port from `PORT`, default: any free one).
  *
@@ -20,12 +20,17 @@ async function helloName(request: Request): Promise<void> {
   await request.respondWith(new Response({ body: `hello ${request.context.name}` }));
 }
 
+async function echo(request: Request): Promise<void> {
+  await request.respondWith(new Response({ body: await request.bytes() }));
+}
+
 const limit = Deno.env.get("REQUEST_TIME_LIMIT");
 const app = new App({
   router: new AsgiRouter<WebHandler>({
     routes: [
       new Route<WebHandler>("/hello", { handler: hello }),
       new Route<WebHandler>("/hello/{name}", { handler: helloName }),
+      new Route<WebHandler>("/echo", { handler: echo, methods: ["POST"] }),
     ],
   }),
   requestTimeLimit: limit === undefined ? undefined : Number(limit),
