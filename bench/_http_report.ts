@@ -164,8 +164,63 @@ export function ratioVerdict(
   }`;
   if (limit === undefined) return { target: text, measured, verdict: "info" };
   const reached = pair.rps.filter((r) => r >= limit).length;
-  const verdict = `${rps.median >= limit ? "met" : "missed"} (${reached}/${rps.n} rounds)`;
+  const byCpu = cpu === undefined ? "" : `; by CPU ${cpu.median >= limit ? "met" : "missed"}`;
+  const verdict = `${rps.median >= limit ? "met" : "missed"} (${reached}/${rps.n} rounds${byCpu})`;
   return { target: text, measured, verdict };
+}
+
+const percent = (v: number) => `${(v * 100).toFixed(0)} %`;
+
+/** How far the machine let each server have its core to itself. */
+export interface Quality {
+  /** Measurements in all. */
+  readonly total: number;
+  /** Measurements where the server used under 85 % of its core or others took over 10 % of it. */
+  readonly disturbed: number;
+  /** The worst of those: the lowest share of its core a server got. */
+  readonly worst: string | undefined;
+}
+
+/** A measurement is disturbed below this share of the core for the server... */
+const MIN_SERVER_USE = 0.85;
+/** ...or above this share for other processes on the server's core. */
+const MAX_OTHERS = 0.10;
+
+/**
+ * Counts the measurements in which the server did not have its core to itself: then the
+ * load generator or other processes, not the server, set the pace.
+ *
+ * @param run The run.
+ * @returns The counts; all zero when not pinned (nothing to compare with).
+ */
+export function runQuality(run: HttpRun): Quality {
+  let total = 0;
+  let disturbed = 0;
+  let worst: { use: number; text: string } | undefined;
+  if (!run.pinning.pinned) return { total, disturbed, worst: undefined };
+  for (const [id, byRoute] of run.samples) {
+    for (const [routeId, list] of byRoute) {
+      for (const s of list) {
+        if (s?.serverCpu === undefined || s.serverCoreBusy === undefined) continue;
+        total++;
+        const use = s.serverCpu / s.seconds;
+        const others = Math.max(0, s.serverCoreBusy - s.serverCpu) / s.seconds;
+        if (use >= MIN_SERVER_USE && others <= MAX_OTHERS) continue;
+        disturbed++;
+        if (worst === undefined || use < worst.use) {
+          const route = ROUTES.find((r) => r.id === routeId)!;
+          worst = {
+            use,
+            text: `${
+              SERVERS.find((x) => x.id === id)?.label ?? id
+            }, ${route.method} ${route.path}, ` +
+              `round ${s.round + 1}: server ${percent(use)} of its core, others ${percent(others)}`,
+          };
+        }
+      }
+    }
+  }
+  return { total, disturbed, worst: worst?.text };
 }
 
 /** The router targets' verdicts from the router section of bench/RESULTS.md. */
@@ -195,6 +250,20 @@ export function httpVerdicts(run: HttpRun): Verdict[] {
   const { options, pinning } = run;
   const routes = ROUTES.filter((r) => options.routes.includes(r.id));
   const rows: Verdict[] = [];
+  const quality = runQuality(run);
+  rows.push({
+    target: "the server had its core to itself (≥ 85 % busy with it, others ≤ 10 %)",
+    measured: quality.total === 0
+      ? "not measurable (not pinned)"
+      : `${quality.total - quality.disturbed} of ${quality.total} measurements${
+        quality.worst === undefined ? "" : `; worst: ${quality.worst}`
+      }`,
+    verdict: quality.total === 0
+      ? "n/a"
+      : quality.disturbed === 0
+      ? "clean"
+      : "disturbed: req/s ratios inconclusive, trust the CPU ones",
+  });
   rows.push({
     target: "1. server and load generator on separate cores",
     measured: pinning.pinned
@@ -254,7 +323,6 @@ export function httpVerdicts(run: HttpRun): Verdict[] {
   return rows;
 }
 
-const percent = (v: number) => `${(v * 100).toFixed(0)} %`;
 const micro = (v: number) => `${v.toFixed(1)} µs`;
 const whole = (v: number) => v.toFixed(0);
 
@@ -287,8 +355,9 @@ export function renderHttp(run: HttpRun): string {
     "**CPU/req** is the server process's user + system time during the measured run divided by " +
     "the requests it served; **server core** is how busy the server kept its core, " +
     "**others** how much of that core other processes took meanwhile, **wrk core** how busy " +
-    "the load generator's core was. A server below about 90 % of its core was not the " +
-    "bottleneck, and its req/s says more about wrk or the machine than about the server.",
+    "the load generator's core was. A server that got less than its whole core was not what " +
+    "set the pace, and its req/s says more about the machine than about the server; its CPU " +
+    "per request still holds.",
     "",
   ];
   const notes: string[] = [];
@@ -330,20 +399,6 @@ export function renderHttp(run: HttpRun): string {
           others === undefined ? dash : percent(others.median)
         } | ${wrkCore === undefined ? dash : percent(wrkCore.median)} |`,
       );
-      if (use !== undefined && use.min < 0.85) {
-        notes.push(
-          `${spec.label}, ${route.method} ${route.path}: the server used as little as ${
-            percent(use.min)
-          } of its core in a round`,
-        );
-      }
-      if (others !== undefined && others.max > 0.1) {
-        notes.push(
-          `${spec.label}, ${route.method} ${route.path}: other processes took up to ${
-            percent(others.max)
-          } of the server's core in a round`,
-        );
-      }
     }
     out.push("");
   }

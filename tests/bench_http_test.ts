@@ -185,16 +185,19 @@ Deno.test("httpVerdicts() judges each target on the median of ratios paired by r
   });
   const rows = new Map(httpVerdicts(run).map((v) => [v.target, v]));
   const asgi = rows.get("3. ASGI app ≥ 0.95× the floor, GET /hello/world")!;
-  assertEquals(asgi.verdict, "met (2/3 rounds)");
+  assertEquals(asgi.verdict, "met (2/3 rounds; by CPU met)");
   assertMatch(asgi.measured, /^0\.95× \(0\.94×–2\.00×\); by server CPU 0\.95×$/);
-  assertEquals(rows.get("4. App ≥ 0.90× the floor, POST /echo")!.verdict, "met (3/3 rounds)");
+  assertEquals(
+    rows.get("4. App ≥ 0.90× the floor, POST /echo")!.verdict,
+    "met (3/3 rounds; by CPU met)",
+  );
   assertEquals(
     rows.get("2. App with requestTimeLimit ≥ 0.90× the App, GET /hello/world")!.verdict,
-    "met (2/3 rounds)",
+    "met (2/3 rounds; by CPU met)",
   );
   assertEquals(
     rows.get("5. moonshot: App ahead of Hono (≥ 1.00×), GET /hello/world")!.verdict,
-    "missed (0/3 rounds)",
+    "missed (0/3 rounds; by CPU missed)",
   );
   assertEquals(
     rows.get("ASGI app on node ÷ bare node:http, GET /hello/world")!.verdict,
@@ -202,6 +205,10 @@ Deno.test("httpVerdicts() judges each target on the median of ratios paired by r
   );
   assertEquals(rows.get("1. server and load generator on separate cores")!.verdict, "met");
   assertEquals(rows.get("1. bare Deno.serve, the floor and Hono in the same run")!.verdict, "met");
+  const quality = rows.get(
+    "the server had its core to itself (≥ 85 % busy with it, others ≤ 10 %)",
+  )!;
+  assertEquals([quality.measured, quality.verdict], ["36 of 36 measurements", "clean"]);
 });
 
 Deno.test("httpVerdicts() marks an unpinned or one-round run as not meeting the method", () => {
@@ -222,14 +229,17 @@ Deno.test("httpVerdicts() marks an unpinned or one-round run as not meeting the 
   );
 });
 
-Deno.test("renderHttp() gives median and range per server and names a server short of its core", () => {
+Deno.test("renderHttp() gives median and range per server and calls a run disturbed when a server lacked its core", () => {
   const run = syntheticRun({ deno: [100, 90, 110], floor: [80, 80, 80] });
   const starved = run.samples.get("floor")!.get("echo")![1]!;
   (run.samples.get("floor")!.get("echo") as Sample[])[1] = { ...starved, serverCpu: 2 };
   const markdown = renderHttp(run);
   assertMatch(markdown, /\| bare Deno\.serve \| 100 \(90–110\) \| — \|/);
   assertMatch(markdown, /\| the floor \(Deno\.serve reading a scope\) \| 80 \| 0\.80× \|/);
-  assertMatch(markdown, /POST \/echo: the server used as little as 50 % of its core/);
+  assertMatch(
+    markdown,
+    /\| the server had its core to itself \(≥ 85 % busy with it, others ≤ 10 %\) \| 11 of 12 measurements; worst: the floor \(Deno\.serve reading a scope\), POST \/echo, round 2: server 50 % of its core, others 50 % \| \*\*disturbed: req\/s ratios inconclusive, trust the CPU ones\*\* \|/,
+  );
   assertMatch(markdown, /bare node:http \(Deno\) left out: exited before listening/);
   assertMatch(markdown, /- Cores: each server pinned to core 0, wrk to core 1 \(taskset\)/);
 });

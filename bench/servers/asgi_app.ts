@@ -6,6 +6,8 @@
  * Transport from `TRANSPORT` (`deno`, default, or `node`). Prints
  * `LISTENING <port>` once it listens on 127.0.0.1 (port from `PORT`, default: any free one).
  *
+ * Serves when run as the main module; `bench/profile_app.ts` imports the handlers.
+ *
  * @module
  */
 import { listenOptions } from "./_listen.ts";
@@ -71,7 +73,8 @@ const router = new AsgiRouter<Handler>({
   ],
 });
 
-const app: AsgiApplication = async (scope, receive, send) => {
+/** The application. */
+export const app: AsgiApplication = async (scope, receive, send) => {
   if (scope.type === "lifespan") {
     while (true) {
       const message = await receive();
@@ -89,9 +92,10 @@ const app: AsgiApplication = async (scope, receive, send) => {
   await route.handler(match.context, scope, receive, send);
 };
 
-const transport = Deno.env.get("TRANSPORT") === "node" ? "node" : "deno";
-serve(app, {
-  ...listenOptions(),
-  shutdownTimeout: 2_000,
-  transport,
-});
+if (import.meta.main) {
+  serve(app, {
+    ...listenOptions(),
+    shutdownTimeout: 2_000,
+    transport: Deno.env.get("TRANSPORT") === "node" ? "node" : "deno",
+  });
+}

@@ -5,6 +5,8 @@
  *
  * Prints `LISTENING <port>` once it listens on 127.0.0.1 (port from `PORT`, default: any free one).
  *
+ * Serves when run as the main module; `bench/profile_app.ts` imports the handlers.
+ *
  * @module
  */
 import { serveForBench } from "./_listen.ts";
@@ -16,7 +18,7 @@ import { serveForBench } from "./_listen.ts";
  * @param request The request.
  * @returns The response.
  */
-function handler(request: Request): Response | Promise<Response> {
+export function handler(request: Request): Response | Promise<Response> {
   const url = request.url;
   const start = url.indexOf("/", url.indexOf("//") + 2);
   const query = url.indexOf("?", start);
@@ -36,4 +38,4 @@ async function echo(request: Request): Promise<Response> {
   return new Response(await request.bytes());
 }
 
-serveForBench(handler);
+if (import.meta.main) serveForBench(handler);

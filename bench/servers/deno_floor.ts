@@ -12,6 +12,8 @@
  *
  * Prints `LISTENING <port>` once it listens on 127.0.0.1 (port from `PORT`, default: any free one).
  *
+ * Serves when run as the main module; `bench/profile_app.ts` imports the handlers.
+ *
  * @module
  */
 import { serveForBench } from "./_listen.ts";
@@ -30,7 +32,7 @@ const CONTENT_TYPE = { "content-type": "text/plain; charset=utf-8" };
  * @param info The connection.
  * @returns The response, through a promise.
  */
-async function handler(
+export async function handler(
   request: Request,
   info: Deno.ServeHandlerInfo<Deno.NetAddr>,
 ): Promise<Response> {
@@ -63,4 +65,4 @@ async function handler(
   return new Response("Not Found", { status: 404, headers: CONTENT_TYPE });
 }
 
-serveForBench(handler);
+if (import.meta.main) serveForBench(handler);
