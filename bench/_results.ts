@@ -51,7 +51,7 @@ export function writeSection(id: string, markdown: string, file: URL = RESULTS_F
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
     text = "# Benchmark results\n\nWritten by `deno task bench` and `deno task bench:http`; see " +
-      "README.md for what is measured and how.\n";
+      "[README.md](README.md) for what is measured and how.\n";
   }
   const block = `${start}\n${markdown.trim()}\n${end}`;
   const from = text.indexOf(start);
@@ -66,6 +66,27 @@ export function writeSection(id: string, markdown: string, file: URL = RESULTS_F
     stdout: "null",
     stderr: "inherit",
   }).outputSync();
+}
+
+/**
+ * Reads one section of bench/RESULTS.md, between its markers.
+ *
+ * @param id The section's marker name (`router`, `http`).
+ * @param file The results file.
+ * @returns The section's markdown, or undefined when the file or the section is missing.
+ */
+export function readSection(id: string, file: URL = RESULTS_FILE): string | undefined {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(file);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+  const start = `<!-- ${id}:start -->`;
+  const from = text.indexOf(start);
+  const to = text.indexOf(`<!-- ${id}:end -->`);
+  return from >= 0 && to > from ? text.slice(from + start.length, to).trim() : undefined;
 }
 
 /**
