@@ -158,7 +158,7 @@ import { Endpoint } from "./_router/endpoint.ts";
 import { AT_END, AT_SLASH, type FlatTree, layoutTree, LIST, lookup } from "./_router/lookup.ts";
 import { addKid, allKids, type Branch, Node } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
-import { describe, shorten } from "./_router/describe.ts";
+import { describe, shorten } from "./_common/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -603,19 +603,19 @@ export class Route<H extends AnyHandler = AnyHandler> {
   constructor(path: string, options: RouteOptions<H>) {
     if (typeof path !== "string") {
       throw new TypeError(
-        `Route pattern must be a string like "/users/{id}", got ${describe(path)}`,
+        `Invalid route pattern ${describe(path)}: use a string like "/users/{id}"`,
       );
     }
     if (typeof options !== "object" || options === null) {
       throw new TypeError(
-        `Route "${path}" needs an options object, got ${describe(options)}; ` +
+        `Invalid options ${describe(options)} for route "${path}": ` +
           `pass { handler: (...args) => ... }`,
       );
     }
     const { handler, methods } = options;
     if (typeof handler !== "function") {
       throw new TypeError(
-        `Route "${path}" needs a handler function, got ${describe(handler)}; ` +
+        `Invalid handler ${describe(handler)} for route "${path}": ` +
           `pass { handler: (...args) => ... }`,
       );
     }
@@ -663,9 +663,9 @@ function makeEndpointHandler<H extends AnyHandler>(
     const options = args[args.length - 1];
     if (!isPlainObject(options) || typeof options.method !== "string") {
       throw new TypeError(
-        `The handler of route "${endpoint.routes[0]?.path}" needs the request method: pass ` +
-          `{ method } as its last argument, e.g. handler(context, scope, receive, send, ` +
-          `{ method: scope.method }); got ${describe(options)} there`,
+        `Invalid last argument ${describe(options)} for the handler of route ` +
+          `"${endpoint.routes[0]?.path}": pass the request method as { method }, e.g. ` +
+          `handler(context, scope, receive, send, { method: scope.method })`,
       );
     }
     const method = options.method;
@@ -761,12 +761,12 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     } = options;
     if (trailingSlash !== "relaxed" && trailingSlash !== "strict") {
       throw new RangeError(
-        `Invalid trailingSlash ${describe(trailingSlash)}; use "relaxed" or "strict"`,
+        `Invalid trailingSlash ${describe(trailingSlash)}: use "relaxed" or "strict"`,
       );
     }
     if (!Number.isSafeInteger(maxPathLength) || maxPathLength < 1) {
       throw new RangeError(
-        `Invalid maxPathLength ${describe(maxPathLength)}; use a positive integer such as 8192`,
+        `Invalid maxPathLength ${describe(maxPathLength)}: use a positive integer such as 8192`,
       );
     }
     this.#relaxed = trailingSlash === "relaxed";
@@ -817,7 +817,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     const parsed = typeof route === "object" && route !== null ? tokensOf(route) : undefined;
     if (parsed === undefined) {
       throw new TypeError(
-        `addRoute() needs a Route, got ${describe(route)}; pass new Route(path, { handler })`,
+        `Invalid route ${describe(route)}: pass new Route(path, { handler })`,
       );
     }
     const tokens = this.#relaxed ? relaxTokens(parsed) : parsed;
