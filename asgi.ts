@@ -245,9 +245,9 @@ function createCore(
  */
 export function createFetchHandler(
   app: AsgiApplication | { asgi: AsgiApplication },
-  options: FetchHandlerOptions = {},
+  options?: FetchHandlerOptions,
 ): AsgiFetchHandler {
-  const core = createCore(app, options);
+  const core = createCore(app, options === undefined ? {} : options);
   const lifespan = core.lifespan;
   let failureLogged = false;
   const unavailable = (error: unknown): Response => {
@@ -319,8 +319,9 @@ export function createFetchHandler(
  */
 export function serve(
   app: AsgiApplication | { asgi: AsgiApplication },
-  options: ServeOptions = {},
+  options?: ServeOptions,
 ): AsgiServer {
+  if (options === undefined) options = {};
   const core = createCore(app, options);
   const { port = DEFAULT_PORT, hostname = DEFAULT_HOSTNAME, transport = "deno" } = options;
   if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65535) {

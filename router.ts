@@ -411,22 +411,23 @@ export class UnknownEndpoint extends RouterError {
    * Creates the error.
    *
    * @param path The path as given.
-   * @param reason Why nothing matched.
-   * @param maxPathLength The router's limit, quoted when the path exceeds it.
+   * @param reason Why nothing matched; `"no-route"` when left out.
+   * @param maxPathLength The router's limit, quoted when the path exceeds it; 8192 when left out.
    */
   constructor(
     path: string,
-    reason: "no-route" | "path-too-long" = "no-route",
-    maxPathLength = DEFAULT_MAX_PATH_LENGTH,
+    reason?: "no-route" | "path-too-long",
+    maxPathLength?: number,
   ) {
     super(
-      reason === "no-route"
+      reason !== "path-too-long"
         ? `No route matches "${shorten(path)}"`
-        : `Path of ${path.length} characters is longer than maxPathLength (${maxPathLength}), ` +
-          `so no route matches it; raise maxPathLength if such paths are legitimate`,
+        : `Path of ${path.length} characters is longer than maxPathLength ` +
+          `(${maxPathLength ?? DEFAULT_MAX_PATH_LENGTH}), so no route matches it; raise ` +
+          `maxPathLength if such paths are legitimate`,
     );
     this.path = path;
-    this.reason = reason;
+    this.reason = reason ?? "no-route";
   }
 }
 
@@ -454,11 +455,11 @@ export class MethodNotAllowed extends RouterError {
    *
    * @param method The method asked for.
    * @param allowed The methods served.
-   * @param pattern The matched pattern, quoted in the message.
+   * @param pattern The matched pattern, quoted in the message; left out, the message names none.
    */
-  constructor(method: string, allowed: readonly string[], pattern = "") {
+  constructor(method: string, allowed: readonly string[], pattern?: string) {
     super(
-      `Method "${method}" is not allowed${pattern === "" ? "" : ` on route "${pattern}"`}; ` +
+      `Method "${method}" is not allowed${pattern ? ` on route "${pattern}"` : ""}; ` +
         `use one of ${allowed.join(", ")}`,
     );
     this.method = method;
@@ -747,18 +748,23 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   /**
    * Creates a router.
    *
-   * @param options Routes and matching options.
+   * @param options Routes and matching options; all optional.
    * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
    */
-  constructor(options: AsgiRouterOptions<H> = {}) {
+  constructor(options?: AsgiRouterOptions<H>) {
+    if (options !== undefined && (typeof options !== "object" || options === null)) {
+      throw new TypeError(
+        `Invalid options ${describe(options)}: pass an object such as { routes: [...] }`,
+      );
+    }
     const {
       routes = [],
       trailingSlash = "relaxed",
       maxPathLength = DEFAULT_MAX_PATH_LENGTH,
       allowUnsafeRegex = false,
-    } = options;
+    } = options ?? {};
     if (trailingSlash !== "relaxed" && trailingSlash !== "strict") {
       throw new RangeError(
         `Invalid trailingSlash ${describe(trailingSlash)}: use "relaxed" or "strict"`,

@@ -70,6 +70,7 @@ const cases: Case[] = [
     "method",
     "FETCH",
   ],
+  ["new AsgiRouter() options", () => new AsgiRouter(null as never), TypeError, "options", null],
   [
     "new AsgiRouter() trailingSlash",
     () => new AsgiRouter({ trailingSlash: "loose" as never }),
