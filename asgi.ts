@@ -41,6 +41,7 @@ import type {
   ServeOptions,
 } from "./_asgi/types.ts";
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
+import { describe, errorText } from "./_common/describe.ts";
 import { type ConnectionLimits, Core, type Listener, withResolvers } from "./_asgi/core.ts";
 import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
 import {
@@ -122,7 +123,7 @@ export { ClientDisconnected } from "./_asgi/websocket.ts";
 export function textBytes(text: string): Uint8Array {
   if (typeof text !== "string") {
     throw new TypeError(
-      `Cannot encode ${describeValue(text)}: textBytes() takes a string, e.g. String(value)`,
+      `Invalid text ${describe(text)}: pass textBytes() a string, e.g. String(value)`,
     );
   }
   return sharedTextBytes(text);
@@ -143,30 +144,24 @@ function resolveApp(app: AsgiApplication | { asgi: AsgiApplication }): AsgiAppli
   }
   throw new TypeError(
     `Invalid application ${
-      describeValue(app)
+      describe(app)
     }: pass an ASGI callable (scope, receive, send) or an object with an "asgi" method`,
   );
 }
 
-function describeValue(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (value === null || typeof value !== "object") return String(value);
-  return Array.isArray(value) ? "array" : "object";
-}
-
 function checkOptions(options: ServeOptions): void {
   if (typeof options !== "object" || options === null) {
-    throw new TypeError(`Invalid options ${describeValue(options)}: pass an object`);
+    throw new TypeError(`Invalid options ${describe(options)}: pass an object`);
   }
   const { lifespan, rootPath, maxBodySize, logger } = options;
   if (lifespan !== undefined && lifespan !== "auto" && lifespan !== "on" && lifespan !== "off") {
     throw new TypeError(
-      `Invalid lifespan ${describeValue(lifespan)}: use "auto", "on" or "off"`,
+      `Invalid lifespan ${describe(lifespan)}: use "auto", "on" or "off"`,
     );
   }
   if (rootPath !== undefined) {
     if (typeof rootPath !== "string") {
-      throw new TypeError(`Invalid rootPath ${describeValue(rootPath)}: use a string`);
+      throw new TypeError(`Invalid rootPath ${describe(rootPath)}: use a string`);
     }
     if (rootPath !== "" && (!rootPath.startsWith("/") || rootPath.endsWith("/"))) {
       throw new RangeError(
@@ -185,7 +180,7 @@ function checkOptions(options: ServeOptions): void {
       typeof logger.info !== "function")
   ) {
     throw new TypeError(
-      `Invalid logger ${describeValue(logger)}: use an object with error, warn and info methods`,
+      `Invalid logger ${describe(logger)}: use an object with error, warn and info methods`,
     );
   }
 }
@@ -193,9 +188,11 @@ function checkOptions(options: ServeOptions): void {
 function checkNonNegative(name: string, value: unknown): void {
   if (value === undefined) return;
   if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`Invalid ${name} ${describeValue(value)}: use a number`);
+    throw new TypeError(`Invalid ${name} ${describe(value)}: use a number`);
   }
-  if (value < 0) throw new RangeError(`Invalid ${name} ${value}: use a number of 0 or more`);
+  if (value < 0) {
+    throw new RangeError(`Invalid ${name} ${describe(value)}: use a number of 0 or more`);
+  }
 }
 
 function createCore(
@@ -248,15 +245,15 @@ function createCore(
  */
 export function createFetchHandler(
   app: AsgiApplication | { asgi: AsgiApplication },
-  options: FetchHandlerOptions = {},
+  options?: FetchHandlerOptions,
 ): AsgiFetchHandler {
-  const core = createCore(app, options);
+  const core = createCore(app, options === undefined ? {} : options);
   const lifespan = core.lifespan;
   let failureLogged = false;
   const unavailable = (error: unknown): Response => {
     if (!failureLogged) {
       failureLogged = true;
-      core.logger.error(`Application startup failed: ${errorMessage(error)}`);
+      core.logger.error(`Application startup failed: ${errorText(error)}`);
     }
     return new Response("Service Unavailable", {
       status: 503,
@@ -276,10 +273,6 @@ export function createFetchHandler(
       return lifespan.shutdown();
     },
   };
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**
@@ -326,18 +319,19 @@ function errorMessage(error: unknown): string {
  */
 export function serve(
   app: AsgiApplication | { asgi: AsgiApplication },
-  options: ServeOptions = {},
+  options?: ServeOptions,
 ): AsgiServer {
+  if (options === undefined) options = {};
   const core = createCore(app, options);
   const { port = DEFAULT_PORT, hostname = DEFAULT_HOSTNAME, transport = "deno" } = options;
   if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(`Invalid port ${describeValue(port)}: use an integer from 0 to 65535`);
+    throw new RangeError(`Invalid port ${describe(port)}: use an integer from 0 to 65535`);
   }
   if (typeof hostname !== "string" || hostname === "") {
-    throw new TypeError(`Invalid hostname ${describeValue(hostname)}: use a host name or address`);
+    throw new TypeError(`Invalid hostname ${describe(hostname)}: use a host name or address`);
   }
   if (transport !== "deno" && transport !== "node") {
-    throw new TypeError(`Invalid transport ${describeValue(transport)}: use "deno" or "node"`);
+    throw new TypeError(`Invalid transport ${describe(transport)}: use "deno" or "node"`);
   }
   checkNonNegative("shutdownTimeout", options.shutdownTimeout);
   checkNonNegative("headersTimeout", options.headersTimeout);
@@ -351,7 +345,7 @@ export function serve(
   ) {
     throw new RangeError(
       `Invalid maxConnections ${
-        describeValue(maxConnections)
+        describe(maxConnections)
       }: use an integer of 1 or more, or Infinity`,
     );
   }
@@ -365,10 +359,10 @@ export function serve(
     );
   }
   if (options.onListen !== undefined && typeof options.onListen !== "function") {
-    throw new TypeError(`Invalid onListen ${describeValue(options.onListen)}: use a function`);
+    throw new TypeError(`Invalid onListen ${describe(options.onListen)}: use a function`);
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new TypeError(`Invalid signal ${describeValue(options.signal)}: use an AbortSignal`);
+    throw new TypeError(`Invalid signal ${describe(options.signal)}: use an AbortSignal`);
   }
   const tls = tlsOption(options.cert, options.key);
   return new Server(core, {
@@ -395,9 +389,9 @@ function tlsOption(cert: unknown, key: unknown): { cert: string; key: string } |
   if (cert === undefined && key === undefined) return undefined;
   if (typeof cert !== "string" || typeof key !== "string") {
     throw new TypeError(
-      `Invalid TLS options: give both cert and key as PEM text (got cert ${
-        describeValue(cert === undefined ? cert : typeof cert)
-      }, key ${describeValue(key === undefined ? key : typeof key)})`,
+      `Invalid TLS options (cert ${describe(cert === undefined ? cert : typeof cert)}, key ${
+        describe(key === undefined ? key : typeof key)
+      }): give both cert and key as PEM text`,
     );
   }
   return { cert, key };
@@ -473,7 +467,7 @@ class Server implements AsgiServer {
     try {
       await lifespan.startup();
     } catch (error) {
-      core.logger.error(`Application startup failed: ${errorMessage(error)}`);
+      core.logger.error(`Application startup failed: ${errorText(error)}`);
       this.#release();
       this.#done.reject(error);
       throw error;
@@ -492,7 +486,7 @@ class Server implements AsgiServer {
         )
         : listenDeno(core, hostname, port, tls);
     } catch (error) {
-      core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorMessage(error)}`);
+      core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorText(error)}`);
       try {
         await lifespan.shutdown();
       } catch {
@@ -505,7 +499,7 @@ class Server implements AsgiServer {
     this.#listener = listener;
     listener.failed.then((error) => {
       // The listener cannot be brought back: serve what is in flight, stop, and say why.
-      core.logger.error(`Shutting down: the server can no longer listen (${errorMessage(error)})`);
+      core.logger.error(`Shutting down: the server can no longer listen (${errorText(error)})`);
       this.#fatal = { error };
       this.shutdown().catch(() => {});
     });
@@ -561,7 +555,7 @@ class Server implements AsgiServer {
     try {
       await core.lifespan.shutdown();
     } catch (error) {
-      core.logger.error(`Application shutdown failed: ${errorMessage(error)}`);
+      core.logger.error(`Application shutdown failed: ${errorText(error)}`);
       this.#release();
       this.#done.reject(error);
       throw error;

@@ -158,7 +158,7 @@ import { Endpoint } from "./_router/endpoint.ts";
 import { AT_END, AT_SLASH, type FlatTree, layoutTree, LIST, lookup } from "./_router/lookup.ts";
 import { addKid, allKids, type Branch, Node } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
-import { describe, shorten } from "./_router/describe.ts";
+import { describe, shorten } from "./_common/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -411,22 +411,23 @@ export class UnknownEndpoint extends RouterError {
    * Creates the error.
    *
    * @param path The path as given.
-   * @param reason Why nothing matched.
-   * @param maxPathLength The router's limit, quoted when the path exceeds it.
+   * @param reason Why nothing matched; `"no-route"` when left out.
+   * @param maxPathLength The router's limit, quoted when the path exceeds it; 8192 when left out.
    */
   constructor(
     path: string,
-    reason: "no-route" | "path-too-long" = "no-route",
-    maxPathLength = DEFAULT_MAX_PATH_LENGTH,
+    reason?: "no-route" | "path-too-long",
+    maxPathLength?: number,
   ) {
     super(
-      reason === "no-route"
+      reason !== "path-too-long"
         ? `No route matches "${shorten(path)}"`
-        : `Path of ${path.length} characters is longer than maxPathLength (${maxPathLength}), ` +
-          `so no route matches it; raise maxPathLength if such paths are legitimate`,
+        : `Path of ${path.length} characters is longer than maxPathLength ` +
+          `(${maxPathLength ?? DEFAULT_MAX_PATH_LENGTH}), so no route matches it; raise ` +
+          `maxPathLength if such paths are legitimate`,
     );
     this.path = path;
-    this.reason = reason;
+    this.reason = reason ?? "no-route";
   }
 }
 
@@ -454,11 +455,11 @@ export class MethodNotAllowed extends RouterError {
    *
    * @param method The method asked for.
    * @param allowed The methods served.
-   * @param pattern The matched pattern, quoted in the message.
+   * @param pattern The matched pattern, quoted in the message; left out, the message names none.
    */
-  constructor(method: string, allowed: readonly string[], pattern = "") {
+  constructor(method: string, allowed: readonly string[], pattern?: string) {
     super(
-      `Method "${method}" is not allowed${pattern === "" ? "" : ` on route "${pattern}"`}; ` +
+      `Method "${method}" is not allowed${pattern ? ` on route "${pattern}"` : ""}; ` +
         `use one of ${allowed.join(", ")}`,
     );
     this.method = method;
@@ -603,19 +604,19 @@ export class Route<H extends AnyHandler = AnyHandler> {
   constructor(path: string, options: RouteOptions<H>) {
     if (typeof path !== "string") {
       throw new TypeError(
-        `Route pattern must be a string like "/users/{id}", got ${describe(path)}`,
+        `Invalid route pattern ${describe(path)}: use a string like "/users/{id}"`,
       );
     }
     if (typeof options !== "object" || options === null) {
       throw new TypeError(
-        `Route "${path}" needs an options object, got ${describe(options)}; ` +
+        `Invalid options ${describe(options)} for route "${path}": ` +
           `pass { handler: (...args) => ... }`,
       );
     }
     const { handler, methods } = options;
     if (typeof handler !== "function") {
       throw new TypeError(
-        `Route "${path}" needs a handler function, got ${describe(handler)}; ` +
+        `Invalid handler ${describe(handler)} for route "${path}": ` +
           `pass { handler: (...args) => ... }`,
       );
     }
@@ -663,9 +664,9 @@ function makeEndpointHandler<H extends AnyHandler>(
     const options = args[args.length - 1];
     if (!isPlainObject(options) || typeof options.method !== "string") {
       throw new TypeError(
-        `The handler of route "${endpoint.routes[0]?.path}" needs the request method: pass ` +
-          `{ method } as its last argument, e.g. handler(context, scope, receive, send, ` +
-          `{ method: scope.method }); got ${describe(options)} there`,
+        `Invalid last argument ${describe(options)} for the handler of route ` +
+          `"${endpoint.routes[0]?.path}": pass the request method as { method }, e.g. ` +
+          `handler(context, scope, receive, send, { method: scope.method })`,
       );
     }
     const method = options.method;
@@ -747,26 +748,31 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   /**
    * Creates a router.
    *
-   * @param options Routes and matching options.
+   * @param options Routes and matching options; all optional.
    * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
    */
-  constructor(options: AsgiRouterOptions<H> = {}) {
+  constructor(options?: AsgiRouterOptions<H>) {
+    if (options !== undefined && (typeof options !== "object" || options === null)) {
+      throw new TypeError(
+        `Invalid options ${describe(options)}: pass an object such as { routes: [...] }`,
+      );
+    }
     const {
       routes = [],
       trailingSlash = "relaxed",
       maxPathLength = DEFAULT_MAX_PATH_LENGTH,
       allowUnsafeRegex = false,
-    } = options;
+    } = options ?? {};
     if (trailingSlash !== "relaxed" && trailingSlash !== "strict") {
       throw new RangeError(
-        `Invalid trailingSlash ${describe(trailingSlash)}; use "relaxed" or "strict"`,
+        `Invalid trailingSlash ${describe(trailingSlash)}: use "relaxed" or "strict"`,
       );
     }
     if (!Number.isSafeInteger(maxPathLength) || maxPathLength < 1) {
       throw new RangeError(
-        `Invalid maxPathLength ${describe(maxPathLength)}; use a positive integer such as 8192`,
+        `Invalid maxPathLength ${describe(maxPathLength)}: use a positive integer such as 8192`,
       );
     }
     this.#relaxed = trailingSlash === "relaxed";
@@ -817,7 +823,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     const parsed = typeof route === "object" && route !== null ? tokensOf(route) : undefined;
     if (parsed === undefined) {
       throw new TypeError(
-        `addRoute() needs a Route, got ${describe(route)}; pass new Route(path, { handler })`,
+        `Invalid route ${describe(route)}: pass new Route(path, { handler })`,
       );
     }
     const tokens = this.#relaxed ? relaxTokens(parsed) : parsed;

@@ -20,6 +20,7 @@ import type {
 } from "./types.ts";
 import { reserve, SLAB_MAX, textBytes } from "./bytes.ts";
 import { unquote } from "./percent.ts";
+import { describe, errorText } from "../_common/describe.ts";
 
 /** A `send()` call broke the ASGI protocol. */
 export class AsgiProtocolError extends Error {
@@ -365,21 +366,6 @@ function resetContentHeaders(headers: [string, string][]): [string, string][] {
   return kept;
 }
 
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (value instanceof Uint8Array) return "Uint8Array";
-  if (Array.isArray(value)) return "array";
-  if (typeof value === "string") return `string ${JSON.stringify(value.slice(0, 40))}`;
-  if (typeof value === "object") return value.constructor?.name ?? "object";
-  return `${typeof value} ${String(value)}`;
-}
-
-function quote(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "number" || typeof value === "boolean") return String(value);
-  return describe(value);
-}
-
 function disconnect(): HttpDisconnectMessage {
   return { type: "http.disconnect" };
 }
@@ -621,7 +607,7 @@ export abstract class HttpCycle {
   #send(message: SendMessage): Promise<void> | undefined {
     if (typeof message !== "object" || message === null) {
       throw new AsgiProtocolError(
-        `Cannot send ${describe(message)}: a message is an object with a "type" key`,
+        `Invalid message ${describe(message)}: send an object with a "type" key`,
       );
     }
     const type = message.type;
@@ -637,13 +623,13 @@ export abstract class HttpCycle {
         );
       }
       throw new AsgiProtocolError(
-        `Cannot send ${quote(type)} on an HTTP connection: expected "http.response.start"`,
+        `Cannot send ${describe(type)} on an HTTP connection: expected "http.response.start"`,
       );
     }
     if (phase === DONE) {
       throw new AsgiProtocolError(
         `Cannot send ${
-          quote(type)
+          describe(type)
         } after the response completed: the last body message had "more_body" false`,
       );
     }
@@ -654,7 +640,7 @@ export abstract class HttpCycle {
       );
     }
     throw new AsgiProtocolError(
-      `Cannot send ${quote(type)} on an HTTP connection: expected "http.response.body"`,
+      `Cannot send ${describe(type)} on an HTTP connection: expected "http.response.body"`,
     );
   }
 
@@ -663,14 +649,14 @@ export abstract class HttpCycle {
     if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
       throw new AsgiProtocolError(
         `Invalid "status" ${
-          quote(status)
+          describe(status)
         } in "http.response.start": use an integer from 200 to 599`,
       );
     }
     if (message.trailers !== undefined && message.trailers !== false) {
       throw new AsgiProtocolError(
         `Invalid "trailers" ${
-          quote(message.trailers)
+          describe(message.trailers)
         } in "http.response.start": response trailers are not supported, leave the key out`,
       );
     }
@@ -681,7 +667,7 @@ export abstract class HttpCycle {
       if (raw === null || typeof (raw as Iterable<unknown>)[Symbol.iterator] !== "function") {
         throw new AsgiProtocolError(
           `Invalid "headers" ${
-            quote(raw)
+            describe(raw)
           } in "http.response.start": use an array of [Uint8Array, Uint8Array] pairs`,
         );
       }
@@ -691,7 +677,7 @@ export abstract class HttpCycle {
         if (!(name instanceof Uint8Array) || !(value instanceof Uint8Array) || pair.length !== 2) {
           throw new AsgiProtocolError(
             `Invalid header ${
-              quote(pair)
+              describe(pair)
             } in "http.response.start": each header is a [Uint8Array, Uint8Array] pair`,
           );
         }
@@ -718,13 +704,13 @@ export abstract class HttpCycle {
     const body = message.body === undefined ? EMPTY : message.body;
     if (!(body instanceof Uint8Array)) {
       throw new AsgiProtocolError(
-        `Invalid "body" ${quote(body)} in "http.response.body": use a Uint8Array`,
+        `Invalid "body" ${describe(body)} in "http.response.body": use a Uint8Array`,
       );
     }
     const more = message.more_body === undefined ? false : message.more_body;
     if (typeof more !== "boolean") {
       throw new AsgiProtocolError(
-        `Invalid "more_body" ${quote(more)} in "http.response.body": use true or false`,
+        `Invalid "more_body" ${describe(more)} in "http.response.body": use true or false`,
       );
     }
     const discard = this.#discard;
@@ -917,8 +903,8 @@ export function headerValue(name: string, bytes: Uint8Array): string {
     if (byte === 0x0d || byte === 0x0a || byte === 0) {
       throw new AsgiProtocolError(
         `Invalid value for header ${
-          JSON.stringify(name)
-        }: CR, LF and NUL are not allowed in a header value (response splitting)`,
+          describe(name)
+        }: remove CR, LF and NUL, which a header value must not hold (response splitting)`,
       );
     }
   }
@@ -952,9 +938,7 @@ function contentLength(value: string): number {
   const trimmed = value.trim();
   if (!/^[0-9]{1,15}$/.test(trimmed)) {
     throw new AsgiProtocolError(
-      `Invalid value ${
-        JSON.stringify(value)
-      } for header "content-length": use a decimal byte count`,
+      `Invalid value ${describe(value)} for header "content-length": use a decimal byte count`,
     );
   }
   return Number(trimmed);
@@ -1093,7 +1077,7 @@ export class Lifespan {
   #handle(message: SendMessage): void {
     if (typeof message !== "object" || message === null) {
       throw new AsgiProtocolError(
-        `Cannot send ${describe(message)}: a message is an object with a "type" key`,
+        `Invalid message ${describe(message)}: send an object with a "type" key`,
       );
     }
     const type = message.type;
@@ -1137,7 +1121,7 @@ export class Lifespan {
       default:
         throw new AsgiProtocolError(
           `Cannot send ${
-            quote(type)
+            describe(type)
           } on the lifespan connection: expected a "lifespan.startup.*" or "lifespan.shutdown.*" message`,
         );
     }
@@ -1193,12 +1177,8 @@ function failureMessage(message: unknown, phase: string): string {
   if (message === undefined) return "";
   if (typeof message !== "string") {
     throw new AsgiProtocolError(
-      `Invalid "message" ${quote(message)} in "lifespan.${phase}.failed": use a string`,
+      `Invalid "message" ${describe(message)} in "lifespan.${phase}.failed": use a string`,
     );
   }
   return message;
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -8,6 +8,7 @@
 import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
 import { type Core, HttpCycle, httpScope, type Listener, parseContentLength } from "./core.ts";
 import { serveWebSocket } from "./deno_websocket.ts";
+import { errorText } from "../_common/describe.ts";
 import { closeWebSockets, isUpgrade } from "./websocket.ts";
 
 /** Whether this runtime can upgrade a Fetch request (Deno can; other Fetch hosts get HTTP). */
@@ -591,8 +592,4 @@ export function listenDeno(
 
 function hostForLog(hostname: string): string {
   return hostname.includes(":") ? `[${hostname}]` : hostname;
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -269,7 +269,11 @@ export interface HttpResponseStartMessage {
    * @default {[]}
    */
   headers?: Iterable<readonly [Uint8Array, Uint8Array]>;
-  /** Trailers are not supported: leave it out or `false`. @default {false} */
+  /**
+   * Trailers are not supported: leave it out or `false`.
+   *
+   * @default {false}
+   */
   trailers?: boolean;
 }
 
@@ -294,9 +298,17 @@ export interface HttpResponseStartMessage {
 export interface HttpResponseBodyMessage {
   /** Message type. */
   type: "http.response.body";
-  /** The chunk. @default {new Uint8Array()} */
+  /**
+   * The chunk.
+   *
+   * @default {new Uint8Array()}
+   */
   body?: Uint8Array;
-  /** `true` while more chunks follow. @default {false} */
+  /**
+   * `true` while more chunks follow.
+   *
+   * @default {false}
+   */
   more_body?: boolean;
 }
 
@@ -330,7 +342,11 @@ export interface LifespanStartupCompleteMessage {
 export interface LifespanStartupFailedMessage {
   /** Message type. */
   type: "lifespan.startup.failed";
-  /** Why. @default {""} */
+  /**
+   * Why.
+   *
+   * @default {""}
+   */
   message?: string;
 }
 
@@ -363,7 +379,11 @@ export interface LifespanShutdownCompleteMessage {
 export interface LifespanShutdownFailedMessage {
   /** Message type. */
   type: "lifespan.shutdown.failed";
-  /** Why. @default {""} */
+  /**
+   * Why.
+   *
+   * @default {""}
+   */
   message?: string;
 }
 
@@ -510,7 +530,11 @@ export interface FetchHandlerOptions {
    * @default {Infinity}
    */
   maxBodySize?: number;
-  /** Where log lines go. @default {console} */
+  /**
+   * Where log lines go.
+   *
+   * @default {console}
+   */
   logger?: AsgiLogger;
   /**
    * The largest WebSocket message accepted from a client, in bytes (UTF-8 bytes for text). A
@@ -550,7 +574,11 @@ export interface AsgiServerAddr {
  * ```
  */
 export interface ServeOptions extends FetchHandlerOptions {
-  /** The port to listen on; `0` picks a free one (see `addr`). @default {8000} */
+  /**
+   * The port to listen on; `0` picks a free one (see `addr`).
+   *
+   * @default {8000}
+   */
   port?: number;
   /**
    * The interface to listen on. Loopback by default: a library should not open a port on every
@@ -561,7 +589,11 @@ export interface ServeOptions extends FetchHandlerOptions {
   hostname?: string;
   /** Aborting it shuts the server down, as `shutdown()` does. */
   signal?: AbortSignal;
-  /** Called once the server listens. @default {logs "Listening on http://…/" at info level} */
+  /**
+   * Called once the server listens.
+   *
+   * @default {logs "Listening on http://…/" at info level}
+   */
   onListen?: (addr: AsgiServerAddr) => void;
   /**
    * `"deno"` serves with `Deno.serve`, which drops GET and HEAD request bodies and merges
@@ -833,7 +865,11 @@ export interface WebSocketDisconnectMessage {
 export interface WebSocketAcceptMessage {
   /** Message type. */
   type: "websocket.accept";
-  /** One of the scope's `subprotocols`, or `null` for none. @default {null} */
+  /**
+   * One of the scope's `subprotocols`, or `null` for none.
+   *
+   * @default {null}
+   */
   subprotocol?: string | null;
   /**
    * Extra response headers as `[name, value]` byte pairs; not `sec-websocket-protocol` (use
@@ -878,9 +914,17 @@ export interface WebSocketSendMessage {
 export interface WebSocketCloseMessage {
   /** Message type. */
   type: "websocket.close";
-  /** 1000, 1001 to 1003, 1007 to 1014, or 3000 to 4999. @default {1000} */
+  /**
+   * 1000, 1001 to 1003, 1007 to 1014, or 3000 to 4999.
+   *
+   * @default {1000}
+   */
   code?: number;
-  /** At most 123 bytes of UTF-8. @default {""} */
+  /**
+   * At most 123 bytes of UTF-8.
+   *
+   * @default {""}
+   */
   reason?: string | null;
 }
 
@@ -899,7 +943,11 @@ export interface WebSocketHttpResponseStartMessage {
   type: "websocket.http.response.start";
   /** The status code, an integer from 200 to 599. */
   status: number;
-  /** Response headers as `[name, value]` byte pairs. @default {[]} */
+  /**
+   * Response headers as `[name, value]` byte pairs.
+   *
+   * @default {[]}
+   */
   headers?: Iterable<readonly [Uint8Array, Uint8Array]>;
 }
 
@@ -918,8 +966,16 @@ export interface WebSocketHttpResponseStartMessage {
 export interface WebSocketHttpResponseBodyMessage {
   /** Message type. */
   type: "websocket.http.response.body";
-  /** The chunk. @default {new Uint8Array()} */
+  /**
+   * The chunk.
+   *
+   * @default {new Uint8Array()}
+   */
   body?: Uint8Array;
-  /** `true` while more chunks follow. @default {false} */
+  /**
+   * `true` while more chunks follow.
+   *
+   * @default {false}
+   */
   more_body?: boolean;
 }

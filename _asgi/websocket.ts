@@ -24,6 +24,7 @@ import type {
 } from "./types.ts";
 import { AsgiProtocolError, type Core, EMPTY, headerName, headerValue } from "./core.ts";
 import { unquote } from "./percent.ts";
+import { describe } from "../_common/describe.ts";
 
 /**
  * `send()` was called on a WebSocket whose client has gone (ASGI spec 2.4: a server-specific
@@ -243,18 +244,6 @@ const OPENING = 1;
 const OPEN = 2;
 const DENYING = 3;
 const CLOSED = 4;
-
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (value === undefined) return "undefined";
-  if (value instanceof Uint8Array) return "Uint8Array";
-  if (Array.isArray(value)) return "array";
-  if (typeof value === "string") {
-    return JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value);
-  }
-  if (typeof value === "object") return value.constructor?.name ?? "object";
-  return String(value);
-}
 
 /** Close codes an endpoint may send (RFC 6455, 7.4, and the IANA registry). */
 function sendableCode(code: number): boolean {
@@ -485,7 +474,7 @@ export abstract class WebSocketCycle {
   #send(message: SendMessage): Promise<void> | undefined {
     if (typeof message !== "object" || message === null) {
       throw new AsgiProtocolError(
-        `Cannot send ${describe(message)}: a message is an object with a "type" key`,
+        `Invalid message ${describe(message)}: send an object with a "type" key`,
       );
     }
     const type = message.type;
@@ -711,9 +700,9 @@ function sendData(message: WebSocketSendMessage): string | Uint8Array {
   const hasText = text !== undefined && text !== null;
   if (hasBytes === hasText) {
     throw new AsgiProtocolError(
-      `Invalid "websocket.send": give exactly one of "text" and "bytes" (got ${
+      `Invalid "websocket.send" with ${
         hasBytes ? "both" : "neither"
-      })`,
+      } of "text" and "bytes": give exactly one of them`,
     );
   }
   if (hasText) {
@@ -750,7 +739,7 @@ function closeArguments(message: WebSocketCloseMessage): { code: number; reason:
   const length = utf8.encode(reason).length;
   if (length > 123) {
     throw new AsgiProtocolError(
-      `Invalid "reason" in "websocket.close": ${length} bytes of UTF-8, a close frame holds 123`,
+      `Invalid "reason" of ${length} bytes in "websocket.close": use at most 123 bytes of UTF-8`,
     );
   }
   return { code, reason };

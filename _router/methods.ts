@@ -5,7 +5,7 @@
  * @module
  */
 
-import { describe } from "./describe.ts";
+import { describe } from "../_common/describe.ts";
 
 /** The methods a route may name, upper-case. */
 export const KNOWN_METHODS = [
@@ -47,27 +47,28 @@ export function sharedList(list: readonly string[]): readonly string[] {
 export function checkMethods(path: string, methods: unknown): string[] {
   if (!Array.isArray(methods)) {
     throw new TypeError(
-      `Route "${path}" needs methods as an array, got ${describe(methods)}; ` +
-        `pass e.g. { methods: ["GET"] }`,
+      `Invalid methods ${describe(methods)} for route "${path}": ` +
+        `use an array, e.g. { methods: ["GET"] }`,
     );
   }
   if (methods.length === 0) {
     throw new TypeError(
-      `Route "${path}" has no methods; pass at least one, e.g. { methods: ["GET"] }`,
+      `Invalid methods [] for route "${path}": list at least one, e.g. { methods: ["GET"] }`,
     );
   }
   const out: string[] = [];
   for (const method of methods) {
     if (typeof method !== "string" || method === "") {
       throw new TypeError(
-        `Route "${path}" has an empty or non-string method ${describe(method)}; ` +
+        `Invalid method ${describe(method)} for route "${path}": ` +
           `use one of ${KNOWN_METHODS.join(", ")}`,
       );
     }
     const upper = method.toUpperCase();
     if (!KNOWN_METHODS.includes(upper)) {
       throw new TypeError(
-        `Route "${path}" has an unknown method "${method}"; use one of ${KNOWN_METHODS.join(", ")}`,
+        `Invalid method ${describe(method)} for route "${path}": ` +
+          `use one of ${KNOWN_METHODS.join(", ")}`,
       );
     }
     if (!out.includes(upper)) out.push(upper);

@@ -4,37 +4,16 @@
  * @module
  */
 
+import { describe } from "../_common/describe.ts";
+
+export { describe };
+
 /**
  * The longest delay a timer takes in milliseconds. `setTimeout` and `AbortSignal.timeout` treat a
  * larger delay as an overflow and fire at once, which would turn a generous limit into an instant
  * one, so larger limits are refused.
  */
 export const MAX_TIMER_MS: number = 2 ** 31 - 1;
-
-/**
- * Describes a value for an error message: the value itself, quoted, for primitives, and its kind
- * for everything else.
- *
- * @param value Anything.
- * @returns E.g. `"-1"`, `"abc"`, `an object`, `a function`.
- */
-export function describe(value: unknown): string {
-  if (value === null) return `"null"`;
-  switch (typeof value) {
-    case "string":
-    case "number":
-    case "boolean":
-    case "bigint":
-    case "undefined":
-      return `"${String(value)}"`;
-    case "function":
-      return "a function";
-    case "symbol":
-      return "a symbol";
-    default:
-      return Array.isArray(value) ? "an array" : "an object";
-  }
-}
 
 /**
  * Reads a time limit given in seconds and returns it in milliseconds.

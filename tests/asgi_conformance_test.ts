@@ -536,7 +536,7 @@ for (const transport of TRANSPORTS) {
           status: 200,
           headers: [["content-type", "text/plain"]] as unknown as [Uint8Array, Uint8Array][],
         }],
-        'Invalid header array in "http.response.start": each header is a [Uint8Array, Uint8Array] pair',
+        'Invalid header an array in "http.response.start": each header is a [Uint8Array, Uint8Array] pair',
       ],
       [
         "headers that are not iterable",
@@ -554,7 +554,7 @@ for (const transport of TRANSPORTS) {
           status: 200,
           headers: [[bytes("x-a"), bytes("1\r\nset-cookie: evil=1")]],
         }],
-        'Invalid value for header "x-a": CR, LF and NUL are not allowed in a header value (response splitting)',
+        'Invalid value for header "x-a": remove CR, LF and NUL, which a header value must not hold (response splitting)',
       ],
       [
         "LF in a header name",
@@ -594,7 +594,7 @@ for (const transport of TRANSPORTS) {
       [
         "a message that is not an object",
         ["http.response.start" as unknown as SendMessage],
-        'Cannot send string "http.response.start": a message is an object with a "type" key',
+        'Invalid message "http.response.start": send an object with a "type" key',
       ],
       [
         "a body longer than content-length",

@@ -50,8 +50,8 @@ Deno.test("send() refuses a reused header value once it holds a line break", asy
   assertInstanceOf(error, AsgiProtocolError);
   assertEquals(
     (error as AsgiProtocolError).message,
-    'Invalid value for header "x-tag": CR, LF and NUL are not allowed in a header value ' +
-      "(response splitting)",
+    'Invalid value for header "x-tag": remove CR, LF and NUL, which a header value must not ' +
+      "hold (response splitting)",
   );
 });
 

@@ -143,7 +143,7 @@ for (const transport of TRANSPORTS) {
     const error = await assertRejects(
       () => server.addr,
       LifespanError,
-      "Exception in lifespan startup: Error: config missing",
+      "Exception in lifespan startup: config missing",
     );
     assertInstanceOf((error as LifespanError).cause, Error);
     const lines = logger.lines("error");
@@ -151,7 +151,7 @@ for (const transport of TRANSPORTS) {
     assertMatch(lines[0]!, /^Exception in 'lifespan' protocol\n Error: config missing\n\s+at /);
     assertEquals(
       lines[1],
-      "Application startup failed: Exception in lifespan startup: Error: config missing",
+      "Application startup failed: Exception in lifespan startup: config missing",
     );
   });
 

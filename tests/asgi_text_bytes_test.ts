@@ -45,6 +45,6 @@ Deno.test("textBytes() rejects a value that is not a string, with the fix", () =
   assertThrows(
     () => textBytes(42 as unknown as string),
     TypeError,
-    "Cannot encode 42: textBytes() takes a string, e.g. String(value)",
+    "Invalid text 42: pass textBytes() a string, e.g. String(value)",
   );
 });

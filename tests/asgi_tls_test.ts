@@ -110,7 +110,7 @@ Deno.test("serve() rejects a cert without a key", () => {
   assertThrows(
     () => serve(() => Promise.resolve(), { cert: "-----BEGIN CERTIFICATE-----" }),
     TypeError,
-    'Invalid TLS options: give both cert and key as PEM text (got cert "string", key undefined)',
+    'Invalid TLS options (cert "string", key undefined): give both cert and key as PEM text',
   );
 });
 

@@ -265,7 +265,7 @@ for (const transport of TRANSPORTS) {
           await send({ type: "websocket.accept" });
           await send({ type: "websocket.send", text: "x", bytes: new Uint8Array(1) });
         },
-        /^Invalid "websocket\.send": give exactly one of "text" and "bytes" \(got both\)/,
+        /^Invalid "websocket\.send" with both of "text" and "bytes": give exactly one of them$/,
       ],
       [
         "neither text nor bytes",
@@ -273,7 +273,7 @@ for (const transport of TRANSPORTS) {
           await send({ type: "websocket.accept" });
           await send({ type: "websocket.send", text: null });
         },
-        /got neither/,
+        /^Invalid "websocket\.send" with neither of "text" and "bytes"/,
       ],
       [
         "a second accept",

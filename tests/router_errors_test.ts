@@ -245,47 +245,47 @@ Deno.test("new Route() raises TypeError for bad handlers, methods and paths", as
     [
       "missing handler",
       () => new Route("/a", {} as never),
-      'Route "/a" needs a handler function, got undefined; pass { handler: (...args) => ... }',
+      'Invalid handler undefined for route "/a": pass { handler: (...args) => ... }',
     ],
     [
       "non-function handler",
       () => new Route("/a", { handler: "index" as never }),
-      'Route "/a" needs a handler function, got "index"; pass { handler: (...args) => ... }',
+      'Invalid handler "index" for route "/a": pass { handler: (...args) => ... }',
     ],
     [
       "missing options",
       () => new Route("/a", undefined as never),
-      'Route "/a" needs an options object, got undefined; pass { handler: (...args) => ... }',
+      'Invalid options undefined for route "/a": pass { handler: (...args) => ... }',
     ],
     [
       "no methods",
       () => new Route("/a", { handler: noop, methods: [] }),
-      'Route "/a" has no methods; pass at least one, e.g. { methods: ["GET"] }',
+      'Invalid methods [] for route "/a": list at least one, e.g. { methods: ["GET"] }',
     ],
     [
       "unknown method",
       () => new Route("/a", { handler: noop, methods: ["GET", "FETCH"] }),
-      `Route "/a" has an unknown method "FETCH"; use one of ${known}`,
+      `Invalid method "FETCH" for route "/a": use one of ${known}`,
     ],
     [
       "empty method",
       () => new Route("/a", { handler: noop, methods: [""] }),
-      `Route "/a" has an empty or non-string method ""; use one of ${known}`,
+      `Invalid method "" for route "/a": use one of ${known}`,
     ],
     [
       "non-string method",
       () => new Route("/a", { handler: noop, methods: [1 as never] }),
-      `Route "/a" has an empty or non-string method 1; use one of ${known}`,
+      `Invalid method 1 for route "/a": use one of ${known}`,
     ],
     [
       "methods not an array",
       () => new Route("/a", { handler: noop, methods: "GET" as never }),
-      'Route "/a" needs methods as an array, got "GET"; pass e.g. { methods: ["GET"] }',
+      'Invalid methods "GET" for route "/a": use an array, e.g. { methods: ["GET"] }',
     ],
     [
       "non-string path",
       () => new Route(42 as never, { handler: noop }),
-      'Route pattern must be a string like "/users/{id}", got 42',
+      'Invalid route pattern 42: use a string like "/users/{id}"',
     ],
   ];
   for (const [name, fn, message] of cases) {
@@ -305,14 +305,14 @@ Deno.test("new Route() stores methods upper-case, once each, in the order given"
 Deno.test("AsgiRouter() raises TypeError and RangeError for bad arguments", async (t) => {
   await t.step("addRoute() with something else than a Route", () => {
     const router = new AsgiRouter();
-    const message = "addRoute() needs a Route, got an object; pass new Route(path, { handler })";
+    const message = "Invalid route an object: pass new Route(path, { handler })";
     assertThrows(() => router.addRoute({ path: "/a" } as never), TypeError, message);
   });
   await t.step("an unknown trailingSlash", () => {
     assertThrows(
       () => new AsgiRouter({ trailingSlash: "loose" as never }),
       RangeError,
-      'Invalid trailingSlash "loose"; use "relaxed" or "strict"',
+      'Invalid trailingSlash "loose": use "relaxed" or "strict"',
     );
   });
   await t.step("a maxPathLength that is not a positive integer", () => {
@@ -320,7 +320,7 @@ Deno.test("AsgiRouter() raises TypeError and RangeError for bad arguments", asyn
       assertThrows(
         () => new AsgiRouter({ maxPathLength: value }),
         RangeError,
-        `Invalid maxPathLength ${value}; use a positive integer such as 8192`,
+        `Invalid maxPathLength ${value}: use a positive integer such as 8192`,
       );
     }
   });

@@ -504,9 +504,8 @@ Deno.test("AsgiRouter.getRoute() endpoint handlers take the method from their la
       await assertRejects(
         () => call(...args),
         TypeError,
-        `The handler of route "/" needs the request method: pass { method } as its last ` +
-          `argument, e.g. handler(context, scope, receive, send, { method: scope.method }); ` +
-          `got ${got} there`,
+        `Invalid last argument ${got} for the handler of route "/": pass the request method ` +
+          `as { method }, e.g. handler(context, scope, receive, send, { method: scope.method })`,
       );
       assertEquals(seen, []);
     });

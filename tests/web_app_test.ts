@@ -111,7 +111,7 @@ Deno.test("App() rejects invalid options with an error naming the option", async
     assertThrows(
       () => new App({} as { router: AsgiRouter<Handler> }),
       TypeError,
-      'Cannot use router "undefined": give an AsgiRouter',
+      "Cannot use router undefined: give an AsgiRouter",
     );
   });
 });

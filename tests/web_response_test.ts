@@ -89,13 +89,13 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "status below 200",
       () => new Response({ status: 101 }),
       RangeError,
-      'Cannot use status "101": give a whole number from 200 to 599',
+      "Cannot use status 101: give a whole number from 200 to 599",
     ],
     [
       "fractional status",
       () => new Response({ status: 200.5 }),
       RangeError,
-      'Cannot use status "200.5": give a whole number from 200 to 599',
+      "Cannot use status 200.5: give a whole number from 200 to 599",
     ],
     [
       "status as text",
@@ -107,7 +107,7 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "body of another type",
       () => new Response({ body: 42 as unknown as string }),
       TypeError,
-      'Cannot use body "42": give a string, a Uint8Array or an async iterable of them',
+      "Cannot use body 42: give a string, a Uint8Array or an async iterable of them",
     ],
     [
       "body with 204",

@@ -1,0 +1,58 @@
+// Copyright the stellarator authors. MIT license.
+/**
+ * How every layer's error messages quote the values they were given, and read the text of an
+ * error they caught. Private: not exported from `deno.json`. It imports nothing, so the router,
+ * the lowest layer, may use it without gaining a dependency.
+ *
+ * Bad-argument messages follow one template, `Invalid <what> <value>: <fix>` (with an optional
+ * `for <subject>` or `in <message type>` before the colon), where `<value>` is
+ * `describe(value)`.
+ *
+ * @module
+ */
+
+/**
+ * A short description of a value for an error message: strings quoted, numbers and the like as
+ * written, other values by kind.
+ *
+ * @param value Anything.
+ * @returns E.g. `-1`, `"abc"`, `undefined`, `an array`, `a function`, `a Uint8Array`,
+ * `an object`.
+ */
+export function describe(value: unknown): string {
+  // Strings alone are quoted, so that the string "200" and the number 200 read differently in a
+  // message about a wrong type.
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "string":
+      return `"${shorten(value)}"`;
+    case "number":
+    case "boolean":
+    case "bigint":
+    case "undefined":
+      return String(value);
+    case "function":
+      return "a function";
+    case "symbol":
+      return "a symbol";
+    default:
+      if (Array.isArray(value)) return "an array";
+      if (value instanceof Uint8Array) return "a Uint8Array";
+      return "an object";
+  }
+}
+
+/** `text`, cut to 200 characters, for quoting a path that may be long. */
+export function shorten(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/**
+ * The text of something thrown: an Error's message, or the value itself as a string.
+ *
+ * @param error Anything caught.
+ * @returns E.g. `config missing` for `new Error("config missing")`.
+ */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

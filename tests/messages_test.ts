@@ -1,0 +1,227 @@
+// Copyright the stellarator authors. MIT license.
+// Issue 12, point 5: every bad-argument message of the router and the ASGI layer follows one
+// template, `Invalid <what> <value>[ for|in <subject>]: <fix>`, with the value described by the
+// one shared helper, so a caller reads the same shape whichever function they misused.
+import { assert, assertInstanceOf, assertMatch, assertStringIncludes } from "@std/assert";
+import { AsgiRouter, Route } from "@stellarator/stellarator/router";
+import { createFetchHandler, serve, textBytes } from "@stellarator/stellarator/asgi";
+import { describe } from "../_common/describe.ts";
+
+const app = async () => {};
+const noop = () => {};
+
+/** `Invalid <what> <value>`, a colon, a fix starting with a verb, and no final period. */
+const TEMPLATE = /^Invalid [^\n]+: (?:use|pass|give|list|send|remove) [^\n]*[^.]$/;
+
+/** The call, the error class, what is named, and how the value shows (`describe` by default). */
+type Case = [
+  name: string,
+  call: () => unknown,
+  errorClass: ErrorConstructor,
+  what: string,
+  value: unknown,
+  shown?: string,
+];
+
+const endpoint = new AsgiRouter({ routes: [new Route("/", { handler: noop })] }).getRoute("/")[0];
+
+const cases: Case[] = [
+  // router.ts
+  [
+    "new Route() path",
+    () => new Route(42 as never, { handler: noop }),
+    TypeError,
+    "route pattern",
+    42,
+  ],
+  [
+    "new Route() options",
+    () => new Route("/a", undefined as never),
+    TypeError,
+    "options",
+    undefined,
+  ],
+  [
+    "new Route() handler",
+    () => new Route("/a", { handler: "index" as never }),
+    TypeError,
+    "handler",
+    "index",
+  ],
+  [
+    "new Route() methods",
+    () => new Route("/a", { handler: noop, methods: "GET" as never }),
+    TypeError,
+    "methods",
+    "GET",
+  ],
+  [
+    "new Route() empty methods",
+    () => new Route("/a", { handler: noop, methods: [] }),
+    TypeError,
+    "methods",
+    [],
+    "[]",
+  ],
+  [
+    "new Route() unknown method",
+    () => new Route("/a", { handler: noop, methods: ["FETCH"] }),
+    TypeError,
+    "method",
+    "FETCH",
+  ],
+  ["new AsgiRouter() options", () => new AsgiRouter(null as never), TypeError, "options", null],
+  [
+    "new AsgiRouter() trailingSlash",
+    () => new AsgiRouter({ trailingSlash: "loose" as never }),
+    RangeError,
+    "trailingSlash",
+    "loose",
+  ],
+  [
+    "new AsgiRouter() maxPathLength",
+    () => new AsgiRouter({ maxPathLength: 0 }),
+    RangeError,
+    "maxPathLength",
+    0,
+  ],
+  [
+    "AsgiRouter.addRoute() route",
+    () => new AsgiRouter().addRoute({ path: "/a" } as never),
+    TypeError,
+    "route",
+    {},
+  ],
+  // asgi.ts
+  ["textBytes() text", () => textBytes(42 as never), TypeError, "text", 42],
+  ["serve() application", () => serve(42 as never), TypeError, "application", 42],
+  [
+    "createFetchHandler() application",
+    () => createFetchHandler(42 as never),
+    TypeError,
+    "application",
+    42,
+  ],
+  ["serve() options", () => serve(app, 5 as never), TypeError, "options", 5],
+  [
+    "serve() lifespan",
+    () => serve(app, { lifespan: "yes" as never }),
+    TypeError,
+    "lifespan",
+    "yes",
+  ],
+  ["serve() rootPath type", () => serve(app, { rootPath: 5 as never }), TypeError, "rootPath", 5],
+  ["serve() rootPath shape", () => serve(app, { rootPath: "api" }), RangeError, "rootPath", "api"],
+  ["serve() logger", () => serve(app, { logger: {} as never }), TypeError, "logger", {}],
+  ["serve() maxBodySize", () => serve(app, { maxBodySize: -1 }), RangeError, "maxBodySize", -1],
+  [
+    "serve() maxMessageSize",
+    () => serve(app, { maxMessageSize: "1" as never }),
+    TypeError,
+    "maxMessageSize",
+    "1",
+  ],
+  [
+    "serve() shutdownTimeout",
+    () => serve(app, { shutdownTimeout: "5s" as never }),
+    TypeError,
+    "shutdownTimeout",
+    "5s",
+  ],
+  [
+    "serve() headersTimeout",
+    () => serve(app, { headersTimeout: -1 }),
+    RangeError,
+    "headersTimeout",
+    -1,
+  ],
+  [
+    "serve() keepAliveTimeout",
+    () => serve(app, { keepAliveTimeout: -1 }),
+    RangeError,
+    "keepAliveTimeout",
+    -1,
+  ],
+  ["serve() port", () => serve(app, { port: 70000 }), RangeError, "port", 70000],
+  ["serve() hostname", () => serve(app, { hostname: 5 as never }), TypeError, "hostname", 5],
+  [
+    "serve() transport",
+    () => serve(app, { transport: "bun" as never }),
+    TypeError,
+    "transport",
+    "bun",
+  ],
+  [
+    "serve() maxConnections",
+    () => serve(app, { maxConnections: 0.5 }),
+    RangeError,
+    "maxConnections",
+    0.5,
+  ],
+  ["serve() onListen", () => serve(app, { onListen: 5 as never }), TypeError, "onListen", 5],
+  ["serve() signal", () => serve(app, { signal: 5 as never }), TypeError, "signal", 5],
+  [
+    "serve() cert without key",
+    () => serve(app, { cert: "PEM" } as never),
+    TypeError,
+    "TLS options",
+    undefined,
+    '(cert "string", key undefined)',
+  ],
+];
+
+Deno.test("bad-argument messages follow one template: Invalid <what> <value>: <fix>", async (t) => {
+  for (const [name, call, errorClass, what, value, shown] of cases) {
+    await t.step(name, () => {
+      let caught: unknown;
+      try {
+        call();
+      } catch (error) {
+        caught = error;
+      }
+      assertInstanceOf(caught, errorClass);
+      const message = (caught as Error).message;
+      assertMatch(message, TEMPLATE);
+      assertStringIncludes(message, `Invalid ${what} ${shown ?? describe(value)}`);
+    });
+  }
+});
+
+Deno.test("bad-argument messages name the route and the known methods for a bad method", () => {
+  let caught: unknown;
+  try {
+    new Route("/a", { handler: noop, methods: [1 as never] });
+  } catch (error) {
+    caught = error;
+  }
+  assertInstanceOf(caught, TypeError);
+  assertMatch(
+    (caught as Error).message,
+    /^Invalid method 1 for route "\/a": use one of [A-Z]+(?:, [A-Z]+)+$/,
+  );
+});
+
+Deno.test("bad-argument messages: an endpoint handler without the method names it", async () => {
+  const handler = endpoint as (...args: unknown[]) => Promise<unknown>;
+  let caught: unknown;
+  try {
+    await handler({}, { method: "GET" }, noop, noop);
+  } catch (error) {
+    caught = error;
+  }
+  assertInstanceOf(caught, TypeError);
+  assertMatch((caught as Error).message, TEMPLATE);
+  assertStringIncludes(
+    (caught as Error).message,
+    "Invalid last argument a function for the handler",
+  );
+});
+
+Deno.test('describe() quotes strings only, so 200 and "200" read differently', () => {
+  assert(describe(200) === "200");
+  assert(describe("200") === '"200"');
+  assert(describe(null) === "null" && describe(undefined) === "undefined");
+  assert(describe([]) === "an array" && describe(noop) === "a function");
+  assert(describe(new Uint8Array(1)) === "a Uint8Array" && describe({}) === "an object");
+  assert(describe("x".repeat(300)).endsWith('…"'));
+});
