@@ -98,7 +98,8 @@ import type { AsgiRouter, PathContext, Route } from "./router.ts";
 import { BackgroundRunner } from "./_web/background.ts";
 import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
-import { countOption, describe, seconds, secondsOption } from "./_web/options.ts";
+import { countOption, seconds, secondsOption } from "./_web/options.ts";
+import { describe, errorText } from "./_common/describe.ts";
 import {
   closeSockets,
   denySocket,
@@ -434,7 +435,7 @@ export class Request<A extends object = Record<never, never>> {
   ): Promise<void> {
     if (typeof task !== "function") {
       throw new TypeError(
-        `Cannot register ${describe(task)} as a background task: give a function, e.g. ` +
+        `Invalid background task ${describe(task)}: pass a function, e.g. ` +
           `() => work("argument")`,
       );
     }
@@ -563,23 +564,23 @@ export class App<A extends object = Record<never, never>> {
    */
   constructor(options: AppOptions<A>) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError(`Cannot create an App from ${describe(options)}: give { router, ... }`);
+      throw new TypeError(`Invalid options ${describe(options)}: pass { router, ... }`);
     }
     const { router, lifespan, attributes, logger = console, handleSignals = true } = options;
     if (router === null || typeof router !== "object" || typeof router.match !== "function") {
       throw new TypeError(
-        `Cannot use router ${describe(router)}: give an AsgiRouter, e.g. ` +
+        `Invalid router ${describe(router)}: pass an AsgiRouter, e.g. ` +
           `new AsgiRouter({ routes: [new Route("/", { handler })] })`,
       );
     }
     if (lifespan !== undefined && typeof lifespan !== "function") {
       throw new TypeError(
-        `Cannot use lifespan ${describe(lifespan)}: give an async function (app, messageType)`,
+        `Invalid lifespan ${describe(lifespan)}: pass an async function (app, messageType)`,
       );
     }
     if (typeof handleSignals !== "boolean") {
       throw new TypeError(
-        `Cannot use handleSignals ${describe(handleSignals)}: give true or false`,
+        `Invalid handleSignals ${describe(handleSignals)}: pass true or false`,
       );
     }
     const limitMs = secondsOption("requestTimeLimit", options.requestTimeLimit);
@@ -609,12 +610,12 @@ export class App<A extends object = Record<never, never>> {
     this.asgi = this.#asgi.bind(this);
     if (attributes !== undefined) {
       if (attributes === null || typeof attributes !== "object") {
-        throw new TypeError(`Cannot use attributes ${describe(attributes)}: give an object`);
+        throw new TypeError(`Invalid attributes ${describe(attributes)}: pass an object`);
       }
       for (const key of Object.keys(attributes)) {
         if (key in this) {
           throw new TypeError(
-            `Cannot use the attribute "${key}": it would hide the App member of that name; ` +
+            `Invalid attribute ${describe(key)}: it would hide the App member of that name; ` +
               `choose another name`,
           );
         }
@@ -706,7 +707,7 @@ export class App<A extends object = Record<never, never>> {
           await this.#lifespan?.(this.#self, App.LIFESPAN_STARTUP);
         } catch (error) {
           this.#log.error("Lifespan startup failed:", error);
-          await send({ type: "lifespan.startup.failed", message: messageOf(error) });
+          await send({ type: "lifespan.startup.failed", message: errorText(error) });
           return;
         }
         await send({ type: "lifespan.startup.complete" });
@@ -715,7 +716,7 @@ export class App<A extends object = Record<never, never>> {
           await this.#stop();
         } catch (error) {
           this.#log.error("Lifespan shutdown failed:", error);
-          await send({ type: "lifespan.shutdown.failed", message: messageOf(error) });
+          await send({ type: "lifespan.shutdown.failed", message: errorText(error) });
           return;
         }
         await send({ type: "lifespan.shutdown.complete" });
@@ -833,8 +834,4 @@ export class App<A extends object = Record<never, never>> {
       });
     }
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

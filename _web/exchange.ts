@@ -38,7 +38,8 @@ import {
   type TaskLogger,
 } from "./background.ts";
 import type { Deadline, DeadlineQueue } from "./deadline.ts";
-import { describe, seconds } from "./options.ts";
+import { describe } from "../_common/describe.ts";
+import { seconds } from "./options.ts";
 import {
   EMPTY,
   encodedHeaders,
@@ -223,7 +224,7 @@ export class Exchange {
     if (!(response instanceof Response)) {
       return Promise.reject(
         new TypeError(
-          `Cannot respond with ${describe(response)}: give a Response from the web layer`,
+          `Invalid response ${describe(response)}: pass a Response from the web layer`,
         ),
       );
     }
@@ -404,7 +405,7 @@ export class Exchange {
         else if (chunk instanceof Uint8Array) bytes = chunk;
         else {
           throw new TypeError(
-            `Cannot send ${describe(chunk)} as a body chunk: give a string or a Uint8Array`,
+            `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
           );
         }
         await this.#send({ type: "http.response.body", body: bytes, more_body: true });

@@ -6,8 +6,6 @@
 
 import { describe } from "../_common/describe.ts";
 
-export { describe };
-
 /**
  * The longest delay a timer takes in milliseconds. `setTimeout` and `AbortSignal.timeout` treat a
  * larger delay as an overflow and fire at once, which would turn a generous limit into an instant
@@ -28,14 +26,14 @@ export function secondsOption(option: string, value: unknown): number | undefine
   if (value === undefined) return undefined;
   if (typeof value !== "number") {
     throw new TypeError(
-      `Cannot use ${option} ${describe(value)}: give a number of seconds, such as 1 or 0.5, ` +
+      `Invalid ${option} ${describe(value)}: use a number of seconds, such as 1 or 0.5, ` +
         `or leave it out for no limit`,
     );
   }
   const ms = value * 1000;
   if (!Number.isFinite(value) || value < 0 || ms > MAX_TIMER_MS) {
     throw new RangeError(
-      `Cannot use ${option} "${value}": give a finite number of seconds from 0 to ` +
+      `Invalid ${option} ${describe(value)}: use a finite number of seconds from 0 to ` +
         `${MAX_TIMER_MS / 1000}, or leave it out for no limit`,
     );
   }
@@ -56,11 +54,11 @@ export function countOption(option: string, value: unknown, fallback: number): n
   if (value === undefined) return fallback;
   if (typeof value !== "number") {
     throw new TypeError(
-      `Cannot use ${option} ${describe(value)}: give a whole number, such as 100`,
+      `Invalid ${option} ${describe(value)}: use a whole number, such as 100`,
     );
   }
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new RangeError(`Cannot use ${option} "${value}": give a whole number of at least 1`);
+    throw new RangeError(`Invalid ${option} ${describe(value)}: use a whole number of at least 1`);
   }
   return value;
 }

@@ -7,7 +7,7 @@
 import { STATUS_CODE } from "@std/http/status";
 import { textBytes } from "../_asgi/bytes.ts";
 import type { Send } from "../_asgi/types.ts";
-import { describe } from "./options.ts";
+import { describe } from "../_common/describe.ts";
 
 /** Options of {@linkcode Response}. */
 export interface ResponseOptions {
@@ -117,7 +117,7 @@ export class Response {
     const { body = EMPTY, status = 200, headers, contentType } = options ?? {};
     if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
       throw new RangeError(
-        `Cannot use status ${describe(status)}: give a whole number from 200 to 599`,
+        `Invalid status ${describe(status)}: use a whole number from 200 to 599`,
       );
     }
     this.status = status;
@@ -126,7 +126,7 @@ export class Response {
     else if (body instanceof Uint8Array) bytes = body;
     else if (body === null || typeof body !== "object" || !(Symbol.asyncIterator in body)) {
       throw new TypeError(
-        `Cannot use body ${describe(body)}: give a string, a Uint8Array or an async iterable ` +
+        `Invalid body ${describe(body)}: use a string, a Uint8Array or an async iterable ` +
           `of them`,
       );
     }
@@ -146,12 +146,14 @@ export class Response {
         const name = String(rawName).toLowerCase();
         if (!TOKEN.test(name)) {
           throw new TypeError(
-            `Cannot use header name "${rawName}": use letters, digits and !#$%&'*+-.^_\`|~ only`,
+            `Invalid header name ${
+              describe(rawName)
+            }: use letters, digits and !#$%&'*+-.^_\`|~ only`,
           );
         }
         if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
           throw new TypeError(
-            `Cannot use ${describe(value)} as the value of header "${name}": give a string of ` +
+            `Invalid value ${describe(value)} for header "${name}": use a string of ` +
               `printable ASCII (percent-encode other text)`,
           );
         }
@@ -163,13 +165,13 @@ export class Response {
     if (contentType !== undefined) {
       if (typeGiven) {
         throw new TypeError(
-          `Cannot use contentType "${contentType}" and a "content-type" header together: give ` +
+          `Invalid contentType "${contentType}" beside a "content-type" header: give ` +
             `one of them`,
         );
       }
       if (typeof contentType !== "string" || !FIELD_VALUE.test(contentType)) {
         throw new TypeError(
-          `Cannot use contentType ${describe(contentType)}: give a string of printable ASCII`,
+          `Invalid contentType ${describe(contentType)}: use a string of printable ASCII`,
         );
       }
       fields.unshift(["content-type", contentType]);
@@ -181,7 +183,7 @@ export class Response {
       if (lengthGiven === undefined) fields.push(["content-length", length]);
       else if (lengthGiven !== length) {
         throw new TypeError(
-          `Cannot use header "content-length: ${lengthGiven}" with a body of ${length} bytes: ` +
+          `Invalid header "content-length: ${lengthGiven}" for a body of ${length} bytes: ` +
             `leave the header out, it is computed`,
         );
       }

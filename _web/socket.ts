@@ -14,7 +14,8 @@ import type { ReceiveMessage, Send, WebSocketDisconnectMessage, WebSocketScope }
 import type { AnyHandler, PathContext, Route } from "../router.ts";
 import type { BackgroundRunner, TaskEntry } from "./background.ts";
 import { clearableDeadline } from "./deadline.ts";
-import { describe, seconds } from "./options.ts";
+import { describe } from "../_common/describe.ts";
+import { seconds } from "./options.ts";
 
 /** Where socket handlers' failures are logged; the App's logger fits. */
 export interface SocketLogger {
@@ -47,7 +48,7 @@ export interface AcceptOptions {
   /**
    * Extra headers of the 101 response.
    *
-   * @default {{}}
+   * @default {no extra headers}
    */
   headers?: Record<string, string>;
 }
@@ -244,7 +245,7 @@ export class WebSocketRequest<App = unknown> {
    */
   async send(message: SocketMessage): Promise<void> {
     if (typeof message !== "string" && !(message instanceof Uint8Array)) {
-      throw new TypeError(`Cannot send ${describe(message)}: give a string or a Uint8Array`);
+      throw new TypeError(`Invalid message ${describe(message)}: send a string or a Uint8Array`);
     }
     if (this.#state === HANDSHAKE) {
       throw new Error(`Cannot send on ${this.#label}: accept() it first`);
@@ -298,7 +299,7 @@ export class WebSocketRequest<App = unknown> {
   ): Promise<void> {
     if (typeof task !== "function") {
       throw new TypeError(
-        `Cannot register ${describe(task)} as a background task: give a function, e.g. ` +
+        `Invalid background task ${describe(task)}: pass a function, e.g. ` +
           `() => work("argument")`,
       );
     }

@@ -5,6 +5,7 @@
 import { assert, assertInstanceOf, assertMatch, assertStringIncludes } from "@std/assert";
 import { AsgiRouter, Route } from "@stellarator/stellarator/router";
 import { createFetchHandler, serve, textBytes } from "@stellarator/stellarator/asgi";
+import { App, Response } from "@stellarator/stellarator/web";
 import { describe } from "../_common/describe.ts";
 
 const app = async () => {};
@@ -168,7 +169,72 @@ const cases: Case[] = [
     undefined,
     '(cert "string", key undefined)',
   ],
+  // web.ts
+  ["new App() options", () => new App(undefined as never), TypeError, "options", undefined],
+  ["new App() router", () => new App({ router: {} as never }), TypeError, "router", {}],
+  [
+    "new App() lifespan",
+    () => new App({ router: endpointRouter(), lifespan: "yes" as never }),
+    TypeError,
+    "lifespan",
+    "yes",
+  ],
+  [
+    "new App() handleSignals",
+    () => new App({ router: endpointRouter(), handleSignals: "no" as never }),
+    TypeError,
+    "handleSignals",
+    "no",
+  ],
+  [
+    "new App() attributes",
+    () => new App({ router: endpointRouter(), attributes: 5 as never }),
+    TypeError,
+    "attributes",
+    5,
+  ],
+  [
+    "new App() requestTimeLimit as text",
+    () => new App({ router: endpointRouter(), requestTimeLimit: "1" as never }),
+    TypeError,
+    "requestTimeLimit",
+    "1",
+  ],
+  [
+    "new App() negative shutdownGracePeriod",
+    () => new App({ router: endpointRouter(), shutdownGracePeriod: -1 }),
+    RangeError,
+    "shutdownGracePeriod",
+    -1,
+  ],
+  [
+    "new App() backgroundTaskLimit 0",
+    () => new App({ router: endpointRouter(), backgroundTaskLimit: 0 }),
+    RangeError,
+    "backgroundTaskLimit",
+    0,
+  ],
+  ["new Response() status", () => new Response({ status: 101 }), RangeError, "status", 101],
+  ["new Response() body", () => new Response({ body: 42 as never }), TypeError, "body", 42],
+  [
+    "new Response() header name",
+    () => new Response({ headers: { "x y": "1" } }),
+    TypeError,
+    "header name",
+    "x y",
+  ],
+  [
+    "new Response() contentType",
+    () => new Response({ contentType: 5 as never }),
+    TypeError,
+    "contentType",
+    5,
+  ],
 ];
+
+function endpointRouter() {
+  return new AsgiRouter({ routes: [new Route("/", { handler: noop })] });
+}
 
 Deno.test("bad-argument messages follow one template: Invalid <what> <value>: <fix>", async (t) => {
   for (const [name, call, errorClass, what, value, shown] of cases) {

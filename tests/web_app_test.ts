@@ -29,76 +29,76 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       "negative request time limit",
       { requestTimeLimit: -1 },
       RangeError,
-      'Cannot use requestTimeLimit "-1": give a finite number of seconds from 0 to ' +
+      "Invalid requestTimeLimit -1: use a finite number of seconds from 0 to " +
       "2147483.647, or leave it out for no limit",
     ],
     [
       "NaN request time limit",
       { requestTimeLimit: NaN },
       RangeError,
-      'Cannot use requestTimeLimit "NaN"',
+      "Invalid requestTimeLimit NaN",
     ],
     [
       "infinite background task time limit",
       { backgroundTaskTimeLimit: Infinity },
       RangeError,
-      'Cannot use backgroundTaskTimeLimit "Infinity"',
+      "Invalid backgroundTaskTimeLimit Infinity",
     ],
     [
       "limit longer than a timer can wait",
       { backgroundTaskTimeLimit: 3_000_000 },
       RangeError,
-      'Cannot use backgroundTaskTimeLimit "3000000"',
+      "Invalid backgroundTaskTimeLimit 3000000",
     ],
     [
       "negative grace period",
       { shutdownGracePeriod: -0.5 },
       RangeError,
-      'Cannot use shutdownGracePeriod "-0.5"',
+      "Invalid shutdownGracePeriod -0.5",
     ],
     [
       "time limit as text",
       { requestTimeLimit: "1" },
       TypeError,
-      'Cannot use requestTimeLimit "1": give a number of seconds, such as 1 or 0.5, or leave ' +
+      'Invalid requestTimeLimit "1": use a number of seconds, such as 1 or 0.5, or leave ' +
       "it out for no limit",
     ],
     [
       "zero background tasks",
       { backgroundTaskLimit: 0 },
       RangeError,
-      'Cannot use backgroundTaskLimit "0": give a whole number of at least 1',
+      "Invalid backgroundTaskLimit 0: use a whole number of at least 1",
     ],
     [
       "fractional background task limit",
       { backgroundTaskLimit: 1.5 },
       RangeError,
-      'Cannot use backgroundTaskLimit "1.5": give a whole number of at least 1',
+      "Invalid backgroundTaskLimit 1.5: use a whole number of at least 1",
     ],
     [
       "lifespan that is not a function",
       { lifespan: "yes" },
       TypeError,
-      'Cannot use lifespan "yes": give an async function (app, messageType)',
+      'Invalid lifespan "yes": pass an async function (app, messageType)',
     ],
     [
       "handleSignals that is not a boolean",
       { handleSignals: "no" },
       TypeError,
-      'Cannot use handleSignals "no": give true or false',
+      'Invalid handleSignals "no": pass true or false',
     ],
     [
       "attribute hiding a member",
       { attributes: { shutdown: 1 } },
       TypeError,
-      'Cannot use the attribute "shutdown": it would hide the App member of that name; choose ' +
+      'Invalid attribute "shutdown": it would hide the App member of that name; choose ' +
       "another name",
     ],
     [
       "attribute hiding the fetch member",
       { attributes: { fetch: 1 } },
       TypeError,
-      'Cannot use the attribute "fetch": it would hide the App member of that name; choose ' +
+      'Invalid attribute "fetch": it would hide the App member of that name; choose ' +
       "another name",
     ],
   ];
@@ -111,7 +111,7 @@ Deno.test("App() rejects invalid options with an error naming the option", async
     assertThrows(
       () => new App({} as { router: AsgiRouter<Handler> }),
       TypeError,
-      "Cannot use router undefined: give an AsgiRouter",
+      "Invalid router undefined: pass an AsgiRouter",
     );
   });
 });
@@ -306,7 +306,7 @@ Deno.test("Request.respondWith() rejects a value that is not a web Response", as
   assertEquals(
     instance(await withTimeout(rejected.promise, BOUND_MS, "respondWith() to reject"), TypeError)
       .message,
-    "Cannot respond with an object: give a Response from the web layer",
+    "Invalid response an object: pass a Response from the web layer",
   );
 });
 
@@ -478,7 +478,7 @@ Deno.test("Request.registerBackground() rejects a task that is not a function", 
       await withTimeout(rejected.promise, BOUND_MS, "registerBackground() to reject"),
       TypeError,
     ).message,
-    'Cannot register "later" as a background task: give a function, e.g. () => work("argument")',
+    'Invalid background task "later": pass a function, e.g. () => work("argument")',
   );
 });
 

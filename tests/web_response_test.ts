@@ -89,25 +89,25 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "status below 200",
       () => new Response({ status: 101 }),
       RangeError,
-      "Cannot use status 101: give a whole number from 200 to 599",
+      "Invalid status 101: use a whole number from 200 to 599",
     ],
     [
       "fractional status",
       () => new Response({ status: 200.5 }),
       RangeError,
-      "Cannot use status 200.5: give a whole number from 200 to 599",
+      "Invalid status 200.5: use a whole number from 200 to 599",
     ],
     [
       "status as text",
       () => new Response({ status: "200" as unknown as number }),
       RangeError,
-      'Cannot use status "200": give a whole number from 200 to 599',
+      'Invalid status "200": use a whole number from 200 to 599',
     ],
     [
       "body of another type",
       () => new Response({ body: 42 as unknown as string }),
       TypeError,
-      "Cannot use body 42: give a string, a Uint8Array or an async iterable of them",
+      "Invalid body 42: use a string, a Uint8Array or an async iterable of them",
     ],
     [
       "body with 204",
@@ -119,26 +119,26 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "header name with a space",
       () => new Response({ headers: { "x y": "1" } }),
       TypeError,
-      'Cannot use header name "x y": use letters, digits and !#$%&\'*+-.^_`|~ only',
+      'Invalid header name "x y": use letters, digits and !#$%&\'*+-.^_`|~ only',
     ],
     [
       "header value with CR LF",
       () => new Response({ headers: { "x-a": "1\r\nx-b: 2" } }),
       TypeError,
-      'Cannot use "1\r\nx-b: 2" as the value of header "x-a": give a string of printable ASCII ' +
+      'Invalid value "1\r\nx-b: 2" for header "x-a": use a string of printable ASCII ' +
       "(percent-encode other text)",
     ],
     [
       "content type twice",
       () => new Response({ contentType: "text/html", headers: { "Content-Type": "text/css" } }),
       TypeError,
-      'Cannot use contentType "text/html" and a "content-type" header together: give one of them',
+      'Invalid contentType "text/html" beside a "content-type" header: give one of them',
     ],
     [
       "wrong content-length",
       () => new Response({ body: "abc", headers: { "content-length": "5" } }),
       TypeError,
-      'Cannot use header "content-length: 5" with a body of 3 bytes: leave the header out, ' +
+      'Invalid header "content-length: 5" for a body of 3 bytes: leave the header out, ' +
       "it is computed",
     ],
   ];
