@@ -240,6 +240,7 @@ export async function listenNode(
   state.closeIdle = () => server.closeIdleConnections();
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
   // node:http stops accepting for good (measured on Deno 2.9.6): hence a default from the fd limit.
+  // It is not proof on a busy machine, so watchListener() below binds a dead listener again.
   if (maxConnections !== Infinity) server.maxConnections = maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -276,9 +277,9 @@ export async function listenNode(
 }
 
 /** How often a node listener under fd pressure is checked for still accepting, in ms. */
-const LISTENER_CHECK_INTERVAL = 500;
+const LISTENER_CHECK_INTERVAL = 250;
 /** How long a check's connection may wait to be accepted before the listener counts as dead. */
-const LISTENER_CHECK_TIMEOUT = 2000;
+const LISTENER_CHECK_TIMEOUT = 1000;
 
 /**
  * Keeps a `node:http` listener accepting under an fd limit.
