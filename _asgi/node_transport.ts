@@ -351,6 +351,7 @@ function watchListener(
       clearTimeout(deadline);
       if (port !== undefined) checks.delete(port);
       socket.destroy();
+      if (stopped) return;
       if (alive === false) relisten();
       if (alive === true && open < mark) pressed = false;
       if (pressed) schedule();
@@ -361,6 +362,9 @@ function watchListener(
       port = socket.localPort;
       if (port !== undefined) checks.set(port, () => settle(true));
     });
+    // Flowing, so that "end" is emitted when the server closes it.
+    socket.resume();
+    socket.unref();
     // Closed by the server: accepted, then dropped for being over the cap.
     socket.once("end", () => settle(port === undefined ? undefined : true));
     socket.once("error", (error: Error & { code?: string }) => {
