@@ -3,7 +3,9 @@
  *
  * Deno's `node:http` stops accepting for good once `accept()` fails with "Too many open files"
  * (measured on Deno 2.9.6), so a node server without a connection cap can be silenced by idle
- * clients. Capping connections below the fd limit keeps `accept()` from ever failing.
+ * clients. Capping connections below the fd limit keeps `accept()` from failing on a quiet
+ * machine; on a busy one it can still fail (over-cap sockets hold an fd until their close has
+ * run), so the node transport also checks its listener under fd pressure and binds it again.
  *
  * @module
  */

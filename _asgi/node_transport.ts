@@ -9,7 +9,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect, Server as NetServer, type Socket } from "node:net";
 import type { HttpScope } from "./types.ts";
 import {
   type ConnectionLimits,
@@ -240,6 +240,7 @@ export async function listenNode(
   state.closeIdle = () => server.closeIdleConnections();
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
   // node:http stops accepting for good (measured on Deno 2.9.6): hence a default from the fd limit.
+  // It is not proof on a busy machine, so watchListener() below binds a dead listener again.
   if (maxConnections !== Infinity) server.maxConnections = maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -260,15 +261,136 @@ export async function listenNode(
       `Cannot accept a connection on ${info.address}:${info.port}: ${error.message}`,
     );
   });
+  const watchdog = watchListener(core, server, info, maxConnections, softFdLimit());
   return {
     addr: { transport: "tcp", hostname: info.address, port: info.port },
     close: () =>
       new Promise<void>((resolve) => {
         state.closing = true;
+        watchdog.stop();
         server.close(() => resolve());
         server.closeIdleConnections();
       }),
     forceClose: () => server.closeAllConnections(),
     failed: new Promise(() => {}),
+  };
+}
+
+/** How often a node listener under fd pressure is checked for still accepting, in ms. */
+const LISTENER_CHECK_INTERVAL = 250;
+/** How long a check's connection may wait to be accepted before the listener counts as dead. */
+const LISTENER_CHECK_TIMEOUT = 1000;
+
+/**
+ * Keeps a `node:http` listener accepting under an fd limit.
+ *
+ * Deno's `node:http` (2.9.6) stops accepting for good, with no event, once one `accept()` fails
+ * with "Too many open files". The connection cap keeps that from happening on a quiet machine,
+ * but not always on a busy one: over-cap sockets still take an fd until their close has run, so
+ * a burst of them can exhaust the fds all the same (the soak's idle scenario, issue 10 point 2).
+ * So once the open connections reach half of what the fd limit allows, the listener is checked
+ * every {@linkcode LISTENER_CHECK_INTERVAL} ms by connecting to it: a listener that neither
+ * hands the connection over nor closes it within {@linkcode LISTENER_CHECK_TIMEOUT} ms is
+ * dead, and its port is bound again (connections already open are served on). Checks stop once
+ * one passes with the connections back under that mark, so a server far from its limit never
+ * sees them.
+ */
+function watchListener(
+  core: Core,
+  server: NetServer,
+  info: AddressInfo,
+  maxConnections: number,
+  fdLimit: number | undefined,
+): { stop(): void } {
+  const mark = Math.floor(Math.min(maxConnections, fdLimit ?? Infinity) / 2);
+  if (mark === Infinity) return { stop() {} };
+  const host = info.address === "0.0.0.0"
+    ? "127.0.0.1"
+    : info.address === "::"
+    ? "::1"
+    : info.address;
+  let open = 0;
+  let pressed = false;
+  let stopped = false;
+  /** Local ports of the checks under way, each with what settles it as accepted. */
+  const checks = new Map<number, () => void>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let lastWarned = -Infinity;
+
+  server.on("connection", (socket: Socket) => {
+    const accepted = socket.remotePort === undefined ? undefined : checks.get(socket.remotePort);
+    if (accepted !== undefined) {
+      accepted();
+      socket.destroy();
+      return;
+    }
+    open++;
+    socket.once("close", () => open--);
+    if (open >= mark && !pressed) {
+      pressed = true;
+      schedule();
+    }
+  });
+
+  const schedule = (): void => {
+    if (stopped || timer !== undefined) return;
+    timer = setTimeout(check, LISTENER_CHECK_INTERVAL);
+    // A check must never keep the process alive.
+    (timer as { unref?: () => void }).unref?.();
+  };
+
+  const check = (): void => {
+    timer = undefined;
+    if (stopped) return;
+    let settled = false;
+    let port: number | undefined;
+    const socket = connect({ host, port: info.port });
+    const settle = (alive: boolean | undefined): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      if (port !== undefined) checks.delete(port);
+      socket.destroy();
+      if (stopped) return;
+      if (alive === false) relisten();
+      if (alive === true && open < mark) pressed = false;
+      if (pressed) schedule();
+    };
+    const deadline = setTimeout(() => settle(false), LISTENER_CHECK_TIMEOUT);
+    (deadline as { unref?: () => void }).unref?.();
+    socket.once("connect", () => {
+      port = socket.localPort;
+      if (port !== undefined) checks.set(port, () => settle(true));
+    });
+    // Flowing, so that "end" is emitted when the server closes it.
+    socket.resume();
+    socket.unref();
+    // Closed by the server: accepted, then dropped for being over the cap.
+    socket.once("end", () => settle(port === undefined ? undefined : true));
+    socket.once("error", (error: Error & { code?: string }) => {
+      // Out of fds here too: no verdict, try again. Refused: the listening socket is gone.
+      settle(error.code === "ECONNREFUSED" ? false : error.code === "ECONNRESET" || undefined);
+    });
+  };
+
+  const relisten = (): void => {
+    const now = performance.now();
+    if (now - lastWarned >= 10_000) {
+      lastWarned = now;
+      core.logger.warn(
+        `Listener on ${info.address}:${info.port} stopped accepting (out of file descriptors); listening again`,
+      );
+    }
+    // net.Server's close, not http.Server's: that one would also close idle keep-alive
+    // connections, which are served on.
+    if (server.listening) NetServer.prototype.close.call(server);
+    server.listen(info.port, info.address);
+  };
+
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
   };
 }
