@@ -622,8 +622,9 @@ export interface ServeOptions extends FetchHandlerOptions {
   keepAliveTimeout?: number;
   /**
    * The most connections served at once (WebSockets included); a connection beyond is closed as
-   * soon as it is accepted. Keeps accepting from running out of file descriptors, after which
-   * Deno's `node:http` would stop accepting for good. By default, on Linux, the soft
+   * soon as it is accepted. Keeps accepting from running out of file descriptors most of the
+   * time; a burst can still exhaust them, after which Deno's `node:http` stops accepting without
+   * a sign, and the transport then notices and listens again. By default, on Linux, the soft
    * `ulimit -n` (read from `/proc/self/limits`, when read permission for it is granted) minus
    * 200, and at least half of it: 824 under the common 1024. Elsewhere, or without that
    * permission, no limit: set it yourself. `Infinity`: no limit. Applies to `transport: "node"`
