@@ -188,6 +188,18 @@ export interface RequestHead {
   server: [string, number] | null;
 }
 
+/**
+ * The origin form (path and query) of a request target: an absolute-form target
+ * (`http://host/path`, which proxies send) loses its scheme and authority.
+ */
+export function originForm(target: string): string {
+  if (target.charCodeAt(0) === 47 /* "/" */) return target;
+  const authority = target.indexOf("://");
+  if (authority === -1) return target;
+  const pathStart = target.indexOf("/", authority + 3);
+  return pathStart === -1 ? "/" : target.slice(pathStart);
+}
+
 /** Builds the HTTP scope of a request. */
 export function httpScope(core: Core, head: RequestHead): HttpScope {
   const { rawPath, query, fields } = head;

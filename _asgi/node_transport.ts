@@ -17,6 +17,7 @@ import {
   HttpCycle,
   httpScope,
   type Listener,
+  originForm,
   parseContentLength,
 } from "./core.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
@@ -150,15 +151,7 @@ function handleNode(
   request: IncomingMessage,
   response: ServerResponse,
 ): void {
-  let target = request.url ?? "/";
-  if (target.charCodeAt(0) !== 47 /* "/" */) {
-    // Absolute form ("http://host/path"): the path starts after the authority.
-    const authority = target.indexOf("://");
-    if (authority !== -1) {
-      const pathStart = target.indexOf("/", authority + 3);
-      target = pathStart === -1 ? "/" : target.slice(pathStart);
-    }
-  }
+  const target = originForm(request.url ?? "/");
   const queryStart = target.indexOf("?");
   const raw = request.rawHeaders;
   const fields: string[] = [];

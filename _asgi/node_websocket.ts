@@ -8,7 +8,7 @@
  */
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import type { Core } from "./core.ts";
+import { type Core, originForm } from "./core.ts";
 import {
   checkHandshake,
   type HandshakeHead,
@@ -198,14 +198,7 @@ export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Ui
 
 /** The scope's parts of an upgrade request (the HTTP side reads its requests the same way). */
 function handshakeHead(request: IncomingMessage, scheme: string): HandshakeHead {
-  let target = request.url ?? "/";
-  if (target.charCodeAt(0) !== 47 /* "/" */) {
-    const authority = target.indexOf("://");
-    if (authority !== -1) {
-      const pathStart = target.indexOf("/", authority + 3);
-      target = pathStart === -1 ? "/" : target.slice(pathStart);
-    }
-  }
+  const target = originForm(request.url ?? "/");
   const queryStart = target.indexOf("?");
   const raw = request.rawHeaders;
   const fields: string[] = [];

@@ -22,7 +22,14 @@ import type {
   WebSocketScope,
   WebSocketSendMessage,
 } from "./types.ts";
-import { AsgiProtocolError, type Core, EMPTY, headerName, headerValue } from "./core.ts";
+import {
+  AsgiProtocolError,
+  type Core,
+  EMPTY,
+  headerName,
+  headerValue,
+  type RequestHead,
+} from "./core.ts";
 import { unquote } from "./percent.ts";
 import { describe } from "../_common/describe.ts";
 
@@ -69,21 +76,11 @@ export const SERVICE_RESTART = 1012;
 /** No close frame: the connection was lost. */
 export const ABNORMAL_CLOSURE = 1006;
 
-/** What a transport has read of a handshake request. */
-export interface HandshakeHead {
-  /** `"ws"` or `"wss"`. */
-  scheme: string;
-  /** The request path, still percent-encoded. */
-  rawPath: string;
-  /** The query after `?`, or `""`. */
-  query: string;
-  /** Header fields as `[name, value, name, value…]`, names lower case. */
-  fields: string[];
-  /** The client's address. */
-  client: [string, number] | null;
-  /** The listening address. */
-  server: [string, number] | null;
-}
+/**
+ * What a transport has read of a handshake request: a request head without method and version,
+ * whose `scheme` is `"ws"` or `"wss"`.
+ */
+export type HandshakeHead = Omit<RequestHead, "method" | "httpVersion">;
 
 const utf8 = new TextEncoder();
 
