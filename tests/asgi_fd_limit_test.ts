@@ -7,6 +7,7 @@
 import { assert, assertEquals } from "@std/assert";
 import { defaultMaxConnections, FD_MARGIN, softFdLimit } from "../_asgi/fd_limit.ts";
 import { sleep } from "./fixtures/asgi_harness.ts";
+import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 
 const LINUX = Deno.build.os === "linux";
 
@@ -49,28 +50,10 @@ Deno.test("defaultMaxConnections() leaves FD_MARGIN fds spare, and at least half
 async function idleThenAnswer(
   env: Record<string, string> = {},
 ): Promise<{ answer: string; stderr: string; code: number }> {
-  const root = new URL("..", import.meta.url).pathname;
-  const child = new Deno.Command("bash", {
-    args: [
-      "-c",
-      `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts node 0`,
-    ],
-    cwd: root,
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let output = "";
+  const { child, port, stdout: lines } = await spawnLimitedServer("node", { env });
   const idle: Deno.TcpConn[] = [];
   let answer = "";
   try {
-    while (!/listening (\d+)/.test(output)) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`The server exited before listening: ${output}`);
-      output += value;
-    }
-    const port = Number(/listening (\d+)/.exec(output)![1]);
     for (let i = 0; i < 300; i++) {
       try {
         idle.push(await Deno.connect({ hostname: "127.0.0.1", port }));

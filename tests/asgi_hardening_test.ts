@@ -7,6 +7,7 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import { type Receive, ResponseCutOffError, type Send } from "../asgi.ts";
 import { bytes, readBody, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 
 /** Answers 200 with the number of body bytes the app received. */
 async function countBody(send: Send, receive: Receive): Promise<void> {
@@ -406,25 +407,8 @@ async function rawExchange(port: number, request: string): Promise<string> {
 // many open files"; the rejection of Deno.serve's `finished` went unhandled and the process
 // exited with code 1.
 Deno.test("serve() [deno] keeps serving after accept() runs out of file descriptors", async () => {
-  const root = new URL("..", import.meta.url).pathname;
-  const child = new Deno.Command("bash", {
-    args: [
-      "-c",
-      `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts deno 0`,
-    ],
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let output = "";
+  const { child, port, stdout: lines } = await spawnLimitedServer("deno");
   try {
-    while (!/listening (\d+)/.test(output)) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`The server exited before listening: ${output}`);
-      output += value;
-    }
-    const port = Number(/listening (\d+)/.exec(output)![1]);
     const idle: Deno.TcpConn[] = [];
     for (let i = 0; i < 300; i++) {
       try {
@@ -468,25 +452,8 @@ Deno.test("serve() [deno] keeps serving after accept() runs out of file descript
 // Issue 10 (soak run): running out of fds while idle clients hold the connections is expected
 // operation under load, and the listener comes back; it was logged at error level, each time.
 Deno.test("serve() [deno] logs a listener that runs out of file descriptors as one warning, not an error", async () => {
-  const root = new URL("..", import.meta.url).pathname;
-  const child = new Deno.Command("bash", {
-    args: [
-      "-c",
-      `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts deno 0`,
-    ],
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let output = "";
+  const { child, port, stdout: lines } = await spawnLimitedServer("deno");
   try {
-    while (!/listening (\d+)/.test(output)) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`The server exited before listening: ${output}`);
-      output += value;
-    }
-    const port = Number(/listening (\d+)/.exec(output)![1]);
     const idle: Deno.TcpConn[] = [];
     // Three waves past the limit: each makes the listener fail again once it is bound again.
     for (let wave = 0; wave < 3; wave++) {
@@ -516,29 +483,12 @@ Deno.test("serve() [deno] logs a listener that runs out of file descriptors as o
 Deno.test(
   "serve() [deno] shuts down and rejects finished when the port cannot be bound again",
   async () => {
-    const root = new URL("..", import.meta.url).pathname;
-    const child = new Deno.Command("bash", {
-      args: [
-        "-c",
-        `ulimit -n 256; exec "${Deno.execPath()}" run -A tests/fixtures/asgi_load_server.ts deno 0`,
-      ],
-      cwd: root,
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const { child, port, stdout: out } = await spawnLimitedServer("deno");
     const err = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let output = "";
     let stderr = "";
     const idle: Deno.TcpConn[] = [];
     let squatter: Deno.Listener | undefined;
     try {
-      while (!/listening (\d+)/.test(output)) {
-        const { value, done } = await out.read();
-        if (done) throw new Error(`The server exited before listening: ${output}`);
-        output += value;
-      }
-      const port = Number(/listening (\d+)/.exec(output)![1]);
       const connecting = (async () => {
         for (let i = 0; i < 300; i++) {
           try {
