@@ -21,7 +21,10 @@ let slab = new ArrayBuffer(SLAB_SIZE);
 let slabBytes = new Uint8Array(slab);
 let slabOffset = 0;
 
-/** A region of a shared buffer, to be filled by its taker and then handed out as views. */
+/**
+ * A region of a shared buffer, to be filled by its taker and then handed out as views. One record
+ * serves every call of {@linkcode reserve}: read its fields at once, before reserving again.
+ */
 export interface SlabSpace {
   /** The whole shared buffer. */
   readonly buffer: ArrayBuffer;
@@ -31,20 +34,29 @@ export interface SlabSpace {
   readonly offset: number;
 }
 
+/** The record `reserve` fills in: a request makes several reservations, and none needs its own. */
+const space: { buffer: ArrayBuffer; bytes: Uint8Array; offset: number } = {
+  buffer: slab,
+  bytes: slabBytes,
+  offset: 0,
+};
+
 /**
  * Reserves `size` bytes (at most {@linkcode SLAB_MAX}) of a shared buffer. The space is
  * zero-filled, never handed out twice, and taken in order, so the taker may use less of it.
  *
  * @param size Bytes to reserve.
- * @returns The buffer and where the space starts.
+ * @returns The buffer and where the space starts, in a record the next call overwrites.
  */
 export function reserve(size: number): SlabSpace {
   if (slabOffset + size > SLAB_SIZE) {
     slab = new ArrayBuffer(SLAB_SIZE);
     slabBytes = new Uint8Array(slab);
     slabOffset = 0;
+    space.buffer = slab;
+    space.bytes = slabBytes;
   }
-  const space = { buffer: slab, bytes: slabBytes, offset: slabOffset };
+  space.offset = slabOffset;
   slabOffset += size;
   return space;
 }

@@ -114,24 +114,27 @@ const utf8Encoder = new TextEncoder();
 
 /**
  * Copies the byte strings of one request (raw path, query, header names and values) into a
- * shared buffer and hands out views of it (see `bytes.ts` for why, and what it costs).
+ * shared buffer and hands out views of it (see `bytes.ts` for why, and what it costs). One packer
+ * serves every request: `httpScope` opens it and fills it without yielding, so no request's
+ * packing interleaves with another's, and none allocates a packer of its own.
  */
 class BytePack {
-  readonly #buffer: ArrayBuffer;
-  readonly #bytes: Uint8Array;
-  #offset: number;
+  #buffer: ArrayBuffer = new ArrayBuffer(0);
+  #bytes: Uint8Array = EMPTY;
+  #offset = 0;
 
-  constructor(size: number) {
+  /** Makes room for `size` bytes, the sum of the lengths of what is to be packed. */
+  open(size: number): void {
     if (size > SLAB_MAX) {
       this.#bytes = new Uint8Array(size);
       this.#buffer = this.#bytes.buffer as ArrayBuffer;
       this.#offset = 0;
       return;
     }
-    const { buffer, bytes, offset } = reserve(size);
-    this.#buffer = buffer;
-    this.#bytes = bytes;
-    this.#offset = offset;
+    const space = reserve(size);
+    this.#buffer = space.buffer;
+    this.#bytes = space.bytes;
+    this.#offset = space.offset;
   }
 
   /** A string of code units below 0x100 (a WebIDL ByteString, as headers are) as its bytes. */
@@ -168,6 +171,8 @@ class BytePack {
   }
 }
 
+const pack = new BytePack();
+
 /** What a transport has read of a request before the application runs. */
 export interface RequestHead {
   /** The method, as sent. */
@@ -200,31 +205,56 @@ export function originForm(target: string): string {
   return pathStart === -1 ? "/" : target.slice(pathStart);
 }
 
-/** Builds the HTTP scope of a request. */
-export function httpScope(core: Core, head: RequestHead): HttpScope {
-  const { rawPath, query, fields } = head;
+/**
+ * Builds the HTTP scope of a request. The head's fields come as arguments rather than in a
+ * `RequestHead` record: the transports call this once per request, and the record was garbage.
+ *
+ * @param core The shared state.
+ * @param method The method, as sent.
+ * @param scheme `"http"` or `"https"`.
+ * @param httpVersion `"1.0"`, `"1.1"`…
+ * @param rawPath The path of the request target, still percent-encoded.
+ * @param query The query after `?`, or `""`.
+ * @param fields Header fields as `[name, value, name, value…]`, names lower case.
+ * @param client The client's address.
+ * @param server The listening address: a frozen pair shared by the listener's requests, as
+ *   uvicorn shares one tuple between the requests of a connection.
+ * @returns The scope.
+ */
+export function httpScope(
+  core: Core,
+  method: string,
+  scheme: string,
+  httpVersion: string,
+  rawPath: string,
+  query: string,
+  fields: string[],
+  client: [string, number] | null,
+  server: [string, number] | null,
+): HttpScope {
   const root = core.rootPathBytes;
   let size = root.length + rawPath.length + query.length;
   for (let i = 0; i < fields.length; i++) size += fields[i]!.length;
-  const pack = new BytePack(size);
-  const headers: [Uint8Array, Uint8Array][] = [];
+  pack.open(size);
+  // Sized up front: an empty array grown by push() gets room for 17 pairs.
+  const headers = new Array<[Uint8Array, Uint8Array]>(fields.length >> 1);
   for (let i = 0; i + 1 < fields.length; i += 2) {
-    headers.push([pack.latin1(fields[i]!), pack.latin1(fields[i + 1]!)]);
+    headers[i >> 1] = [pack.latin1(fields[i]!), pack.latin1(fields[i + 1]!)];
   }
   const path = rawPath.indexOf("%") === -1 ? rawPath : unquote(rawPath);
   return {
     type: "http",
     asgi: { version: "3.0", spec_version: "2.1" },
-    http_version: head.httpVersion,
-    method: head.method,
-    scheme: head.scheme,
+    http_version: httpVersion,
+    method,
+    scheme,
     path: core.rootPath === "" ? path : core.rootPath + path,
     raw_path: pack.target(root, rawPath),
     query_string: pack.target(EMPTY, query),
     root_path: core.rootPath,
     headers,
-    client: head.client,
-    server: head.server,
+    client,
+    server,
     state: { ...core.lifespan.state },
     extensions: {},
   };
@@ -673,9 +703,12 @@ export abstract class HttpCycle {
       );
     }
     const raw = message.headers;
-    const headers: [string, string][] = [];
+    let headers: [string, string][] = [];
     let declared = -1;
-    if (raw !== undefined) {
+    if (raw === lastRaw && sameHeaderList(raw)) {
+      headers = lastHeaders;
+      declared = lastDeclared;
+    } else if (raw !== undefined) {
       if (raw === null || typeof (raw as Iterable<unknown>)[Symbol.iterator] !== "function") {
         throw new AsgiProtocolError(
           `Invalid "headers" ${
@@ -703,6 +736,12 @@ export abstract class HttpCycle {
           declared = contentLength(valueText);
         }
         headers.push([nameText, valueText]);
+      }
+      if (Array.isArray(raw)) {
+        lastRaw = raw;
+        lastPairs = raw.slice();
+        lastHeaders = headers;
+        lastDeclared = declared;
       }
     }
     this.#status = status;
@@ -885,6 +924,33 @@ class TextCache {
     this.#texts[at] = text;
     this.#next = (at + 1) % TextCache.SIZE;
   }
+}
+
+/**
+ * The last response header list converted, kept by identity with the pairs it held: an
+ * application that sends one constant list (as most do for a given kind of response) gets the
+ * converted list again, without a new array and pairs per response. A hit is checked pair by
+ * pair and, through the text caches, byte by byte; a list, pair or array changed since is
+ * converted afresh. Transports only read the list they are given.
+ */
+let lastRaw: unknown = null;
+let lastPairs: unknown[] = [];
+let lastHeaders: [string, string][] = [];
+let lastDeclared = -1;
+
+function sameHeaderList(raw: unknown): boolean {
+  const list = raw as readonly (readonly unknown[])[];
+  const pairs = lastPairs;
+  if (list.length !== pairs.length) return false;
+  const headers = lastHeaders;
+  for (let i = 0; i < pairs.length; i++) {
+    const pair = list[i]!;
+    if (pair !== pairs[i] || pair.length !== 2) return false;
+    const converted = headers[i]!;
+    if (headerNames.get(pair[0] as Uint8Array) !== converted[0]) return false;
+    if (headerValues.get(pair[1] as Uint8Array) !== converted[1]) return false;
+  }
+  return true;
 }
 
 const headerNames = new TextCache();

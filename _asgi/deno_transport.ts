@@ -399,7 +399,8 @@ function badRequest(): Response {
  * @param core The shared state.
  * @param request The request.
  * @param info Connection facts, if the host passes them.
- * @param server The listening address, when known.
+ * @param server The listening address, when known: one frozen pair, shared by every request of
+ *   the listener (an ASGI server's `server` is a tuple, immutable in Python too).
  * @param denoServes `true` when our own `Deno.serve` writes the response.
  * @returns The response, once the application has started one.
  */
@@ -445,19 +446,20 @@ export function handleFetch(
       query: queryStart === -1 ? "" : url.slice(queryStart + 1),
       fields,
       client: remote === undefined ? null : [remote.hostname, remote.port],
-      server: server === null ? null : [server[0], server[1]],
+      server,
     });
   }
-  const scope = httpScope(core, {
+  const scope = httpScope(
+    core,
     method,
-    scheme: schemeEnd === 5 ? "https" : "http",
-    httpVersion: "1.1",
-    rawPath: rawPath === "" ? "/" : rawPath,
-    query: queryStart === -1 ? "" : url.slice(queryStart + 1),
+    schemeEnd === 5 ? "https" : "http",
+    "1.1",
+    rawPath === "" ? "/" : rawPath,
+    queryStart === -1 ? "" : url.slice(queryStart + 1),
     fields,
-    client: remote === undefined ? null : [remote.hostname, remote.port],
-    server: server === null ? null : [server[0], server[1]],
-  });
+    remote === undefined ? null : [remote.hostname, remote.port],
+    server,
+  );
   const cycle = new DenoCycle(core, request, scope, hasBody, expectedLength, whole, denoServes);
   cycle.run();
   return cycle.response;
@@ -571,7 +573,7 @@ export function listenDeno(
     hostname: first.addr.hostname,
     port: first.addr.port,
   };
-  server = [addr.hostname, addr.port];
+  server = Object.freeze([addr.hostname, addr.port]) as [string, number];
   return {
     addr,
     // Deno.serve's shutdown closes upgraded sockets at once with 1001 (going away), even those

@@ -76,9 +76,13 @@ class NodeCycle extends HttpCycle {
     }
   }
 
-  #writeHead(status: number, headers: [string, string][]): void {
+  /** Writes the head; `length`, when given, is added as its `content-length`. */
+  #writeHead(status: number, headers: [string, string][], length?: number): void {
     if (this.#state.closing) this.#response.shouldKeepAlive = false;
-    this.#response.writeHead(status, flatten(headers));
+    // The core may hand the same list to several responses: extend a copy, never the list.
+    const flat = flatten(headers);
+    if (length !== undefined) flat.push("content-length", String(length));
+    this.#response.writeHead(status, flat);
   }
 
   protected override sendWhole(
@@ -86,11 +90,12 @@ class NodeCycle extends HttpCycle {
     headers: [string, string][],
     body: Uint8Array | null,
   ): void {
-    if (body !== null && !headers.some(([name]) => name.toLowerCase() === "content-length")) {
-      // writeHead() fixes the head, so Node would otherwise chunk even a body it holds whole.
-      headers.push(["content-length", String(body.length)]);
-    }
-    this.#writeHead(status, headers);
+    // writeHead() fixes the head, so Node would otherwise chunk even a body it holds whole.
+    const length = body !== null &&
+        !headers.some(([name]) => name.toLowerCase() === "content-length")
+      ? body.length
+      : undefined;
+    this.#writeHead(status, headers, length);
     this.#response.end(body ?? undefined);
   }
 
@@ -169,16 +174,17 @@ function handleNode(
     fields.push(name, value);
   }
   const socket = request.socket;
-  const scope = httpScope(core, {
-    method: request.method ?? "GET",
-    scheme: state.scheme,
-    httpVersion: request.httpVersion,
-    rawPath: queryStart === -1 ? target : target.slice(0, queryStart),
-    query: queryStart === -1 ? "" : target.slice(queryStart + 1),
+  const scope = httpScope(
+    core,
+    request.method ?? "GET",
+    state.scheme,
+    request.httpVersion,
+    queryStart === -1 ? target : target.slice(0, queryStart),
+    queryStart === -1 ? "" : target.slice(queryStart + 1),
     fields,
-    client: socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
-    server: socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
-  });
+    socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
+    socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
+  );
   new NodeCycle(core, request, response, state, scope, hasBody, expectedLength).run();
 }
 

@@ -97,3 +97,31 @@ Deno.test("createFetchHandler() sends each response's own header list", async ()
   }
   assertEquals(seen, [["1, 2", null], ["1", null], ["1, 2", null], ["1", "3"], ["1", null]]);
 });
+
+Deno.test("send() reads a reused header list afresh after pairs were added, replaced or broken", async () => {
+  const logged: unknown[] = [];
+  const logger = { error: (...args: unknown[]) => logged.push(args[0]), warn() {}, info() {} };
+  const headers: [Uint8Array, Uint8Array][] = [[bytes("x-a"), bytes("1")]];
+  const handler = createFetchHandler(reusingApp(headers), { lifespan: "off", logger });
+  const get = async () => {
+    const response = await handler.fetch(new Request("http://localhost/"));
+    await response.body?.cancel();
+    return response;
+  };
+  assertEquals((await get()).headers.get("x-a"), "1");
+  headers.push([bytes("x-b"), bytes("2")]);
+  let response = await get();
+  assertEquals([response.headers.get("x-a"), response.headers.get("x-b")], ["1", "2"]);
+  headers[0] = [bytes("x-c"), bytes("3")];
+  response = await get();
+  assertEquals([response.headers.get("x-a"), response.headers.get("x-c")], [null, "3"]);
+  headers[1]![1] = bytes("4");
+  assertEquals((await get()).headers.get("x-b"), "4");
+  headers.push([bytes("content-length"), bytes("2")]);
+  assertEquals((await get()).headers.get("content-length"), "2");
+  headers.pop();
+  (headers[0] as unknown[])[1] = "not bytes";
+  assertEquals((await get()).status, 500);
+  assertEquals(logged.length, 1);
+  assertInstanceOf(logged[0], AsgiProtocolError);
+});
