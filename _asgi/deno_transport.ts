@@ -439,7 +439,7 @@ export function handleFetch(
     hasBody = whole ? expectedLength > 0 : request.body !== null;
   }
   const remote = info?.remoteAddr;
-  if (CAN_UPGRADE && request.method === "GET" && isUpgrade(fields)) {
+  if (CAN_UPGRADE && method === "GET" && isUpgrade(fields)) {
     return serveWebSocket(core, request, {
       scheme: schemeEnd === 5 ? "wss" : "ws",
       rawPath: rawPath === "" ? "/" : rawPath,
