@@ -6,7 +6,7 @@
  * (allocation, external-memory accounting, background sweeping), while a view of an existing
  * buffer costs a few dozen nanoseconds. A request handled by the App used to make one for its
  * response body alone: a twentieth of the whole server's CPU per request. Node.js does the same
- * for its small Buffers. The price, documented in the README: a view's `.buffer` is the whole
+ * for its small Buffers. The price, documented in docs/asgi.md ("The scope"): a view's `.buffer` is the whole
  * shared buffer, with other requests' bytes in it, and keeping a view alive keeps that buffer.
  *
  * @module

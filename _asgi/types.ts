@@ -607,7 +607,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * How long a connection may take to send a complete request head, in milliseconds, from when
    * it opens or its previous response ends; then it is closed (Node answers 408 first). `0`: no
    * limit. Node's default. Applies to `transport: "node"` only: `Deno.serve` offers no such
-   * control (see the README's limits).
+   * control (see the README's limits and docs/asgi.md).
    *
    * @default {60000}
    */

@@ -87,7 +87,7 @@ let closeSocket: (socket: WebSocketRequest<unknown>) => Promise<void>;
  *
  * Messages from the client are read one ahead of the handler, so a close is noticed (and
  * `signal` aborts) even while the handler only sends; what the handler does not read waits in
- * the transport (see the README on back-pressure).
+ * the transport (see docs/asgi.md, "WebSocket", on back-pressure).
  *
  * @typeParam App The App, e.g. `App<{ rooms: Map<string, Set<WebSocketRequest>> }>`.
  *

@@ -376,7 +376,7 @@ for (const transport of TRANSPORTS) {
           assertStringIncludes(raw, 'etag: "x"');
           assert(!raw.includes("ignored"), raw);
           // Deno.serve strips the content-length of a 205 (clients then wait for the connection to
-          // close: a limit the README states); node:http sends the 0 the bridge sets.
+          // close: a limit docs/asgi.md states); node:http sends the 0 the bridge sets.
           if (status === 205 && transport === "node") {
             assertMatch(raw, /\r\ncontent-length: 0\r\n/i);
           }

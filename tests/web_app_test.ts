@@ -426,7 +426,7 @@ Deno.test("Request.respondWith() streams an async iterable body chunk by chunk",
 
 // Regression (issue 10, point 7): every stream cut off at the limit was logged by the bridge at
 // error level as "Exception in ASGI application" with a stack (993 lines in one storm), though the
-// README calls it intended. Now it is one warning line, no stack, and no error anywhere.
+// docs/web.md calls it intended. Now it is one warning line, no stack, and no error anywhere.
 Deno.test("App cuts off a streamed response at requestTimeLimit with one warning line, no error", async () => {
   async function endless(request: Request): Promise<void> {
     async function* chunks(): AsyncGenerator<string> {
