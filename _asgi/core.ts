@@ -705,7 +705,7 @@ export abstract class HttpCycle {
     const raw = message.headers;
     let headers: [string, string][] = [];
     let declared = -1;
-    if (raw === lastRaw && sameHeaderList(raw)) {
+    if (Array.isArray(raw) && sameHeaderList(raw)) {
       headers = lastHeaders;
       declared = lastDeclared;
     } else if (raw !== undefined) {
@@ -738,7 +738,6 @@ export abstract class HttpCycle {
         headers.push([nameText, valueText]);
       }
       if (Array.isArray(raw)) {
-        lastRaw = raw;
         lastPairs = raw.slice();
         lastHeaders = headers;
         lastDeclared = declared;
@@ -927,13 +926,13 @@ class TextCache {
 }
 
 /**
- * The last response header list converted, kept by identity with the pairs it held: an
- * application that sends one constant list (as most do for a given kind of response) gets the
- * converted list again, without a new array and pairs per response. A hit is checked pair by
- * pair and, through the text caches, byte by byte; a list, pair or array changed since is
- * converted afresh. Transports only read the list they are given.
+ * The pairs of the last response header list converted, and what they were converted to: an
+ * application that sends the same pairs again (one constant list, or a fresh list of shared
+ * pairs, as the web layer sends) gets the converted list again, without a new array and pairs
+ * per response. A hit is checked pair by pair by identity and, through the text caches, byte by
+ * byte; a pair or array changed since is converted afresh. Transports only read the list they
+ * are given.
  */
-let lastRaw: unknown = null;
 let lastPairs: unknown[] = [];
 let lastHeaders: [string, string][] = [];
 let lastDeclared = -1;

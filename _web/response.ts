@@ -88,12 +88,17 @@ export let encodedHeaders: (response: Response) => readonly (readonly [Uint8Arra
  */
 export class Response {
   static {
-    encodedHeaders = (response) => response.#encoded ??= encodeFields(response.headers);
+    // A list of its own for every message (middleware may add or replace pairs in it); the
+    // pairs are shared and frozen, and the bridge finds them again by identity.
+    encodedHeaders = (response) => (response.#encoded ??= encodeFields(response.headers)).slice();
   }
 
   /** The status code. */
   readonly status: number;
-  /** The header fields as sent, names in lower case, `content-type` and `content-length` included. */
+  /**
+   * The header fields as sent, names in lower case, `content-type` and `content-length` included.
+   * Frozen; responses that give only a content type and a fixed body share one list.
+   */
   readonly headers: readonly (readonly [string, string])[];
   /**
    * The body: bytes, or the async iterable of chunks given. A short ASCII text body becomes a view
@@ -134,6 +139,16 @@ export class Response {
     if (nullBody && (bytes === undefined || bytes.length > 0)) {
       throw new TypeError(`Cannot send a body with status ${status}: leave the body out`);
     }
+    if (headers === undefined && bytes !== undefined && !nullBody) {
+      // The usual response: a content-type and the length of a fixed body. Its lists are shared
+      // with every response of the same type and length (see `commonFields`).
+      const type = contentType === undefined ? TEXT_PLAIN : checkedContentType(contentType);
+      const common = commonFields(type, bytes.length);
+      this.body = bytes;
+      this.headers = common.fields;
+      this.#encoded = common.encoded;
+      return;
+    }
     const fields: (readonly [string, string])[] = [];
     let typeGiven = false;
     let lengthGiven: string | undefined;
@@ -169,12 +184,7 @@ export class Response {
             `one of them`,
         );
       }
-      if (typeof contentType !== "string" || !FIELD_VALUE.test(contentType)) {
-        throw new TypeError(
-          `Invalid contentType ${describe(contentType)}: use a string of printable ASCII`,
-        );
-      }
-      fields.unshift(["content-type", contentType]);
+      fields.unshift(["content-type", checkedContentType(contentType)]);
     } else if (!typeGiven && !nullBody) {
       fields.unshift(["content-type", TEXT_PLAIN]);
     }
@@ -191,6 +201,53 @@ export class Response {
     this.body = bytes ?? body as AsyncIterable<Uint8Array | string>;
     this.headers = fields;
   }
+}
+
+function checkedContentType(contentType: unknown): string {
+  if (typeof contentType !== "string" || !FIELD_VALUE.test(contentType)) {
+    throw new TypeError(
+      `Invalid contentType ${describe(contentType)}: use a string of printable ASCII`,
+    );
+  }
+  return contentType;
+}
+
+/** The header lists of a response that gives only a content type and a fixed body. */
+interface CommonFields {
+  readonly fields: readonly (readonly [string, string])[];
+  readonly encoded: readonly (readonly [Uint8Array, Uint8Array])[];
+}
+
+/** Common lists by content type, then by body length. */
+const commonFieldsCache = new Map<string, CommonFields[]>();
+/** Beyond this many content types the cache starts over. */
+const COMMON_TYPES = 64;
+
+/**
+ * The frozen header lists `[content-type, content-length]` for a type and a body length, made
+ * once and shared by every response that repeats them: most responses of an app do, and a
+ * response then allocates no list of its own, while the bridge finds the same encoded pairs as
+ * last time by identity and converts nothing.
+ */
+function commonFields(type: string, length: number): CommonFields {
+  if (length >= 4096) return makeCommonFields(type, length);
+  let byLength = commonFieldsCache.get(type);
+  if (byLength === undefined) {
+    if (commonFieldsCache.size >= COMMON_TYPES) commonFieldsCache.clear();
+    commonFieldsCache.set(type, byLength = []);
+  }
+  return byLength[length] ??= makeCommonFields(type, length);
+}
+
+function makeCommonFields(type: string, length: number): CommonFields {
+  const fields = Object.freeze([
+    Object.freeze(["content-type", type] as const),
+    Object.freeze(["content-length", lengthText(length)] as const),
+  ]);
+  return {
+    fields,
+    encoded: Object.freeze(encodeFields(fields).map((pair) => Object.freeze(pair))),
+  };
 }
 
 /** `String(n)` for the lengths of small bodies, made once. */
@@ -237,7 +294,7 @@ function encodeFields(
   const encoded: (readonly [Uint8Array, Uint8Array])[] = [];
   for (let i = 0; i < fields.length; i++) {
     const [name, value] = fields[i]!;
-    encoded.push([fieldBytes(name), fieldBytes(value)]);
+    encoded.push(Object.freeze([fieldBytes(name), fieldBytes(value)] as const));
   }
   return encoded;
 }

@@ -160,3 +160,45 @@ Deno.test("Response() keeps its text body while later responses share its buffer
   assertEquals(copy.byteLength, copy.buffer.byteLength);
   assertEquals(text(copy), "first body");
 });
+
+Deno.test("Response() shares one frozen header list between responses of one type and length", () => {
+  const a = new Response({ body: "abc" });
+  const b = new Response({ body: "xyz" });
+  assertEquals(a.headers === b.headers, true);
+  assertEquals(Object.isFrozen(a.headers) && Object.isFrozen(a.headers[0]), true);
+  assertThrows(() => (a.headers as [string, string][]).push(["x", "y"]), TypeError);
+  const json = new Response({ body: "abc", contentType: "application/json" });
+  assertEquals(json.headers, [["content-type", "application/json"], ["content-length", "3"]]);
+  assertEquals(new Response({ body: "abcd" }).headers[1], ["content-length", "4"]);
+});
+
+Deno.test("App gives each response message a header list of its own, for middleware to extend", async () => {
+  const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", { handler: (request) => request.respondWith(new Response({ body: "ok" })) }),
+      ],
+    }),
+    logger: { error() {}, warn() {}, info() {}, debug() {} },
+  });
+  let tagged = 0;
+  // Middleware that adds a header to the first response only, in place.
+  const handler = createFetchHandler(
+    (scope, receive, send) =>
+      app.asgi(scope, receive, (message) => {
+        if (message.type === "http.response.start" && tagged++ === 0) {
+          (message.headers as [Uint8Array, Uint8Array][]).push([
+            new TextEncoder().encode("x-first"),
+            new TextEncoder().encode("yes"),
+          ]);
+        }
+        return send(message);
+      }),
+    { lifespan: "off" },
+  );
+  const first = await handler.fetch(new Request("http://localhost/"));
+  const second = await handler.fetch(new Request("http://localhost/"));
+  assertEquals([await first.text(), first.headers.get("x-first")], ["ok", "yes"]);
+  assertEquals([await second.text(), second.headers.get("x-first")], ["ok", null]);
+});
