@@ -8,7 +8,8 @@
  *
  * Where Deno offers a cheaper way, the floor takes it, as the bridge does, so that the gap measures
  * the bridge and not a Deno quirk only one side avoids: whether a body follows comes from the
- * method and `content-length` (reading `request.body` would make a stream nobody needs), `POST
+ * method and `content-length` (reading `request.body` would make a stream nobody needs; only a
+ * request without a length asks Fetch), `POST
  * /echo` reads the body in one piece with `request.bytes()`, and a short ASCII body goes back as a
  * string (Deno copies a `Uint8Array` body into a fresh ArrayBuffer; a string it sends as it is).
  *
@@ -58,12 +59,12 @@ export async function handler(
   const method = request.method;
   let hasBody = false;
   if (method !== "GET" && method !== "HEAD") {
+    // As the bridge does: the content-length when there is one; Fetch knows otherwise.
+    let length: string | undefined;
     for (let i = 0; i < fields.length; i += 2) {
-      const name = fields[i];
-      if (name === "transfer-encoding" || (name === "content-length" && fields[i + 1] !== "0")) {
-        hasBody = true;
-      }
+      if (fields[i] === "content-length") length = fields[i + 1];
     }
+    hasBody = length === undefined ? request.body !== null : length !== "0";
   }
   if (fields.length > 0 && client.length === 2) {
     if (method === "POST" && path === "/echo") {
