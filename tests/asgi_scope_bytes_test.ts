@@ -1,0 +1,48 @@
+/**
+ * The scope's byte strings: header names and short values are shared between requests that
+ * repeat them, long ones are not, and sharing never changes what an application reads.
+ */
+import { assert, assertEquals } from "@std/assert";
+import { type AsgiApplication, createFetchHandler, type HttpScope } from "../asgi.ts";
+
+const decoder = new TextDecoder();
+
+/** Records every HTTP scope it sees and answers 204. */
+function recordingApp(scopes: HttpScope[]): AsgiApplication {
+  return async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    scopes.push(scope);
+    await send({ type: "http.response.start", status: 204 });
+    await send({ type: "http.response.body" });
+  };
+}
+
+function header(scope: HttpScope, name: string): Uint8Array | undefined {
+  return scope.headers.find(([n]) => decoder.decode(n) === name)?.[1];
+}
+
+Deno.test("createFetchHandler() shares the bytes of a repeated header name and short value", async () => {
+  const scopes: HttpScope[] = [];
+  const handler = createFetchHandler(recordingApp(scopes), { lifespan: "off" });
+  const long = "v".repeat(65);
+  for (let i = 0; i < 2; i++) {
+    await handler.fetch(
+      new Request("http://localhost/", { headers: { "x-short": "same", "x-long": long } }),
+    );
+  }
+  const [a, b] = scopes as [HttpScope, HttpScope];
+  assert(header(a, "x-short") === header(b, "x-short"), "a short value is one array");
+  assert(a.headers[0]![0] === b.headers[0]![0], "a name is one array");
+  assert(header(a, "x-long") !== header(b, "x-long"), "a long value is each request's own");
+  assertEquals(decoder.decode(header(b, "x-long")), long);
+});
+
+Deno.test("createFetchHandler() reads every header right past the field cache's size", async () => {
+  // More distinct short values than the cache keeps (it starts over): each must come out as sent.
+  const scopes: HttpScope[] = [];
+  const handler = createFetchHandler(recordingApp(scopes), { lifespan: "off" });
+  for (let i = 0; i < 1_200; i++) {
+    await handler.fetch(new Request("http://localhost/", { headers: { "x-n": `value-${i}` } }));
+  }
+  scopes.forEach((scope, i) => assertEquals(decoder.decode(header(scope, "x-n")), `value-${i}`));
+});
