@@ -99,6 +99,14 @@ export class LifespanError extends Error {
 export const EMPTY: Uint8Array = new Uint8Array(0);
 const RESOLVED: Promise<void> = Promise.resolve();
 
+/**
+ * What `send` returns for a message it took at once, whole (or dropped because the client is
+ * gone): this very promise, already resolved. A caller that recognises it knows, without an
+ * await, that the message is done with; the web layer sends a fixed response's body right after
+ * its head that way, and completes the request in the same turn.
+ */
+export const ACCEPTED: Promise<void> = Promise.resolve();
+
 /** `Promise.withResolvers`, which Node.js 20 lacks; the node transport runs there too. */
 export function withResolvers<T>(): PromiseWithResolvers<T> {
   let resolve!: (value: T | PromiseLike<T>) => void;
@@ -612,9 +620,9 @@ export abstract class HttpCycle {
 
   /** The `send` callable of this request. */
   readonly send = (message: SendMessage): Promise<void> => {
-    if (this.#gone) return RESOLVED;
+    if (this.#gone) return ACCEPTED;
     try {
-      return this.#send(message) ?? RESOLVED;
+      return this.#send(message) ?? ACCEPTED;
     } catch (error) {
       this.#reported = error;
       this.core.logger.error(error);

@@ -28,6 +28,7 @@ import type {
   SendMessage,
 } from "../_asgi/types.ts";
 import { ResponseCutOffError } from "../asgi.ts";
+import { ACCEPTED } from "../_asgi/core.ts";
 import {
   type BackgroundRunner,
   failure,
@@ -73,6 +74,9 @@ function outcomeOf(handler: Outcome, response: Outcome): Outcome {
 function succeeded(): Outcome {
   return SUCCESS;
 }
+
+/** The outcome of a response that went out whole in one turn. */
+const SENT: Promise<Outcome> = Promise.resolve(SUCCESS);
 
 const encoder = new TextEncoder();
 const DISCONNECT: HttpDisconnectMessage = Object.freeze({ type: "http.disconnect" });
@@ -248,7 +252,28 @@ export class Exchange {
       return Promise.resolve();
     }
     this.#phase = SENDING;
-    const sent = this.#stream(response);
+    const body = response.body;
+    if (body instanceof Uint8Array) {
+      // A fixed body: head and body go out in this turn when the bridge takes each at once
+      // (`ACCEPTED`), with no async frame and no await; otherwise the rest waits its turn.
+      const start = this.#sendRaw({
+        type: "http.response.start",
+        status: response.status,
+        headers: encodedHeaders(response),
+      });
+      if (start !== ACCEPTED) return this.#track(this.#finishFixed(start, body));
+      this.#lastChunk = true;
+      const end = this.#sendRaw({ type: "http.response.body", body, more_body: false });
+      if (end !== ACCEPTED) return this.#track(end.then(() => this.#sent()));
+      this.#sent();
+      this.#sending = SENT;
+      return ACCEPTED;
+    }
+    return this.#track(this.#stream(response, body));
+  }
+
+  /** Keeps the outcome of a response being sent, for `#run`. */
+  #track(sent: Promise<void>): Promise<void> {
     // This handles a rejection, so a handler that does not await the result leaves no
     // unhandled rejection behind; the App reports a failure either way.
     this.#sending = sent.then(succeeded, failure);
@@ -385,35 +410,43 @@ export class Exchange {
     }
   }
 
-  async #stream(response: Response): Promise<void> {
+  /** The rest of a fixed response whose head the bridge did not take at once. */
+  async #finishFixed(start: Promise<void>, body: Uint8Array): Promise<void> {
+    await start;
+    this.#lastChunk = true;
+    await this.#send({ type: "http.response.body", body, more_body: false });
+    this.#sent();
+  }
+
+  /** The whole response went out (unless the time limit took over meanwhile). */
+  #sent(): void {
+    if (!this.#timedOut) this.#complete();
+  }
+
+  /** A streamed response: the head, then each chunk as the body's iterator yields it. */
+  async #stream(response: Response, body: AsyncIterable<unknown>): Promise<void> {
     await this.#send({
       type: "http.response.start",
       status: response.status,
       headers: encodedHeaders(response),
     });
-    const body = response.body;
-    if (body instanceof Uint8Array) {
-      this.#lastChunk = true;
-      await this.#send({ type: "http.response.body", body, more_body: false });
-    } else {
-      // abortable() stops waiting for the next chunk when the time limit passes or the client
-      // goes away, and closes the iterator.
-      const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;
-      for await (const chunk of chunks) {
-        let bytes: Uint8Array;
-        if (typeof chunk === "string") bytes = encoder.encode(chunk);
-        else if (chunk instanceof Uint8Array) bytes = chunk;
-        else {
-          throw new TypeError(
-            `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
-          );
-        }
-        await this.#send({ type: "http.response.body", body: bytes, more_body: true });
+    // abortable() stops waiting for the next chunk when the time limit passes or the client goes
+    // away, and closes the iterator.
+    const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;
+    for await (const chunk of chunks) {
+      let bytes: Uint8Array;
+      if (typeof chunk === "string") bytes = encoder.encode(chunk);
+      else if (chunk instanceof Uint8Array) bytes = chunk;
+      else {
+        throw new TypeError(
+          `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
+        );
       }
-      this.#lastChunk = true;
-      await this.#send({ type: "http.response.body", body: EMPTY, more_body: false });
+      await this.#send({ type: "http.response.body", body: bytes, more_body: true });
     }
-    if (!this.#timedOut) this.#complete();
+    this.#lastChunk = true;
+    await this.#send({ type: "http.response.body", body: EMPTY, more_body: false });
+    this.#sent();
   }
 
   #send(message: SendMessage): Promise<void> {
@@ -472,7 +505,7 @@ export class Exchange {
           result = failure(error);
         }
         const sending = this.#sending;
-        if (sending !== undefined) result = outcomeOf(result, await sending);
+        if (sending !== undefined && sending !== SENT) result = outcomeOf(result, await sending);
       } else {
         // `undefined` stands for the limit: `work` never settles with it.
         const { promise: first, resolve } = Promise.withResolvers<Outcome | undefined>();

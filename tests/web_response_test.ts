@@ -202,3 +202,46 @@ Deno.test("App gives each response message a header list of its own, for middlew
   assertEquals([await first.text(), first.headers.get("x-first")], ["ok", "yes"]);
   assertEquals([await second.text(), second.headers.get("x-first")], ["ok", null]);
 });
+
+Deno.test("Request.respondWith() completes a fixed response whichever sends the bridge takes at once", async (t) => {
+  const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+  // Middleware that makes some sends resolve later (a fresh promise): the App must not assume
+  // the head or the body went out in the same turn.
+  const cases: [string, (type: string) => boolean][] = [
+    ["every send at once", () => false],
+    ["every send later", () => true],
+    ["the head later", (type) => type === "http.response.start"],
+    ["the body later", (type) => type === "http.response.body"],
+  ];
+  for (const [name, later] of cases) {
+    await t.step(name, async () => {
+      const ran: string[] = [];
+      const app = new App({
+        router: new AsgiRouter({
+          routes: [
+            new Route("/", {
+              handler: async (request) => {
+                await request.registerBackground(() => void ran.push("task"));
+                await request.respondWith(new Response({ body: "ok" }));
+                ran.push("handler");
+              },
+            }),
+          ],
+        }),
+        logger: { error() {}, warn() {}, info() {}, debug() {} },
+      });
+      const handler = createFetchHandler(
+        (scope, receive, send) =>
+          app.asgi(scope, receive, (message) => {
+            const sent = send(message);
+            return later(message.type) ? sent.then(() => {}) : sent;
+          }),
+        { lifespan: "off" },
+      );
+      const response = await handler.fetch(new Request("http://localhost/"));
+      assertEquals([response.status, await response.text()], [200, "ok"]);
+      for (let i = 0; i < 10 && ran.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+      assertEquals(ran.sort(), ["handler", "task"]);
+    });
+  }
+});
