@@ -75,6 +75,11 @@ function succeeded(): Outcome {
   return SUCCESS;
 }
 
+/** An error of a request whose response is complete, when even the App's logger failed. */
+function reportLate(error: unknown): void {
+  console.error("Unreported error after a complete response:", error);
+}
+
 /** The outcome of a response that went out whole in one turn. */
 const SENT: Promise<Outcome> = Promise.resolve(SUCCESS);
 
@@ -327,9 +332,13 @@ export class Exchange {
    *   when a started response fails.
    */
   handle(call: () => Promise<void> | void): Promise<void> {
+    const run = this.#run(call);
+    // The handler ran up to its first await. If it responded in that stretch (most do), the
+    // call is over already, and once complete #run never rejects: no promise to make for it.
+    if (this.#phase === COMPLETE) return ACCEPTED;
     const done = Promise.withResolvers<void>();
     this.#call = done;
-    this.#run(call).then(done.resolve, done.reject);
+    run.then(done.resolve, done.reject);
     return done.promise;
   }
 
@@ -527,6 +536,10 @@ export class Exchange {
       this.#ended = true;
       if (result.ok && this.#phase === COMPLETE) return;
       return await this.#conclude(result);
+    } catch (error) {
+      // Once the response is complete nobody awaits this run (see handle()): report, not reject.
+      if (this.#phase !== COMPLETE) throw error;
+      reportLate(error);
     } finally {
       if (--host.active === 0) host.idle?.resolve();
     }

@@ -245,3 +245,42 @@ Deno.test("Request.respondWith() completes a fixed response whichever sends the 
     });
   }
 });
+
+Deno.test("App reports a failure after a complete response even when its logger throws", async () => {
+  const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: async (request) => {
+            await request.respondWith(new Response({ body: "ok" }));
+            throw new Error("after the response");
+          },
+        }),
+      ],
+    }),
+    logger: {
+      error() {
+        throw new Error("logger down");
+      },
+      warn() {},
+      info() {},
+      debug() {},
+    },
+  });
+  const reported: unknown[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => void reported.push(args);
+  try {
+    const handler = createFetchHandler(app, { lifespan: "off" });
+    const response = await handler.fetch(new Request("http://localhost/"));
+    assertEquals(await response.text(), "ok");
+    for (let i = 0; i < 10 && reported.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    console.error = original;
+  }
+  assertEquals(reported.length, 1);
+  assertEquals(String((reported[0] as unknown[])[1]), "Error: logger down");
+});
