@@ -692,7 +692,7 @@ export class App<A extends object = Record<never, never>> {
       route as Route<WebHandler<A>>,
     );
     const handler = route.handler as WebHandler<A>;
-    return exchange.handle(() => handler(request));
+    return exchange.handle(handler, request);
   }
 
   async #lifespanLoop(receive: Receive, send: Send): Promise<void> {

@@ -50,6 +50,9 @@ import {
   TIMEOUT_RESPONSE,
 } from "./response.ts";
 
+/** A handler, called with its request (a pair rather than a closure: one object less). */
+export type Handler<R> = (request: R) => Promise<void> | void;
+
 /** What a request needs from its App; shared by all requests of one App. */
 export interface Host {
   /** Runs the background tasks. */
@@ -326,13 +329,14 @@ export class Exchange {
   /**
    * Runs the handler under the request time limit.
    *
-   * @param call Calls the handler with the request.
+   * @param handler The route's handler.
+   * @param request What the handler is called with.
    * @returns The bridge's call: resolves once the response is complete (the handler may still
    *   run; the App counts it) or the handler is done; rejects only with a `ResponseCutOffError` or
    *   when a started response fails.
    */
-  handle(call: () => Promise<void> | void): Promise<void> {
-    const run = this.#run(call);
+  handle<R>(handler: Handler<R>, request: R): Promise<void> {
+    const run = this.#run(handler, request);
     // The handler ran up to its first await. If it responded in that stretch (most do), the
     // call is over already, and once complete #run never rejects: no promise to make for it.
     if (this.#phase === COMPLETE) return ACCEPTED;
@@ -485,10 +489,10 @@ export class Exchange {
   }
 
   /** Runs the handler; settles, never rejects, once it and the response it started are done. */
-  async #work(call: () => Promise<void> | void): Promise<Outcome> {
+  async #work<R>(handler: Handler<R>, request: R): Promise<Outcome> {
     let result: Outcome;
     try {
-      await call();
+      await handler(request);
       result = SUCCESS;
     } catch (error) {
       result = failure(error);
@@ -498,7 +502,7 @@ export class Exchange {
     return sending === undefined ? result : outcomeOf(result, await sending);
   }
 
-  async #run(call: () => Promise<void> | void): Promise<void> {
+  async #run<R>(handler: Handler<R>, request: R): Promise<void> {
     const host = this.#host;
     host.active++;
     try {
@@ -508,7 +512,7 @@ export class Exchange {
         // No limit: nothing to race, so no promise is made beyond the handler's own and the
         // bridge's call (this is #work() inlined: one async call less on every request).
         try {
-          await call();
+          await handler(request);
           result = SUCCESS;
         } catch (error) {
           result = failure(error);
@@ -522,7 +526,7 @@ export class Exchange {
         // cleared as soon as the response is complete or the handler settles.
         const limit = deadlines.arm(() => resolve(undefined));
         this.#limit = limit;
-        const work = this.#work(call);
+        const work = this.#work(handler, request);
         work.then(resolve);
         const settled = await first;
         limit.clear();
