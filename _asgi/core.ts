@@ -269,6 +269,8 @@ export function originForm(target: string): string {
  * @param rawPath The path of the request target, still percent-encoded.
  * @param query The query after `?`, or `""`.
  * @param fields Header fields as `[name, value, name, value…]`, names lower case.
+ * @param count How many entries of `fields` are the request's (a transport may reuse a longer
+ *   array from request to request).
  * @param client The client's address.
  * @param server The listening address: a frozen pair shared by the listener's requests, as
  *   uvicorn shares one tuple between the requests of a connection.
@@ -282,19 +284,20 @@ export function httpScope(
   rawPath: string,
   query: string,
   fields: string[],
+  count: number,
   client: [string, number] | null,
   server: [string, number] | null,
 ): HttpScope {
   const root = core.rootPathBytes;
   let size = root.length + rawPath.length + query.length;
-  for (let i = 0; i < fields.length; i++) {
+  for (let i = 0; i < count; i++) {
     const length = fields[i]!.length;
     if (length > FIELD_CACHE_LENGTH) size += length;
   }
   pack.open(size);
   // Sized up front: an empty array grown by push() gets room for 17 pairs.
-  const headers = new Array<[Uint8Array, Uint8Array]>(fields.length >> 1);
-  for (let i = 0; i + 1 < fields.length; i += 2) {
+  const headers = new Array<[Uint8Array, Uint8Array]>(count >> 1);
+  for (let i = 0; i + 1 < count; i += 2) {
     const name = fields[i]!;
     const value = fields[i + 1]!;
     headers[i >> 1] = [

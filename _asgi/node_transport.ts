@@ -182,6 +182,7 @@ function handleNode(
     queryStart === -1 ? target : target.slice(0, queryStart),
     queryStart === -1 ? "" : target.slice(queryStart + 1),
     fields,
+    fields.length,
     socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
     socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
   );

@@ -152,10 +152,10 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
  * `Connection: upgrade`. Without the latter the request is plain HTTP (RFC 9110, 7.8), as
  * `node:http` also decides.
  */
-export function isUpgrade(fields: string[]): boolean {
+export function isUpgrade(fields: string[], count: number = fields.length): boolean {
   let upgrade = false;
   let connection = false;
-  for (let i = 0; i + 1 < fields.length; i += 2) {
+  for (let i = 0; i + 1 < count; i += 2) {
     const name = fields[i]!;
     if (name.length === 7 && name === "upgrade") upgrade = hasToken(fields[i + 1]!, "websocket");
     else if (name.length === 10 && name === "connection") {

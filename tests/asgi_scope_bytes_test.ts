@@ -46,3 +46,22 @@ Deno.test("createFetchHandler() reads every header right past the field cache's 
   }
   scopes.forEach((scope, i) => assertEquals(decoder.decode(header(scope, "x-n")), `value-${i}`));
 });
+
+Deno.test("createFetchHandler() gives each request only its own headers, fewer or nested", async () => {
+  const scopes: HttpScope[] = [];
+  const inner = createFetchHandler(recordingApp(scopes), { lifespan: "off" });
+  // The outer app starts a request of its own before its first await: the transport reads
+  // header fields into one array for all requests, which must be done with by then.
+  const outer = createFetchHandler(async (scope, receive, send) => {
+    const nested = inner.fetch(new Request("http://localhost/in", { headers: { "x-in": "1" } }));
+    await recordingApp(scopes)(scope, receive, send);
+    await nested;
+  }, { lifespan: "off" });
+  const names = (scope: HttpScope) => scope.headers.map(([n]) => decoder.decode(n)).sort();
+  await outer.fetch(
+    new Request("http://localhost/out", { headers: { "x-a": "1", "x-b": "2", "x-c": "3" } }),
+  );
+  await outer.fetch(new Request("http://localhost/out", { headers: { "x-d": "4" } }));
+  const seen = scopes.map((scope) => `${scope.path} ${names(scope).join(",")}`).sort();
+  assertEquals(seen, ["/in x-in", "/in x-in", "/out x-a,x-b,x-c", "/out x-d"]);
+});
