@@ -189,7 +189,7 @@ const FIELD_CACHE_ENTRIES = 512;
 const FIELD_ARENA_SIZE = 8 * 1024;
 
 /**
- * The bytes of request header names and short values seen before. A request's fields mostly
+ * The bytes of request header names, short values and short paths seen before. A request's fields mostly
  * repeat the last one's (every name; `host`, `accept`, `user-agent`, `accept-encoding`…), and a
  * view into a shared buffer costs Deno some 70 ns to make, more than finding the text in a map:
  * a repeated field then costs no view and no copy. The bytes are shared between the scopes of
@@ -203,10 +203,27 @@ class FieldBytes {
   #arenaBytes = new Uint8Array(this.#arena);
   #offset = 0;
 
+  /**
+   * The bytes of `text`, an ASCII request path of at most `FIELD_CACHE_LENGTH` code units, or
+   * `undefined` for other text (the caller converts it).
+   */
+  path(text: string): Uint8Array | undefined {
+    const cached = this.#map.get(text);
+    if (cached !== undefined) return cached;
+    for (let i = 0; i < text.length; i++) {
+      if (text.charCodeAt(i) >= 0x80) return undefined;
+    }
+    return this.#add(text);
+  }
+
   /** The bytes of `text`, a ByteString of at most `FIELD_CACHE_LENGTH` code units. */
   get(text: string): Uint8Array {
     const cached = this.#map.get(text);
     if (cached !== undefined) return cached;
+    return this.#add(text);
+  }
+
+  #add(text: string): Uint8Array {
     if (this.#map.size >= FIELD_CACHE_ENTRIES) this.#map.clear();
     const length = text.length;
     if (this.#offset + length > FIELD_ARENA_SIZE) {
@@ -289,7 +306,11 @@ export function httpScope(
   server: [string, number] | null,
 ): HttpScope {
   const root = core.rootPathBytes;
-  let size = root.length + rawPath.length + query.length;
+  // A short path without a mount point is shared too (hot paths repeat, as header values do).
+  const pathBytes = root.length === 0 && rawPath.length <= FIELD_CACHE_LENGTH
+    ? fieldBytes.path(rawPath)
+    : undefined;
+  let size = query.length + (pathBytes === undefined ? root.length + rawPath.length : 0);
   for (let i = 0; i < count; i++) {
     const length = fields[i]!.length;
     if (length > FIELD_CACHE_LENGTH) size += length;
@@ -313,7 +334,7 @@ export function httpScope(
     method,
     scheme,
     path: core.rootPath === "" ? path : core.rootPath + path,
-    raw_path: pack.target(root, rawPath),
+    raw_path: pathBytes ?? pack.target(root, rawPath),
     query_string: pack.target(EMPTY, query),
     root_path: core.rootPath,
     headers,

@@ -65,3 +65,24 @@ Deno.test("createFetchHandler() gives each request only its own headers, fewer o
   const seen = scopes.map((scope) => `${scope.path} ${names(scope).join(",")}`).sort();
   assertEquals(seen, ["/in x-in", "/in x-in", "/out x-a,x-b,x-c", "/out x-d"]);
 });
+
+Deno.test("createFetchHandler() shares a short ASCII raw_path, and gets every raw_path right", async (t) => {
+  const cases: [string, string, string, boolean][] = [
+    // [root path, request URL path, expected raw_path, shared between two requests]
+    ["", "/hello/world", "/hello/world", true],
+    ["", "/caf%C3%A9", "/caf%C3%A9", true],
+    ["", `/${"a".repeat(70)}`, `/${"a".repeat(70)}`, false],
+    ["/api", "/users", "/api/users", false],
+  ];
+  for (const [rootPath, path, expected, shared] of cases) {
+    await t.step(`${rootPath}${path.slice(0, 20)}`, async () => {
+      const scopes: HttpScope[] = [];
+      const handler = createFetchHandler(recordingApp(scopes), { lifespan: "off", rootPath });
+      await handler.fetch(new Request(`http://localhost${path}`));
+      await handler.fetch(new Request(`http://localhost${path}`));
+      const [a, b] = scopes as [HttpScope, HttpScope];
+      assertEquals([decoder.decode(a.raw_path), decoder.decode(b.raw_path)], [expected, expected]);
+      assertEquals(a.raw_path === b.raw_path, shared);
+    });
+  }
+});
