@@ -15,6 +15,18 @@
  * - **A stream cut off at the limit is intended**: the exchange raises a `ResponseCutOffError`,
  *   which the bridge turns into a closed connection and one warning line, no stack.
  *
+ * What a request costs, and why it is shaped so (issue 13; figures in docs/performance.md):
+ *
+ * - **A fixed response goes out in the handler's turn.** The bridge's `send` returns one shared
+ *   promise, `ACCEPTED`, for a message it took at once; `respondWith` recognises it for the head
+ *   and sends the body straight after, so the request completes before the handler's first await
+ *   returns, with no async frame of its own. Anything else (a streamed body, middleware whose
+ *   `send` answers later) takes the general path, `#stream` or `#finishFixed`.
+ * - **The call is a promise only when it must be.** `handle` makes a promise for the bridge's
+ *   call only when the handler has not responded by its first await; once the response is
+ *   complete, `#run` cannot reject (a later failure is logged), so nobody needs to wait for it.
+ * - **No closure per request for the handler**: the handler and its request travel as a pair.
+ *
  * @module
  */
 import { abortable } from "@std/async/abortable";
