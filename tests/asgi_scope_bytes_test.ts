@@ -3,7 +3,7 @@
  * repeat them, long ones are not, and sharing never changes what an application reads.
  */
 import { assert, assertEquals } from "@std/assert";
-import { type AsgiApplication, createFetchHandler, type HttpScope } from "../asgi.ts";
+import { type AsgiApplication, createFetchHandler, type HttpScope, serve } from "../asgi.ts";
 
 const decoder = new TextDecoder();
 
@@ -85,4 +85,19 @@ Deno.test("createFetchHandler() shares a short ASCII raw_path, and gets every ra
       assertEquals(a.raw_path === b.raw_path, shared);
     });
   }
+});
+
+Deno.test("serve() [deno] gives every request of a listener one frozen server pair", async () => {
+  const scopes: HttpScope[] = [];
+  await using server = serve(recordingApp(scopes), {
+    port: 0,
+    hostname: "127.0.0.1",
+    lifespan: "off",
+    onListen() {},
+  });
+  const { port } = await server.addr;
+  for (let i = 0; i < 2; i++) await (await fetch(`http://127.0.0.1:${port}/`)).body?.cancel();
+  const [a, b] = scopes as [HttpScope, HttpScope];
+  assertEquals(a.server, ["127.0.0.1", port]);
+  assert(a.server === b.server && Object.isFrozen(a.server), "one frozen pair");
 });
