@@ -7,9 +7,10 @@
  * Deno a view into a buffer costs some 70 ns and 104 B to make, a closure 64 B, a resolver pair
  * about 300 B, and copying a frozen array takes a slow path (272 ns against 17 for two pairs):
  *
- * - **The scope's bytes are shared where Python would share them.** Header names, short values
- *   and short ASCII paths come from a bounded cache of texts seen before (`FieldBytes`); the rest
- *   is copied into one shared buffer by one packer (`BytePack`), with no record per request.
+ * - **Header names are shared where Python would share them.** They come from a bounded cache of
+ *   names seen before (`NameBytes`), checked on every use; values and paths, which a program
+ *   might wipe or rewrite in place, are each request's own, copied into one shared buffer by one
+ *   packer (`BytePack`), with no record per request.
  * - **A repeated response header list is converted once.** The pairs of the last list and their
  *   text are kept; a list of the same pairs (by identity, the bytes checked) reuses them.
  * - **`send` says when it is done at once**: it returns the shared `ACCEPTED` promise, which the
@@ -195,67 +196,62 @@ class BytePack {
 
 const pack = new BytePack();
 
-/** Header texts up to this long are kept as bytes for the next request that repeats them. */
-const FIELD_CACHE_LENGTH = 64;
-/** Beyond this many texts the field cache starts over, so unique values cannot grow it. */
-const FIELD_CACHE_ENTRIES = 512;
+/** Header names up to this long are kept as bytes for the next request that repeats them. */
+const NAME_CACHE_LENGTH = 64;
+/** Beyond this many names the cache starts over, so made-up names cannot grow it. */
+const NAME_CACHE_ENTRIES = 256;
 /** The cached bytes live in buffers of this size, apart from the requests' own bytes. */
-const FIELD_ARENA_SIZE = 8 * 1024;
+const NAME_ARENA_SIZE = 4 * 1024;
 
 /**
- * The bytes of request header names, short values and short paths seen before. A request's fields mostly
- * repeat the last one's (every name; `host`, `accept`, `user-agent`, `accept-encoding`…), and a
- * view into a shared buffer costs Deno some 70 ns to make, more than finding the text in a map:
- * a repeated field then costs no view and no copy. The bytes are shared between the scopes of
- * requests that repeat the text, as Python shares equal immutable `bytes`: applications read
- * them and never write into them (documented on `HttpScope`). Cached bytes live in small buffers
- * of their own, so a cached view never keeps a request's 16 KiB buffer alive.
+ * The bytes of request header names seen before. A request's names nearly all repeat the last
+ * one's, and a view into a shared buffer costs Deno some 70 ns and 104 B to make, more than
+ * finding the name in a map: a repeated name then costs no view and no copy. The scopes of
+ * requests that repeat a name share its array, as Python shares equal immutable `bytes`.
+ *
+ * Only names: a value (a token, a cookie) or a path is what a program might rewrite or wipe in
+ * place, and a shared array would carry that into other requests; nobody writes into a header
+ * name. Even so, a hit is checked against the text, so a name written into is replaced rather
+ * than handed on. Cached bytes live in small buffers of their own, so a cached view never keeps
+ * a request's 16 KiB buffer alive.
  */
-class FieldBytes {
+class NameBytes {
   readonly #map = new Map<string, Uint8Array>();
-  #arena = new ArrayBuffer(FIELD_ARENA_SIZE);
+  #arena = new ArrayBuffer(NAME_ARENA_SIZE);
   #arenaBytes = new Uint8Array(this.#arena);
   #offset = 0;
 
-  /**
-   * The bytes of `text`, an ASCII request path of at most `FIELD_CACHE_LENGTH` code units, or
-   * `undefined` for other text (the caller converts it).
-   */
-  path(text: string): Uint8Array | undefined {
-    const cached = this.#map.get(text);
-    if (cached !== undefined) return cached;
-    for (let i = 0; i < text.length; i++) {
-      if (text.charCodeAt(i) >= 0x80) return undefined;
-    }
-    return this.#add(text);
-  }
-
-  /** The bytes of `text`, a ByteString of at most `FIELD_CACHE_LENGTH` code units. */
-  get(text: string): Uint8Array {
-    const cached = this.#map.get(text);
-    if (cached !== undefined) return cached;
-    return this.#add(text);
-  }
-
-  #add(text: string): Uint8Array {
-    if (this.#map.size >= FIELD_CACHE_ENTRIES) this.#map.clear();
-    const length = text.length;
-    if (this.#offset + length > FIELD_ARENA_SIZE) {
-      this.#arena = new ArrayBuffer(FIELD_ARENA_SIZE);
+  /** The bytes of `name`, a ByteString of at most `NAME_CACHE_LENGTH` code units. */
+  get(name: string): Uint8Array {
+    const cached = this.#map.get(name);
+    if (cached !== undefined && same(cached, name)) return cached;
+    if (this.#map.size >= NAME_CACHE_ENTRIES) this.#map.clear();
+    const length = name.length;
+    if (this.#offset + length > NAME_ARENA_SIZE) {
+      this.#arena = new ArrayBuffer(NAME_ARENA_SIZE);
       this.#arenaBytes = new Uint8Array(this.#arena);
       this.#offset = 0;
     }
     const start = this.#offset;
     const bytes = this.#arenaBytes;
-    for (let i = 0; i < length; i++) bytes[start + i] = text.charCodeAt(i);
+    for (let i = 0; i < length; i++) bytes[start + i] = name.charCodeAt(i);
     this.#offset = start + length;
     const view = new Uint8Array(this.#arena, start, length);
-    this.#map.set(text, view);
+    this.#map.set(name, view);
     return view;
   }
 }
 
-const fieldBytes = new FieldBytes();
+/** Whether `bytes` still hold the code units of `text`. */
+function same(bytes: Uint8Array, text: string): boolean {
+  if (bytes.length !== text.length) return false;
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i] !== text.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+const nameBytes = new NameBytes();
 
 /** What a transport has read of a request before the application runs. */
 export interface RequestHead {
@@ -320,24 +316,20 @@ export function httpScope(
   server: [string, number] | null,
 ): HttpScope {
   const root = core.rootPathBytes;
-  // A short path without a mount point is shared too (hot paths repeat, as header values do).
-  const pathBytes = root.length === 0 && rawPath.length <= FIELD_CACHE_LENGTH
-    ? fieldBytes.path(rawPath)
-    : undefined;
-  let size = query.length + (pathBytes === undefined ? root.length + rawPath.length : 0);
-  for (let i = 0; i < count; i++) {
+  let size = root.length + rawPath.length + query.length;
+  for (let i = 0; i < count; i += 2) {
     const length = fields[i]!.length;
-    if (length > FIELD_CACHE_LENGTH) size += length;
+    if (length > NAME_CACHE_LENGTH) size += length;
+    size += fields[i + 1]!.length;
   }
   pack.open(size);
   // Sized up front: an empty array grown by push() gets room for 17 pairs.
   const headers = new Array<[Uint8Array, Uint8Array]>(count >> 1);
   for (let i = 0; i + 1 < count; i += 2) {
     const name = fields[i]!;
-    const value = fields[i + 1]!;
     headers[i >> 1] = [
-      name.length > FIELD_CACHE_LENGTH ? pack.latin1(name) : fieldBytes.get(name),
-      value.length > FIELD_CACHE_LENGTH ? pack.latin1(value) : fieldBytes.get(value),
+      name.length > NAME_CACHE_LENGTH ? pack.latin1(name) : nameBytes.get(name),
+      pack.latin1(fields[i + 1]!),
     ];
   }
   const path = rawPath.indexOf("%") === -1 ? rawPath : unquote(rawPath);
@@ -348,7 +340,7 @@ export function httpScope(
     method,
     scheme,
     path: core.rootPath === "" ? path : core.rootPath + path,
-    raw_path: pathBytes ?? pack.target(root, rawPath),
+    raw_path: pack.target(root, rawPath),
     query_string: pack.target(EMPTY, query),
     root_path: core.rootPath,
     headers,

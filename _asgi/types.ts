@@ -58,10 +58,10 @@ export interface LifespanAsgiVersions {
  * The byte strings (`raw_path`, `query_string`, `headers`) are views into a buffer shared with
  * other requests, as Node.js does for small Buffers, because each ArrayBuffer of its own costs
  * more in Deno than the rest of the scope: their `.buffer` holds other requests' bytes, and
- * keeping one alive keeps that buffer (16 KiB). Header names and values of up to 64 bytes, and
- * an ASCII `raw_path` of up to 64 bytes (without a `rootPath`), are moreover the very same arrays
- * in every request that repeats them, as equal immutable `bytes` may be in Python: read the
- * bytes, never write into them. Use `.slice()` for a copy of your own.
+ * keeping one alive keeps that buffer (16 KiB). Header names are moreover the very same arrays
+ * in every request that repeats them, as equal immutable `bytes` may be in Python (values and
+ * paths never are, so wiping a token in place stays within its request). Use `.slice()` for a
+ * copy of your own.
  *
  * @example Reading a scope
  * ```ts

@@ -276,15 +276,22 @@ export class Exchange {
     if (body instanceof Uint8Array) {
       // A fixed body: head and body go out in this turn when the bridge takes each at once
       // (`ACCEPTED`), with no async frame and no await; otherwise the rest waits its turn.
-      const start = this.#sendRaw({
-        type: "http.response.start",
-        status: response.status,
-        headers: encodedHeaders(response),
-      });
-      if (start !== ACCEPTED) return this.#track(this.#finishFixed(start, body));
-      this.#lastChunk = true;
-      const end = this.#sendRaw({ type: "http.response.body", body, more_body: false });
-      if (end !== ACCEPTED) return this.#track(end.then(() => this.#sent()));
+      let start: Promise<void>;
+      let end: Promise<void>;
+      try {
+        start = this.#sendRaw({
+          type: "http.response.start",
+          status: response.status,
+          headers: encodedHeaders(response),
+        });
+        if (start !== ACCEPTED) return this.#track(this.#finishFixed(start, body));
+        this.#lastChunk = true;
+        end = this.#sendRaw({ type: "http.response.body", body, more_body: false });
+      } catch (error) {
+        // A send that throws (middleware's, say) fails the response as a rejected send would.
+        return this.#track(Promise.reject(error));
+      }
+      if (end !== ACCEPTED) return this.#track(Promise.resolve(end).then(() => this.#sent()));
       this.#sent();
       this.#sending = SENT;
       return ACCEPTED;

@@ -284,3 +284,72 @@ Deno.test("App reports a failure after a complete response even when its logger 
   assertEquals(reported.length, 1);
   assertEquals(String((reported[0] as unknown[])[1]), "Error: logger down");
 });
+
+Deno.test("Request.respondWith() rejects, not throws, when the send it goes through throws (regression)", async () => {
+  // The fast path for fixed responses once called send outside an async frame, so a middleware
+  // send that threw made respondWith() throw on the spot, past the handler's .catch().
+  const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+  for (const failing of ["http.response.start", "http.response.body"]) {
+    let outcome = "";
+    const app = new App({
+      router: new AsgiRouter({
+        routes: [
+          new Route("/", {
+            handler: (request) => {
+              try {
+                request.respondWith(new Response({ body: "ok" })).catch(
+                  () => (outcome = "rejected"),
+                );
+              } catch {
+                outcome = "threw";
+              }
+            },
+          }),
+        ],
+      }),
+      logger: { error() {}, warn() {}, info() {}, debug() {} },
+    });
+    const handler = createFetchHandler(
+      (scope, receive, send) =>
+        app.asgi(scope, receive, (message) => {
+          if (message.type === failing) throw new Error("middleware bug");
+          return send(message);
+        }),
+      { lifespan: "off", logger: { error() {}, warn() {}, info() {} } },
+    );
+    // The response fails too (cut off once its head is out): only how respondWith() fails counts.
+    await (await handler.fetch(new Request("http://localhost/"))).body?.cancel().catch(() => {});
+    assertEquals(outcome, "rejected", failing);
+  }
+});
+
+Deno.test("Request.respondWith() completes quietly when a send returns no promise (regression)", async () => {
+  // A send that broke its type for the body (returning undefined) once made the fast path call
+  // .then on undefined and log a cut-off response that had in fact gone out whole.
+  const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+  const errors: unknown[] = [];
+  const logger = { error: (...args: unknown[]) => errors.push(args), warn() {}, info() {} };
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: (request) => request.respondWith(new Response({ body: "ok" })),
+        }),
+      ],
+    }),
+    logger: { ...logger, debug() {} },
+  });
+  const handler = createFetchHandler(
+    (scope, receive, send) =>
+      app.asgi(scope, receive, (message) => {
+        if (message.type !== "http.response.body") return send(message);
+        void send(message);
+        return undefined as unknown as Promise<void>;
+      }),
+    { lifespan: "off", logger },
+  );
+  const response = await handler.fetch(new Request("http://localhost/"));
+  assertEquals(await response.text(), "ok");
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assertEquals(errors, []);
+});
