@@ -738,8 +738,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   #routesView: readonly Route<H>[] | undefined;
   /** Capture slots of the current lookup: start and end index of each variable. */
   #caps = new Int32Array(16);
-  /** The string the last lookup matched: the path, without its trailing slash if relaxed. */
-  #target = "";
   /** What lookups walk, made when the tree is finalized. */
   #tree: FlatTree<Route<H>> = layoutTree(this.#root);
   /** Whether routes were added since the variable nodes' branches were computed. */
@@ -871,9 +869,11 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * ```
    */
   match(path: string): RouteMatch<H> | undefined {
-    const endpoint = this.#find(path);
+    const target = this.#target(path);
+    if (target === undefined) return undefined;
+    const endpoint = this.#find(target);
     if (endpoint === undefined) return undefined;
-    return new Match(endpoint, endpoint.context(this.#target, this.#caps));
+    return new Match(endpoint, endpoint.context(target, this.#caps));
   }
 
   /**
@@ -901,14 +901,15 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * ```
    */
   getRoute(path: string): [EndpointHandler<H>, PathContext] {
-    const endpoint = this.#find(path);
-    if (endpoint === undefined) {
+    const target = this.#target(path);
+    const endpoint = target === undefined ? undefined : this.#find(target);
+    if (target === undefined || endpoint === undefined) {
       throw path.length > this.#maxPathLength
         ? new UnknownEndpoint(path, "path-too-long", this.#maxPathLength)
         : new UnknownEndpoint(path);
     }
     const handler = (endpoint.handler ??= makeEndpointHandler(endpoint)) as EndpointHandler<H>;
-    return [handler, endpoint.context(this.#target, this.#caps)];
+    return [handler, endpoint.context(target, this.#caps)];
   }
 
   /**
@@ -939,21 +940,26 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     return drawTree(this.#root);
   }
 
-  /** The endpoint for `path`, leaving the matched string in `#target` and spans in `#caps`. */
-  #find(path: string): Endpoint<Route<H>> | undefined {
-    if (this.#dirty) this.#finalize();
-    if (path.length > this.#maxPathLength) return undefined;
-    this.#target = path;
+  /**
+   * The string a lookup matches for `path`: the path without its trailing slash if relaxed, or
+   * undefined when no route can match it. Returned, not kept in a field: storing each request's
+   * fresh string in the long-lived router costs a write barrier's slow path on every lookup.
+   */
+  #target(path: string): string | undefined {
     const n = path.length;
-    if (this.#relaxed && n > 1 && path.charCodeAt(n - 1) === SLASH) {
-      this.#target = path = path.slice(0, -1);
-    }
-    if (path.charCodeAt(0) !== SLASH) return undefined;
+    if (n > this.#maxPathLength) return undefined;
+    if (this.#relaxed && n > 1 && path.charCodeAt(n - 1) === SLASH) path = path.slice(0, -1);
+    return path.charCodeAt(0) === SLASH ? path : undefined;
+  }
+
+  /** The endpoint for `target` (see {@linkcode #target}), leaving the spans in `#caps`. */
+  #find(target: string): Endpoint<Route<H>> | undefined {
+    if (this.#dirty) this.#finalize();
     // No Map of static paths in front of the tree: a server's path is a fresh string (a slice
     // of the request URL), and hashing one costs a runtime call, ~60-70 ns, on every lookup,
     // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
     // strings, whose hash V8 caches: 13 ns instead of 45.)
-    return lookup(this.#tree, path, this.#caps);
+    return lookup(this.#tree, target, this.#caps);
   }
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
