@@ -126,7 +126,11 @@
  * its children, so that a lookup in a large router reads a few neighbouring cache lines
  * instead of some ten objects spread over the heap. Every node has a record there, variables
  * included; only a variable's regex and the matchers below a variable with several ends live
- * outside it. There is one lookup, this walk.
+ * outside it. There is one lookup, this walk, entered through one shortcut: a path that is a
+ * static route's whole text (`/users/new`, after the trailing-slash rule) is found in a table
+ * of static paths keyed by its length and last character, with one string comparison. It gives
+ * the walk's answer by rule 2 (any other route matching that path has a variable where the
+ * static one has literal text or its end), and paths it cannot tell apart are left to the walk.
  *
  * Context objects are built by small generated functions (`new Function`), one per set of
  * variable names; where a Content-Security-Policy forbids generated code, a slower loop builds
@@ -869,11 +873,9 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * ```
    */
   match(path: string): RouteMatch<H> | undefined {
-    const target = this.#target(path);
-    if (target === undefined) return undefined;
-    const endpoint = this.#find(target);
+    const endpoint = this.#find(path);
     if (endpoint === undefined) return undefined;
-    return new Match(endpoint, endpoint.context(target, this.#caps));
+    return new Match(endpoint, endpoint.context(path, this.#caps));
   }
 
   /**
@@ -901,15 +903,14 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * ```
    */
   getRoute(path: string): [EndpointHandler<H>, PathContext] {
-    const target = this.#target(path);
-    const endpoint = target === undefined ? undefined : this.#find(target);
-    if (target === undefined || endpoint === undefined) {
+    const endpoint = this.#find(path);
+    if (endpoint === undefined) {
       throw path.length > this.#maxPathLength
         ? new UnknownEndpoint(path, "path-too-long", this.#maxPathLength)
         : new UnknownEndpoint(path);
     }
     const handler = (endpoint.handler ??= makeEndpointHandler(endpoint)) as EndpointHandler<H>;
-    return [handler, endpoint.context(target, this.#caps)];
+    return [handler, endpoint.context(path, this.#caps)];
   }
 
   /**
@@ -941,25 +942,21 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   }
 
   /**
-   * The string a lookup matches for `path`: the path without its trailing slash if relaxed, or
-   * undefined when no route can match it. Returned, not kept in a field: storing each request's
-   * fresh string in the long-lived router costs a write barrier's slow path on every lookup.
+   * The endpoint for `path`, leaving the spans of its variables in `#caps`. The spans index
+   * `path` itself, since the string matched is `path` or, relaxed, `path` without its trailing
+   * slash; nothing about the lookup is stored in the router, where keeping each request's fresh
+   * string would cost the slow path of V8's write barrier on every lookup.
    */
-  #target(path: string): string | undefined {
-    const n = path.length;
-    if (n > this.#maxPathLength) return undefined;
-    if (this.#relaxed && n > 1 && path.charCodeAt(n - 1) === SLASH) path = path.slice(0, -1);
-    return path.charCodeAt(0) === SLASH ? path : undefined;
-  }
-
-  /** The endpoint for `target` (see {@linkcode #target}), leaving the spans in `#caps`. */
-  #find(target: string): Endpoint<Route<H>> | undefined {
+  #find(path: string): Endpoint<Route<H>> | undefined {
     if (this.#dirty) this.#finalize();
-    // No Map of static paths in front of the tree: a server's path is a fresh string (a slice
-    // of the request URL), and hashing one costs a runtime call, ~60-70 ns, on every lookup,
-    // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
-    // strings, whose hash V8 caches: 13 ns instead of 45.)
-    return lookup(this.#tree, target, this.#caps);
+    const n = path.length;
+    if (n > this.#maxPathLength || path.charCodeAt(0) !== SLASH) return undefined;
+    let last = path.charCodeAt(n - 1);
+    if (last === SLASH && this.#relaxed && n > 1) {
+      path = path.slice(0, -1);
+      last = -1;
+    }
+    return lookup(this.#tree, path, last, this.#caps);
   }
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
