@@ -128,9 +128,10 @@
  * included; only a variable's regex and the matchers below a variable with several ends live
  * outside it. There is one lookup, this walk, entered through one shortcut: a path that is a
  * static route's whole text (`/users/new`, after the trailing-slash rule) is found in a table
- * of static paths keyed by its length and last character, with one string comparison. It gives
- * the walk's answer by rule 2 (any other route matching that path has a variable where the
- * static one has literal text or its end), and paths it cannot tell apart are left to the walk.
+ * of static paths, keyed by its length, its last character and where needed a few more, with
+ * one string comparison. It gives the walk's answer by rule 2 (any other route matching that
+ * path has a variable where the static one has literal text or its end); static paths the
+ * table cannot tell apart are left to the walk.
  *
  * Context objects are built by small generated functions (`new Function`), one per set of
  * variable names; where a Content-Security-Policy forbids generated code, a slower loop builds
