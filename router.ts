@@ -952,10 +952,13 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     if (this.#dirty) this.#finalize();
     const n = path.length;
     if (n > this.#maxPathLength || path.charCodeAt(0) !== SLASH) return undefined;
-    let last = path.charCodeAt(n - 1);
-    if (last === SLASH && this.#relaxed && n > 1) {
-      path = path.slice(0, -1);
-      last = -1;
+    let last = -1;
+    if (this.#relaxed && n > 1) {
+      last = path.charCodeAt(n - 1);
+      if (last === SLASH) {
+        path = path.slice(0, -1);
+        last = -1;
+      }
     }
     return lookup(this.#tree, path, last, this.#caps);
   }

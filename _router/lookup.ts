@@ -67,7 +67,7 @@ const HAS_VARIABLES = 2;
  */
 const SLOW_VARIABLES = 4;
 
-/** Static paths longer than this are left to the walk, to bound the table's size (32 KiB). */
+/** Static paths longer than this are left to the walk, to bound the table's size. */
 const MAX_STATIC_LENGTH = 255;
 
 /**
@@ -117,6 +117,8 @@ export interface FlatTree<R extends RouteLike> {
   readonly variables: VariableExtra<R>[];
   /** The table of static paths (see {@linkcode staticTable}). */
   readonly statics: Int32Array;
+  /** The length of the longest static path: the table's entries by length end there. */
+  readonly longestStatic: number;
   /** The full text of every static node with an endpoint (relaxed: without trailing slash). */
   readonly staticPaths: string[];
   /** Their endpoints. */
@@ -124,46 +126,36 @@ export interface FlatTree<R extends RouteLike> {
 }
 
 /**
- * The first entry of the table of static paths to read for a path of `length` characters
- * ending in `last`. Five bits of the last character (32 slots per length) tell most paths of
- * equal length apart.
- */
-function staticSlot(length: number, last: number): number {
-  return (length << 5) | (last & 31);
-}
-
-/**
- * The table of static paths: for each length and last character, what tells the static paths
- * with them apart. Each entry is 0 (no static path), `~i` (only `paths[i]`, still to be
- * compared), or the offset `o` of a node: `o` holds a position and `o + 1 + (c & 31)` the entry
- * to read next for the character code `c` at that position. Positions are picked to split the
- * paths most, so a lookup reads few characters even at 10 000 routes; paths no position splits
- * (`/a` and `/A`) get 0 and are left to the walk.
+ * The table of static paths: from a path's length, the way to the one static path it can be.
+ * Entry `length` is 0 (no static path that long) or a node; each entry is 0 (no static path),
+ * `~i` (only `paths[i]`, still to be compared), or the offset `o` of a node: `o` holds a
+ * position and `o + 1 + (c & 31)` the entry to read next for the character code `c` at that
+ * position. The first node of every length reads the last character, which the router has
+ * read already in relaxed mode; deeper ones, where static paths share a length and a last
+ * character, read the position that splits them most, so a lookup reads few characters even
+ * at 10 000 routes. Paths no position splits (`/a` and `/A`) get 0 and are left to the walk.
  */
 function staticTable(paths: readonly string[]): Int32Array {
   let longest = 0;
   for (const text of paths) longest = Math.max(longest, text.length);
-  const table: number[] = new Array(paths.length === 0 ? 0 : staticSlot(longest + 1, 0)).fill(0);
-  const slots = new Map<number, number[]>();
+  const table: number[] = new Array(paths.length === 0 ? 0 : longest + 1).fill(0);
+  const lengths = new Map<number, number[]>();
   for (let i = 0; i < paths.length; i++) {
-    const text = paths[i]!;
-    const slot = staticSlot(text.length, text.charCodeAt(text.length - 1));
-    const group = slots.get(slot);
-    if (group === undefined) slots.set(slot, [i]);
+    const group = lengths.get(paths[i]!.length);
+    if (group === undefined) lengths.set(paths[i]!.length, [i]);
     else group.push(i);
   }
-  // The first and last characters are known; the others, of paths of one length, are not.
-  const entry = (group: number[]): number => {
-    if (group.length === 1) return ~group[0]!;
-    // The position whose characters fall into the most classes (bits of a mask) splits best.
-    // Paths differ most near their end, so the search starts there and takes the first
-    // position that splits the group into single paths or 16 classes: enough to build 2 500
-    // static paths in a few milliseconds, when the code runs cold.
+  const entry = (group: number[], last: boolean): number => {
+    if (group.length === 1 && !last) return ~group[0]!;
+    // The first character ("/") is known; the last one is read first, then the position whose
+    // characters fall into the most classes (bits of a mask). Paths differ most near their end,
+    // so the search starts there and takes the first position that splits the group into single
+    // paths or 16 classes: enough to build 2 500 static paths in a few milliseconds, cold.
     const length = paths[group[0]!]!.length;
     const enough = Math.min(group.length, 16);
-    let position = 0;
+    let position = last ? length - 1 : 0;
     let most = 1;
-    for (let p = length - 2; p > 0 && most < enough; p--) {
+    for (let p = length - 2; p > 0 && !last && most < enough; p--) {
       let classes = 0;
       for (let g = 0; g < group.length; g++) classes |= 1 << (paths[group[g]!]!.charCodeAt(p) & 31);
       const count = bitCount(classes);
@@ -182,11 +174,11 @@ function staticTable(paths: readonly string[]): Int32Array {
     table.push(position);
     for (let code = 0; code < 32; code++) table.push(0);
     for (let code = 0; code < 32; code++) {
-      if (parts[code] !== undefined) table[node + 1 + code] = entry(parts[code]!);
+      if (parts[code] !== undefined) table[node + 1 + code] = entry(parts[code]!, false);
     }
     return node;
   };
-  for (const [slot, group] of slots) table[slot] = entry(group);
+  for (const [length, group] of lengths) table[length] = entry(group, true);
   return Int32Array.from(table);
 }
 
@@ -324,7 +316,9 @@ export function layoutTree<R extends RouteLike>(root: Node<R>): FlatTree<R> {
   };
   emit(root);
   const statics = staticTable(staticPaths);
-  return { records, endpoints, variables, statics, staticPaths, staticEndpoints };
+  let longestStatic = 0;
+  for (const text of staticPaths) longestStatic = Math.max(longestStatic, text.length);
+  return { records, endpoints, variables, statics, longestStatic, staticPaths, staticEndpoints };
 }
 
 /** The record of the static child of record `r` for `code`, or -1. */
@@ -363,20 +357,20 @@ function labelAt(records: Int32Array, r: number, path: string, pos: number): boo
  * Finds the endpoint for `path` in `flat`, leaving the start and end of each variable in `caps`.
  *
  * A path that is a static route's whole text is first looked for in the table of static paths
- * (see {@linkcode staticTable}): a slot read, a character or two more where static paths share
- * the slot, then one string comparison, instead of reading the path character by character
- * (each `charCodeAt` of a fresh sliced string costs some 2-3 ns). The table gives
+ * (see {@linkcode staticTable}): its last character, a character or two more where static paths
+ * share a length and a last character, then one string comparison, instead of reading the path
+ * character by character (each `charCodeAt` of a fresh sliced string costs some 2-3 ns). Paths
+ * of a length no static path has read nothing more. The table gives
  * exactly the walk's answer. The walk tries static children first, so it reaches the same
  * node along the same static text and returns its endpoint before trying any variable; and by
  * the priority rule, every other route matching that path has a variable where the static
  * route has literal text or its end, so the static route wins (tests/router_property_test.ts
  * checks the two against each other on random route sets). No `Map` of paths: hashing a fresh
- * string costs a runtime call, ~50-70 ns, on every lookup, hit or miss; the slot is a shift
- * and a mask of what the caller has read already.
+ * string costs a runtime call, ~50-70 ns, on every lookup, hit or miss.
  *
  * @param flat The router's flat tree.
  * @param path The path, starting with "/" (and without its trailing slash if relaxed).
- * @param last The last code unit of `path` if the caller has read it, else -1 (no table).
+ * @param last The last code unit of `path` if the caller has read it, else -1.
  * @param caps The capture slots, two per variable of the deepest route.
  * @returns The endpoint, or undefined.
  */
@@ -387,10 +381,14 @@ export function lookup<R extends RouteLike>(
   caps: Int32Array,
 ): Endpoint<R> | undefined {
   const statics = flat.statics;
-  const slot = staticSlot(path.length, last);
-  if (last >= 0 && slot < statics.length) {
-    let entry = statics[slot]!;
-    while (entry > 0) entry = statics[entry + 1 + (path.charCodeAt(statics[entry]!) & 31)]!;
+  const n = path.length;
+  if (n <= flat.longestStatic) {
+    let entry = statics[n]!;
+    while (entry > 0) {
+      const p = statics[entry]!;
+      const code = p === n - 1 && last >= 0 ? last : path.charCodeAt(p);
+      entry = statics[entry + 1 + (code & 31)]!;
+    }
     if (entry < 0 && path === flat.staticPaths[~entry]) return flat.staticEndpoints[~entry];
   }
   tree = flat;
@@ -406,6 +404,7 @@ let tree: FlatTree<RouteLike> = {
   endpoints: [],
   variables: [],
   statics: new Int32Array(0),
+  longestStatic: 0,
   staticPaths: [],
   staticEndpoints: [],
 };
