@@ -397,5 +397,7 @@ Deno.test("AsgiRouter.match() answers from its table of static paths exactly as 
     { numRuns: RUNS },
   );
   console.log(`${compared} lookups compared, ${staticHits} of them on a static route's path`);
-  assert(staticHits >= 0.2 * compared, `only ${staticHits} of ${compared} on static paths`);
+  // Measured: 19.9 to 21 % of the paths are a static route's; the bound only catches a
+  // generator that stopped producing them.
+  assert(staticHits >= 0.1 * compared, `only ${staticHits} of ${compared} on static paths`);
 });
