@@ -126,7 +126,12 @@
  * its children, so that a lookup in a large router reads a few neighbouring cache lines
  * instead of some ten objects spread over the heap. Every node has a record there, variables
  * included; only a variable's regex and the matchers below a variable with several ends live
- * outside it. There is one lookup, this walk.
+ * outside it. There is one lookup, this walk, entered through one shortcut: a path that is a
+ * static route's whole text (`/users/new`, after the trailing-slash rule) is found in a table
+ * of static paths, keyed by its length, its last character and where needed a few more, with
+ * one string comparison. It gives the walk's answer by rule 2 (any other route matching that
+ * path has a variable where the static one has literal text or its end); static paths the
+ * table cannot tell apart are left to the walk.
  *
  * Context objects are built by small generated functions (`new Function`), one per set of
  * variable names; where a Content-Security-Policy forbids generated code, a slower loop builds
@@ -738,8 +743,6 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   #routesView: readonly Route<H>[] | undefined;
   /** Capture slots of the current lookup: start and end index of each variable. */
   #caps = new Int32Array(16);
-  /** The string the last lookup matched: the path, without its trailing slash if relaxed. */
-  #target = "";
   /** What lookups walk, made when the tree is finalized. */
   #tree: FlatTree<Route<H>> = layoutTree(this.#root);
   /** Whether routes were added since the variable nodes' branches were computed. */
@@ -873,7 +876,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   match(path: string): RouteMatch<H> | undefined {
     const endpoint = this.#find(path);
     if (endpoint === undefined) return undefined;
-    return new Match(endpoint, endpoint.context(this.#target, this.#caps));
+    return new Match(endpoint, endpoint.context(path, this.#caps));
   }
 
   /**
@@ -908,7 +911,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         : new UnknownEndpoint(path);
     }
     const handler = (endpoint.handler ??= makeEndpointHandler(endpoint)) as EndpointHandler<H>;
-    return [handler, endpoint.context(this.#target, this.#caps)];
+    return [handler, endpoint.context(path, this.#caps)];
   }
 
   /**
@@ -939,21 +942,25 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     return drawTree(this.#root);
   }
 
-  /** The endpoint for `path`, leaving the matched string in `#target` and spans in `#caps`. */
+  /**
+   * The endpoint for `path`, leaving the spans of its variables in `#caps`. The spans index
+   * `path` itself, since the string matched is `path` or, relaxed, `path` without its trailing
+   * slash; nothing about the lookup is stored in the router, where keeping each request's fresh
+   * string would cost the slow path of V8's write barrier on every lookup.
+   */
   #find(path: string): Endpoint<Route<H>> | undefined {
     if (this.#dirty) this.#finalize();
-    if (path.length > this.#maxPathLength) return undefined;
-    this.#target = path;
     const n = path.length;
-    if (this.#relaxed && n > 1 && path.charCodeAt(n - 1) === SLASH) {
-      this.#target = path = path.slice(0, -1);
+    if (n > this.#maxPathLength || path.charCodeAt(0) !== SLASH) return undefined;
+    let last = -1;
+    if (this.#relaxed && n > 1) {
+      last = path.charCodeAt(n - 1);
+      if (last === SLASH) {
+        path = path.slice(0, -1);
+        last = -1;
+      }
     }
-    if (path.charCodeAt(0) !== SLASH) return undefined;
-    // No Map of static paths in front of the tree: a server's path is a fresh string (a slice
-    // of the request URL), and hashing one costs a runtime call, ~60-70 ns, on every lookup,
-    // hit or miss; the tree finds static paths in ~30-45 ns. (A Map only wins on constant
-    // strings, whose hash V8 caches: 13 ns instead of 45.)
-    return lookup(this.#tree, path, this.#caps);
+    return lookup(this.#tree, path, last, this.#caps);
   }
 
   #checkSafety(route: Route<H>, tokens: readonly Token[]): void {
