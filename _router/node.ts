@@ -2,7 +2,7 @@
 /**
  * The nodes of the radix tree the router builds: static nodes hold radix-compressed literal
  * text, each variable is a node of its own. The router inserts and finalizes them; lookups read
- * only the flat copy `./lookup.ts` makes of them.
+ * only the flat copy `./layout.ts` makes of them.
  *
  * @module
  */

@@ -8,7 +8,7 @@ import {
   RouteConflict,
   UnknownEndpoint,
 } from "../router.ts";
-import { layoutOptions } from "../_router/lookup.ts";
+import { layoutOptions } from "../_router/layout.ts";
 import { ReferenceRouter } from "./_reference.ts";
 
 /** Regexes for constrained variables: greedy, lazy-ish, alternations, own groups, "/"-spanning. */
