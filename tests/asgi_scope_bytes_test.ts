@@ -3,7 +3,13 @@
  * and paths are not, and nothing one request writes into its bytes reaches another.
  */
 import { assert, assertEquals } from "@std/assert";
-import { type AsgiApplication, createFetchHandler, type HttpScope, serve } from "../asgi.ts";
+import {
+  type AsgiApplication,
+  type AsgiServer,
+  createFetchHandler,
+  type HttpScope,
+  serve,
+} from "../asgi.ts";
 import { rawRequest } from "./fixtures/asgi_harness.ts";
 
 const decoder = new TextDecoder();
@@ -16,6 +22,16 @@ function recordingApp(scopes: HttpScope[]): AsgiApplication {
     await send({ type: "http.response.start", status: 204 });
     await send({ type: "http.response.body" });
   };
+}
+
+/** `recordingApp` served by `serve()` on a free port of 127.0.0.1. */
+function serveRecording(scopes: HttpScope[]): AsgiServer {
+  return serve(recordingApp(scopes), {
+    port: 0,
+    hostname: "127.0.0.1",
+    lifespan: "off",
+    onListen() {},
+  });
 }
 
 function header(scope: HttpScope, name: string): Uint8Array | undefined {
@@ -104,12 +120,7 @@ Deno.test("serve() [deno] keeps a raw non-ASCII raw_path UTF-8 after a header wi
   // an earlier request's header in place of its own path's UTF-8.
   const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0"));
   const scopes: HttpScope[] = [];
-  await using server = serve(recordingApp(scopes), {
-    port: 0,
-    hostname: "127.0.0.1",
-    lifespan: "off",
-    onListen() {},
-  });
+  await using server = serveRecording(scopes);
   const { port } = await server.addr;
   const request = (target: string, extra = "") =>
     `GET ${target} HTTP/1.1\r\nhost: x\r\n${extra}connection: close\r\n\r\n`;
@@ -122,12 +133,7 @@ Deno.test("serve() [deno] keeps a raw non-ASCII raw_path UTF-8 after a header wi
 
 Deno.test("serve() [deno] gives every request of a listener one frozen server pair", async () => {
   const scopes: HttpScope[] = [];
-  await using server = serve(recordingApp(scopes), {
-    port: 0,
-    hostname: "127.0.0.1",
-    lifespan: "off",
-    onListen() {},
-  });
+  await using server = serveRecording(scopes);
   const { port } = await server.addr;
   for (let i = 0; i < 2; i++) await (await fetch(`http://127.0.0.1:${port}/`)).body?.cancel();
   const [a, b] = scopes as [HttpScope, HttpScope];
