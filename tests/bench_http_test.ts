@@ -173,6 +173,23 @@ function syntheticRun(
   };
 }
 
+Deno.test("httpVerdicts() misses a target that only the baseline's slow rounds let through", () => {
+  // The floor drew its slow mode (94 k) in three rounds of five: every per-round ratio of the
+  // ASGI app is at least 1.00, but at its fastest the floor serves 112 k to the app's 94 k.
+  const run = syntheticRun({
+    deno: [140, 140, 140, 140, 140],
+    floor: [112, 94, 94, 112, 94],
+    hono: [128, 128, 128, 128, 128],
+    asgi: [94, 94, 94, 94, 94],
+    app: [90, 90, 90, 90, 90],
+    "app-limit": [88, 88, 88, 88, 88],
+  }, { rounds: 5 });
+  const rows = new Map(httpVerdicts(run).map((v) => [v.target, v]));
+  const asgi = rows.get("3. ASGI app ≥ 0.95× the floor, GET /hello/world")!;
+  assertEquals(asgi.verdict, "missed (3/5 rounds; by CPU met; fastest rounds missed)");
+  assertMatch(asgi.measured, /fastest rounds 0\.84×$/);
+});
+
 Deno.test("httpVerdicts() judges each target on the median of ratios paired by round", () => {
   const run = syntheticRun({
     deno: [100, 100, 100],
@@ -185,19 +202,22 @@ Deno.test("httpVerdicts() judges each target on the median of ratios paired by r
   });
   const rows = new Map(httpVerdicts(run).map((v) => [v.target, v]));
   const asgi = rows.get("3. ASGI app ≥ 0.95× the floor, GET /hello/world")!;
-  assertEquals(asgi.verdict, "met (2/3 rounds; by CPU met)");
-  assertMatch(asgi.measured, /^0\.95× \(0\.94×–2\.00×\); by server CPU 0\.95×$/);
+  assertEquals(asgi.verdict, "met (2/3 rounds; by CPU met; fastest rounds met)");
+  assertMatch(
+    asgi.measured,
+    /^0\.95× \(0\.94×–2\.00×\); by server CPU 0\.95×; fastest rounds 1\.00×$/,
+  );
   assertEquals(
     rows.get("4. App ≥ 0.90× the floor, POST /echo")!.verdict,
-    "met (3/3 rounds; by CPU met)",
+    "met (3/3 rounds; by CPU met; fastest rounds met)",
   );
   assertEquals(
     rows.get("2. App with requestTimeLimit ≥ 0.90× the App, GET /hello/world")!.verdict,
-    "met (2/3 rounds; by CPU met)",
+    "met (2/3 rounds; by CPU met; fastest rounds met)",
   );
   assertEquals(
     rows.get("5. moonshot: App ahead of Hono (≥ 1.00×), GET /hello/world")!.verdict,
-    "missed (0/3 rounds; by CPU missed)",
+    "missed (0/3 rounds; by CPU missed; fastest rounds missed)",
   );
   assertEquals(
     rows.get("ASGI app on node ÷ bare node:http, GET /hello/world")!.verdict,
