@@ -262,7 +262,7 @@ export function createFetchHandler(
   };
   return {
     fetch(request: Request, info?: FetchInfo): Promise<Response> {
-      if (lifespan.ready) return handleFetch(core, request, info, null);
+      if (lifespan.ready) return Promise.resolve(handleFetch(core, request, info, null));
       return lifespan.startup().then(() => handleFetch(core, request, info, null), unavailable);
     },
     startup: () => lifespan.startup(),
