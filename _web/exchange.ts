@@ -196,6 +196,15 @@ export class Exchange {
       return Promise.resolve(buffered);
     }
     if (this.#disconnected) return Promise.resolve(DISCONNECT);
+    if (!this.#pulling && this.#readers.length === 0) {
+      // The common case: one reader, nothing read ahead. The bridge's own promise serves it,
+      // without a queued reader and a promise of ours (some 0.2 µs of a POST's server CPU).
+      this.#pulling = true;
+      return this.#receive().then((message) => this.#took(message), (error) => {
+        this.#failed(error);
+        throw error;
+      });
+    }
     const reader = Promise.withResolvers<HttpRequestMessage | HttpDisconnectMessage>();
     if (this.#readers.length === 0) this.#readers = [reader];
     else this.#readers.push(reader);
@@ -208,16 +217,26 @@ export class Exchange {
    *
    * @returns The body.
    */
-  async bytes(): Promise<Uint8Array> {
-    if (this.#body !== undefined) return this.#body;
+  bytes(): Promise<Uint8Array> {
+    if (this.#body !== undefined) return Promise.resolve(this.#body);
     if (this.#bodyRead) {
-      throw new TypeError(
-        `Cannot read the body of ${this.#label} again: it was consumed with receive(); ` +
-          `keep the chunks or call bytes() instead`,
+      return Promise.reject(
+        new TypeError(
+          `Cannot read the body of ${this.#label} again: it was consumed with receive(); ` +
+            `keep the chunks or call bytes() instead`,
+        ),
       );
     }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
+    // A small body comes in one message: no async frame and no list of chunks for it.
+    return this.receive().then((message) => {
+      if (message.type === "http.disconnect") throw this.#disconnectReason();
+      if (!message.more_body) return this.#body = message.body;
+      return this.#restOfBody([message.body], message.body.length);
+    });
+  }
+
+  /** Reads the messages after the first of a body that came in several, and joins them all. */
+  async #restOfBody(chunks: Uint8Array[], size: number): Promise<Uint8Array> {
     for (;;) {
       const message = await this.receive();
       if (message.type === "http.disconnect") throw this.#disconnectReason();
@@ -225,14 +244,11 @@ export class Exchange {
       size += message.body.length;
       if (!message.more_body) break;
     }
-    let body = chunks[0] ?? EMPTY;
-    if (chunks.length > 1) {
-      body = new Uint8Array(size);
-      let offset = 0;
-      for (const chunk of chunks) {
-        body.set(chunk, offset);
-        offset += chunk.length;
-      }
+    const body = new Uint8Array(size);
+    let offset = 0;
+    for (const chunk of chunks) {
+      body.set(chunk, offset);
+      offset += chunk.length;
     }
     this.#body = body;
     return body;
@@ -392,16 +408,22 @@ export class Exchange {
   #pull(): void {
     if (this.#pulling) return;
     this.#pulling = true;
-    this.#receive().then(
-      (message) => this.#deliver(message),
-      (error) => {
-        this.#pulling = false;
-        for (const reader of this.#readers.splice(0)) reader.reject(error);
-      },
-    );
+    this.#receive().then((message) => this.#deliver(message), (error) => this.#failed(error));
   }
 
-  #deliver(message: ReceiveMessage): void {
+  /** The bridge's receive() failed: so does every waiting reader. */
+  #failed(error: unknown): void {
+    this.#pulling = false;
+    for (const reader of this.#readers.splice(0)) reader.reject(error);
+  }
+
+  /**
+   * Records what a message from the bridge means for the request and returns it as a reader
+   * gets it; wakes no reader.
+   *
+   * @throws {TypeError} For a message an HTTP scope cannot carry.
+   */
+  #accept(message: ReceiveMessage): HttpRequestMessage | HttpDisconnectMessage {
     this.#pulling = false;
     if (message.type === "http.disconnect") {
       this.#disconnected = true;
@@ -412,18 +434,56 @@ export class Exchange {
         this.#buffered = undefined;
         this.#abort(new DOMException("The client disconnected", "AbortError"));
       }
-      for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
-      return;
+      return DISCONNECT;
     }
     if (message.type !== "http.request") {
-      const error = new TypeError(`Unexpected "${message.type}" message in an HTTP scope`);
+      throw new TypeError(`Unexpected "${message.type}" message in an HTTP scope`);
+    }
+    if (!message.more_body) this.#bodyRead = true;
+    return message;
+  }
+
+  /** A message the queued readers wait for (`#pull`). */
+  #deliver(message: ReceiveMessage): void {
+    let taken: HttpRequestMessage | HttpDisconnectMessage;
+    try {
+      taken = this.#accept(message);
+    } catch (error) {
       for (const reader of this.#readers.splice(0)) reader.reject(error);
       return;
     }
-    if (!message.more_body) this.#bodyRead = true;
+    if (taken === DISCONNECT) {
+      for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
+      return;
+    }
     const reader = this.#readers.shift();
-    if (reader === undefined) this.#buffered = message;
-    else reader.resolve(message);
+    if (reader === undefined) this.#buffered = taken as HttpRequestMessage;
+    else reader.resolve(taken);
+    this.#readOn();
+  }
+
+  /**
+   * The message a reader asked the bridge for directly (`receive`). Readers that queued up
+   * meanwhile are served as `#deliver` serves them.
+   */
+  #took(message: ReceiveMessage): HttpRequestMessage | HttpDisconnectMessage {
+    let taken: HttpRequestMessage | HttpDisconnectMessage;
+    try {
+      taken = this.#accept(message);
+    } catch (error) {
+      for (const reader of this.#readers.splice(0)) reader.reject(error);
+      throw error;
+    }
+    if (taken === DISCONNECT) {
+      for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
+    } else {
+      this.#readOn();
+    }
+    return taken;
+  }
+
+  /** Pulls again for readers still waiting, else reads ahead if the signal is watched. */
+  #readOn(): void {
     if (this.#readers.length > 0) this.#pull();
     else this.#readAhead();
   }

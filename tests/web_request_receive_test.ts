@@ -1,0 +1,204 @@
+/**
+ * `Request.receive()` and `Request.bytes()` against a scripted bridge: a lone reader takes the
+ * bridge's own promise, readers that queue up behind it are served in order, and failures reach
+ * every reader. Each message of the script is released by the test, so the order of events is
+ * the test's, not the scheduler's.
+ */
+import { assertEquals, assertRejects, assertStrictEquals } from "@std/assert";
+import type { HttpScope, ReceiveMessage, SendMessage } from "../asgi.ts";
+import { AsgiRouter, Route } from "../router.ts";
+import { App, type Request, Response, type WebHandler } from "../web.ts";
+import { instance, RecordingLogger } from "./fixtures/web_helpers.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function scope(method = "POST"): HttpScope {
+  return {
+    type: "http",
+    asgi: { version: "3.0", spec_version: "2.1" },
+    http_version: "1.1",
+    method,
+    scheme: "http",
+    path: "/",
+    raw_path: encoder.encode("/"),
+    query_string: new Uint8Array(0),
+    root_path: "",
+    headers: [],
+    client: null,
+    server: null,
+    state: {},
+    extensions: {},
+  };
+}
+
+function chunk(text: string, more: boolean): ReceiveMessage {
+  return { type: "http.request", body: encoder.encode(text), more_body: more };
+}
+
+/**
+ * A bridge whose `receive()` calls each get the next message of the script once the test calls
+ * `release()` (or its next error, for `fail()`).
+ */
+class ScriptedBridge {
+  readonly calls: PromiseWithResolvers<ReceiveMessage>[] = [];
+  readonly sent: SendMessage[] = [];
+  receive = (): Promise<ReceiveMessage> => {
+    const call = Promise.withResolvers<ReceiveMessage>();
+    this.calls.push(call);
+    return call.promise;
+  };
+  send = (message: SendMessage): Promise<void> => {
+    this.sent.push(message);
+    return Promise.resolve();
+  };
+  /** Answers the oldest receive() call still open. */
+  release(message: ReceiveMessage): void {
+    const call = this.calls.find((c) => !("done" in c));
+    if (call === undefined) throw new Error("No receive() call is waiting");
+    Object.assign(call, { done: true });
+    call.resolve(message);
+  }
+  fail(error: unknown): void {
+    const call = this.calls.find((c) => !("done" in c));
+    if (call === undefined) throw new Error("No receive() call is waiting");
+    Object.assign(call, { done: true });
+    call.reject(error);
+  }
+}
+
+/** Runs `handler` for one request on `bridge`; resolves once the App's call returns. */
+function run(bridge: ScriptedBridge, handler: (request: Request) => Promise<void>): Promise<void> {
+  const app = new App({
+    router: new AsgiRouter<WebHandler>({
+      routes: [new Route<WebHandler>("/", { handler, methods: ["POST"] })],
+    }),
+    logger: new RecordingLogger(),
+  });
+  return app.asgi(scope(), bridge.receive, bridge.send);
+}
+
+/** Lets every pending callback run. */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+Deno.test("Request.bytes() returns a body of one or several messages, the same array each time", async (t) => {
+  const cases: [string, ReceiveMessage[], string][] = [
+    ["one message", [chunk("abc", false)], "abc"],
+    ["an empty body", [chunk("", false)], ""],
+    ["three messages", [chunk("ab", true), chunk("", true), chunk("cd", false)], "abcd"],
+  ];
+  for (const [name, script, expected] of cases) {
+    await t.step(name, async () => {
+      const bridge = new ScriptedBridge();
+      let first: Uint8Array | undefined;
+      let second: Uint8Array | undefined;
+      const done = run(bridge, async (request) => {
+        first = await request.bytes();
+        second = await request.bytes();
+        await request.respondWith(new Response({ body: "ok" }));
+      });
+      for (const message of script) {
+        await settle();
+        bridge.release(message);
+      }
+      await done;
+      assertEquals(decoder.decode(first), expected);
+      assertStrictEquals(second, first);
+      assertEquals(bridge.calls.length, script.length);
+    });
+  }
+});
+
+Deno.test("Request.bytes() rejects with an AbortError when the client goes mid-body", async () => {
+  const bridge = new ScriptedBridge();
+  let error: unknown;
+  const done = run(bridge, async (request) => {
+    error = await request.bytes().then(() => undefined, (reason) => reason);
+  });
+  await settle();
+  bridge.release(chunk("ab", true));
+  await settle();
+  bridge.release({ type: "http.disconnect" });
+  await done;
+  assertEquals(instance(error, DOMException).name, "AbortError");
+});
+
+Deno.test("Request.bytes() after receive() took the whole body says to keep the chunks", async () => {
+  const bridge = new ScriptedBridge();
+  let message: unknown;
+  const done = run(bridge, async (request) => {
+    message = await request.receive();
+    await assertRejects(
+      () => request.bytes(),
+      TypeError,
+      "it was consumed with receive(); keep the chunks or call bytes() instead",
+    );
+    await request.respondWith(new Response({ body: "ok" }));
+  });
+  await settle();
+  bridge.release(chunk("abc", false));
+  await done;
+  assertEquals((message as { more_body: boolean }).more_body, false);
+});
+
+Deno.test("Request.receive() serves readers that queue behind a pending one, in order", async () => {
+  const bridge = new ScriptedBridge();
+  const got: string[] = [];
+  const done = run(bridge, async (request) => {
+    const reads = [request.receive(), request.receive(), request.receive()];
+    for (const message of await Promise.all(reads)) {
+      got.push(
+        message.type === "http.request"
+          ? `${decoder.decode(message.body)}${message.more_body ? "+" : ""}`
+          : message.type,
+      );
+    }
+    await request.respondWith(new Response({ body: "ok" }));
+  });
+  await settle();
+  // One call reaches the bridge at a time, however many readers wait.
+  assertEquals(bridge.calls.length, 1);
+  bridge.release(chunk("a", true));
+  await settle();
+  assertEquals(bridge.calls.length, 2);
+  bridge.release(chunk("b", false));
+  await settle();
+  // The body is complete: the third reader waits for the end of the exchange.
+  bridge.release({ type: "http.disconnect" });
+  await done;
+  assertEquals(got, ["a+", "b", "http.disconnect"]);
+});
+
+Deno.test("Request.receive() passes a failing bridge's error to every waiting reader", async () => {
+  const bridge = new ScriptedBridge();
+  const failure = new Error("bridge broke");
+  const outcomes: unknown[] = [];
+  const done = run(bridge, async (request) => {
+    const reads = [request.receive(), request.receive()];
+    for (const read of reads) outcomes.push(await read.then(() => "resolved", (error) => error));
+    await request.respondWith(new Response({ body: "ok" }));
+  });
+  await settle();
+  bridge.fail(failure);
+  await done;
+  assertStrictEquals(outcomes[0], failure);
+  assertStrictEquals(outcomes[1], failure);
+});
+
+Deno.test("Request.receive() refuses a message an HTTP scope cannot carry", async () => {
+  const bridge = new ScriptedBridge();
+  let error: unknown;
+  const done = run(bridge, async (request) => {
+    error = await request.receive().then(() => undefined, (reason) => reason);
+    await request.respondWith(new Response({ body: "ok" }));
+  });
+  await settle();
+  bridge.release({ type: "websocket.connect" } as ReceiveMessage);
+  await done;
+  assertEquals(
+    instance(error, TypeError).message,
+    'Unexpected "websocket.connect" message in an HTTP scope',
+  );
+});
