@@ -225,6 +225,9 @@ class DenoCycle extends HttpCycle {
   }
 
   #respond(response: Response): void {
+    // The first response is the one Deno gets, as when a promise carried it: a later one must
+    // not replace a response made before anyone asked for it.
+    if (this.#responded) return;
     this.#responded = true;
     const onAbort = this.#onAbort;
     if (onAbort !== null) {
