@@ -66,8 +66,14 @@ class Entry implements Deadline {
 export class DeadlineQueue {
   /** The duration of every deadline, in milliseconds. */
   readonly ms: number;
-  #entries: Entry[] = [];
+  /**
+   * The queue: entries `#head` to `#tail`, oldest first; the slots outside that range are empty.
+   * The array is reused rather than replaced once the queue empties (when requests come one at a
+   * time, on every request), so arming a deadline allocates its entry and nothing else.
+   */
+  #entries: (Entry | undefined)[] = [];
   #head = 0;
+  #tail = 0;
   #live = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #fire = (): void => this.#expire();
@@ -95,7 +101,7 @@ export class DeadlineQueue {
    */
   arm(onExpire: () => void): Deadline {
     const entry = new Entry(this, performance.now() + this.ms, onExpire);
-    this.#entries.push(entry);
+    this.#entries[this.#tail++] = entry;
     this.#live++;
     if (this.#timer === undefined) this.#schedule(entry.at);
     return entry;
@@ -104,52 +110,64 @@ export class DeadlineQueue {
   /** Called by an entry that was cleared. */
   cleared(): void {
     if (--this.#live > 0) return;
-    // Nothing live: drop the dead entries. The timer stays: clearing it here and arming it again
-    // on the next request would cost a timer per request whenever requests come one at a time,
-    // the cost this design removes. It fires once, finds nothing, and is not re-armed; it is
-    // unref'd, so it never keeps the process alive.
-    this.#entries = [];
+    // Nothing live: empty the queue. The timer stays: clearing it here and arming it again on
+    // the next request would cost a timer per request whenever requests come one at a time, the
+    // cost this design removes. It fires once, finds nothing, and is not re-armed; it is unref'd,
+    // so it never keeps the process alive.
+    this.#empty();
+  }
+
+  /** Drops every entry (all dead), keeping the array unless a burst made it large. */
+  #empty(): void {
+    const entries = this.#entries;
+    if (this.#tail > KEPT_SLOTS) this.#entries = [];
+    else entries.fill(undefined, this.#head, this.#tail);
     this.#head = 0;
+    this.#tail = 0;
   }
 
   #schedule(at: number): void {
-    const timer = setTimeout(this.#fire, Math.max(0, at - performance.now()));
+    // Timers count whole milliseconds and may fire up to one early against performance.now():
+    // one more millisecond spares a second turn of the timer for an entry found not yet due.
+    const timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now()) + 1));
     if (typeof Deno !== "undefined") Deno.unrefTimer(timer);
     this.#timer = timer;
   }
 
   #expire(): void {
     this.#timer = undefined;
-    const entries = this.#entries;
     // Never early: an entry not yet due waits for the next turn of the timer. Only deadlines that
     // expire pay for that, and those are the exception.
     const now = performance.now();
-    let head = this.#head;
-    while (head < entries.length) {
-      const entry = entries[head]!;
+    // The fields are read afresh on each turn: a callback may arm or clear deadlines.
+    while (this.#head < this.#tail) {
+      const entries = this.#entries;
+      const entry = entries[this.#head]!;
       if (entry.onExpire !== undefined && entry.at > now) break;
-      head++;
+      entries[this.#head++] = undefined;
       const onExpire = entry.onExpire;
       if (onExpire === undefined) continue;
       entry.onExpire = undefined;
       this.#live--;
       onExpire();
     }
-    if (head === entries.length) {
-      this.#entries = [];
+    const head = this.#head;
+    if (head === this.#tail) return this.#empty();
+    // Move the live part to the front now and then, not on every expiry: a copy per expiry would
+    // cost as much as the timers this replaces.
+    if (head > 1024 && head * 2 > this.#tail) {
+      this.#entries.copyWithin(0, head, this.#tail);
+      this.#entries.fill(undefined, this.#tail - head, this.#tail);
+      this.#tail -= head;
       this.#head = 0;
-      return;
     }
-    // Drop the expired prefix now and then, not on every expiry: a copy per expiry would cost
-    // as much as the timers this replaces.
-    if (head > 1024 && head * 2 > entries.length) {
-      this.#entries = entries.slice(head);
-      head = 0;
-    }
-    this.#head = head;
-    this.#schedule(this.#entries[head]!.at);
+    // A callback that armed a deadline has armed the timer already.
+    if (this.#timer === undefined) this.#schedule(this.#entries[this.#head]!.at);
   }
 }
+
+/** Queue slots kept for reuse once the queue empties; a larger array is let go. */
+const KEPT_SLOTS = 4096;
 
 /**
  * A promise under a one-off time limit whose timer can be cleared (used at shutdown, where the

@@ -39,3 +39,72 @@ Deno.test("DeadlineQueue arms one timer for any number of deadlines", () => {
     globalThis.setTimeout = realSetTimeout;
   }
 });
+
+/** Counts the timers armed while `body` runs (they still run as usual). */
+async function countingTimers(body: () => Promise<void>): Promise<number> {
+  const { setTimeout: realSetTimeout } = globalThis;
+  let timers = 0;
+  globalThis.setTimeout = ((callback: () => void, ms?: number) => {
+    timers++;
+    return realSetTimeout(callback, ms);
+  }) as typeof setTimeout;
+  try {
+    await body();
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+  }
+  return timers;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+Deno.test("DeadlineQueue lets an expiring deadline's callback arm and clear others", async (t) => {
+  // Regression: the expiry re-armed its timer after the callbacks, beside the one a callback
+  // had armed: two timers for one deadline.
+  await t.step("a deadline armed by a callback fires once, on one timer", async () => {
+    const queue = new DeadlineQueue(20);
+    const fired: string[] = [];
+    const timers = await countingTimers(async () => {
+      queue.arm(() => {
+        fired.push("first");
+        queue.arm(() => fired.push("armed by first"));
+      });
+      // The real timer keeps the loop alive: the queue's own is unref'd.
+      await sleep(150);
+    });
+    assertEquals(fired, ["first", "armed by first"]);
+    // The sleep's timer, the first deadline's, the second deadline's: not a fourth for a
+    // re-arm the callback already did.
+    assertEquals(timers, 3);
+    assertEquals(queue.live, 0);
+  });
+
+  await t.step("a callback that clears every other deadline empties the queue", async () => {
+    const queue = new DeadlineQueue(20);
+    const fired: number[] = [];
+    const later: ReturnType<DeadlineQueue["arm"]>[] = [];
+    queue.arm(() => {
+      fired.push(0);
+      for (const deadline of later) deadline.clear();
+    });
+    for (let i = 1; i <= 3; i++) later.push(queue.arm(() => fired.push(i)));
+    await sleep(100);
+    assertEquals(fired, [0]);
+    assertEquals(queue.live, 0);
+    // And the emptied queue serves again.
+    queue.arm(() => fired.push(4));
+    await sleep(100);
+    assertEquals(fired, [0, 4]);
+  });
+
+  await t.step("deadlines armed after the queue emptied by clearing fire as usual", async () => {
+    const queue = new DeadlineQueue(20);
+    for (let i = 0; i < 5000; i++) queue.arm(() => {}).clear();
+    const fired: number[] = [];
+    for (let i = 0; i < 3; i++) queue.arm(() => fired.push(i));
+    queue.arm(() => fired.push(99)).clear();
+    await sleep(100);
+    assertEquals(fired, [0, 1, 2]);
+    assertEquals(queue.live, 0);
+  });
+});
