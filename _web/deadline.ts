@@ -27,6 +27,21 @@
  * Requests one at a time are the worst case for the old design and a fair one for the new: the
  * queue empties after each request, and the timer is still not re-armed per request (below).
  *
+ * ## Why the expiry answers, and nothing races the handler
+ *
+ * The request's deadline calls the exchange back when it passes; the exchange then aborts
+ * `request.signal`, sends the 408 (or cuts the stream off) and ends the bridge's call itself,
+ * while the handler's own `await` goes on undisturbed and is only logged when it settles. The
+ * first version of the queue raced the handler instead: a promise and its resolvers per request,
+ * an async call wrapping the handler, and a `then` on it, which `Promise.race` would also need.
+ * Garbage per request beyond the App without a limit, in process (`deno task bench:profile
+ * --targets=app,app-limit`, 2026-11-24): 1.19 KB racing (GET and POST alike), 0.17 KB now (the
+ * entry, its callback and the request's reference to it). The time saved is within the noise
+ * of this 2-core machine: pinned `deno task bench:http --servers=app,app-limit --rounds=5`, two
+ * runs of each interleaved, App with a limit ÷ App without: GET 0.93–0.98× racing, 0.93–0.95×
+ * now; POST 0.96–0.98× and 0.90–1.01×. The queue's array is reused once it empties, so a request
+ * arriving alone allocates no array either.
+ *
  * What users see is unchanged: at the limit `request.signal` aborts with a `TimeoutError`
  * `DOMException` (as `deadline()` rejects), and a streamed body stops through `abortable()` from
  * `@std/async`, which watches that signal.

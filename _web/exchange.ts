@@ -12,6 +12,10 @@
  *   releases such waits at once (see `BackgroundRunner.close`).
  * - **The request time limit covers the response only.** It is disarmed the moment the response
  *   is complete; it never drops a task registered after a complete response.
+ * - **The limit answers for the handler.** When it passes, the exchange aborts `request.signal`,
+ *   sends the 408 (or cuts the stream off) and ends the bridge's call; the handler is not raced
+ *   but left to settle, which is then logged at debug level. The request stops counting for the
+ *   App's shutdown at the 408, so a handler that ignores its signal cannot hold the shutdown.
  * - **A stream cut off at the limit is intended**: the exchange raises a `ResponseCutOffError`,
  *   which the bridge turns into a closed connection and one warning line, no stack.
  *
@@ -130,6 +134,8 @@ export class Exchange {
   /** No more sending: the request is over (the 408 went out, or the handler has returned). */
   #ended = false;
   #timedOut = false;
+  /** The request counts in the App's `active` (see #uncount). */
+  #counted = false;
   #disconnected = false;
   #controller: AbortController | undefined;
   #abortReason: unknown;
@@ -567,65 +573,70 @@ export class Exchange {
     this.#pending = NO_TASKS;
   }
 
-  /** Runs the handler; settles, never rejects, once it and the response it started are done. */
-  async #work<R>(handler: Handler<R>, request: R): Promise<Outcome> {
-    let result: Outcome;
-    try {
-      await handler(request);
-      result = SUCCESS;
-    } catch (error) {
-      result = failure(error);
-    }
-    // The handler may return before the response it started is fully sent.
-    const sending = this.#sending;
-    return sending === undefined ? result : outcomeOf(result, await sending);
-  }
-
   async #run<R>(handler: Handler<R>, request: R): Promise<void> {
     const host = this.#host;
     host.active++;
+    this.#counted = true;
     try {
       const deadlines = host.deadlines;
+      // Armed before the handler is called, so the limit is never later than promised; cleared
+      // once the response is complete (#complete) or the handler and its response are done. The
+      // expiry answers in the handler's stead (#expire): nothing races the handler, so a limit
+      // costs a queue entry and a closure per request, and no promise.
+      if (deadlines !== undefined) this.#limit = deadlines.arm(() => this.#expire());
       let result: Outcome;
-      if (deadlines === undefined) {
-        // No limit: nothing to race, so no promise is made beyond the handler's own and the
-        // bridge's call (this is #work() inlined: one async call less on every request).
-        try {
-          await handler(request);
-          result = SUCCESS;
-        } catch (error) {
-          result = failure(error);
-        }
-        const sending = this.#sending;
-        if (sending !== undefined && sending !== SENT) result = outcomeOf(result, await sending);
-      } else {
-        // `undefined` stands for the limit: `work` never settles with it.
-        const { promise: first, resolve } = Promise.withResolvers<Outcome | undefined>();
-        // Armed before the handler is called, so the limit is never later than promised;
-        // cleared as soon as the response is complete or the handler settles.
-        const limit = deadlines.arm(() => resolve(undefined));
-        this.#limit = limit;
-        const work = this.#work(handler, request);
-        work.then(resolve);
-        const settled = await first;
-        limit.clear();
-        this.#limit = undefined;
-        if (settled !== undefined) result = settled;
-        // The response may have completed while the expiry was on its way: then the limit no
-        // longer applies.
-        else if (this.#phase !== COMPLETE) return await this.#timeOut(work);
-        else result = await work;
+      try {
+        await handler(request);
+        result = SUCCESS;
+      } catch (error) {
+        result = failure(error);
       }
+      // The handler may return before the response it started is fully sent.
+      const sending = this.#sending;
+      if (sending !== undefined && sending !== SENT) result = outcomeOf(result, await sending);
+      if (this.#timedOut) return this.#late(result);
+      this.#limit?.clear();
+      this.#limit = undefined;
       this.#ended = true;
       if (result.ok && this.#phase === COMPLETE) return;
       return await this.#conclude(result);
     } catch (error) {
-      // Once the response is complete nobody awaits this run (see handle()): report, not reject.
-      if (this.#phase !== COMPLETE) throw error;
+      // Once the response is complete, or the limit answered, nobody awaits this run (see
+      // handle() and #expire()): report, not reject.
+      if (this.#phase !== COMPLETE && !this.#timedOut) throw error;
       reportLate(error);
     } finally {
-      if (--host.active === 0) host.idle?.resolve();
+      this.#uncount();
     }
+  }
+
+  /** The request stops counting as running for the App's shutdown; once per request. */
+  #uncount(): void {
+    if (!this.#counted) return;
+    this.#counted = false;
+    const host = this.#host;
+    if (--host.active === 0) host.idle?.resolve();
+  }
+
+  /** The request time limit passed before the response was complete. */
+  #expire(): void {
+    this.#limit = undefined;
+    const call = this.#call;
+    // #complete() clears the limit, and handle() makes the call whenever the response is not
+    // complete after the handler's first stretch, which no timer can interrupt.
+    if (this.#phase === COMPLETE || call === undefined) return;
+    // The bridge's call ends with the 408 (or the cut-off stream), and so does the request's
+    // count: a handler that ignores its signal must not hold the App's shutdown.
+    this.#timeOut().then(call.resolve, call.reject).finally(() => this.#uncount());
+  }
+
+  /** The handler, and the response it started, settled after the time limit: a log line. */
+  #late(result: Outcome): void {
+    if (result.ok) return;
+    const where = this.#where;
+    if (result.error === this.#abortReason) {
+      this.#host.log.debug(`${where} stopped on its signal after the time limit`);
+    } else this.#host.log.debug(`${where} failed after its time limit; ignored:`, result.error);
   }
 
   /** Ends a request that did not simply respond: 500, cut-off stream or log line. */
@@ -660,26 +671,19 @@ export class Exchange {
     log.error(`${where} failed after its response was sent:`, error);
   }
 
-  async #timeOut(work: Promise<Outcome>): Promise<void> {
+  async #timeOut(): Promise<void> {
     this.#timedOut = true;
     this.#ended = true;
     const limit = seconds(this.#host.limitMs ?? 0);
     this.#abort(new DOMException(`Request time limit of ${limit} exceeded`, "TimeoutError"));
     this.#discardPending(this.#timedOutReason);
-    const where = this.#where;
-    void work.then((late) => {
-      if (late.ok) return;
-      if (late.error === this.#abortReason) {
-        this.#host.log.debug(`${where} stopped on its signal after the time limit`);
-      } else this.#host.log.debug(`${where} failed after its time limit; ignored:`, late.error);
-    });
     if (this.#disconnected) return;
     if (this.#phase === PENDING) return await sendFixed(this.#sendRaw, TIMEOUT_RESPONSE);
     // Still sending: cutting the stream off is what the limit promises, not a failure. The
     // bridge closes the connection, so the client cannot take the truncated body for a whole one,
     // and logs this error as one warning line instead of an exception with a stack.
     throw new ResponseCutOffError(
-      `${where} was still sending its response at the request time limit of ${limit}`,
+      `${this.#where} was still sending its response at the request time limit of ${limit}`,
     );
   }
 }

@@ -1,6 +1,7 @@
 import { assert, assertEquals } from "@std/assert";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type Request, Response } from "../web.ts";
+import { RecordingLogger } from "./fixtures/web_helpers.ts";
 
 // Regression: under requestTimeLimit and backgroundTaskTimeLimit every request and every task
 // used to leave its deadline timer (an AbortSignal.timeout(), which nothing can cancel) armed for
@@ -63,4 +64,95 @@ Deno.test("App keeps one time-limit timer per limit, not one per request or task
   // One timer per limit serves every request and task (a FIFO of deadlines, _web/deadline.ts):
   // at most one per limit may still be pending, never one per request.
   assert(pending.size <= 2, `${pending.size} time-limit timers pending after three requests`);
+});
+
+/**
+ * Fetches `/slow` from `app`. The App's limit timer is unref'd (it never keeps a server's process
+ * alive), and with no server listening nothing else would keep this test's event loop running
+ * until the 408: a timer of the test's own does, until the response is in.
+ */
+async function fetchSlow(app: App): Promise<globalThis.Response> {
+  const alive = setTimeout(() => {}, 5000);
+  try {
+    return await app.fetch(new globalThis.Request("http://127.0.0.1/slow"));
+  } finally {
+    clearTimeout(alive);
+  }
+}
+
+/** An App on one route under a 50 ms request time limit, logging into `logger`. */
+function limitedApp(handler: (request: Request) => Promise<void>, logger: RecordingLogger): App {
+  return new App({
+    router: new AsgiRouter({ routes: [new Route("/slow", { handler })] }),
+    requestTimeLimit: 0.05,
+    shutdownGracePeriod: 5,
+    handleSignals: false,
+    logger,
+  });
+}
+
+Deno.test("App logs, at debug level only, how a handler ended after its time limit", async (t) => {
+  const cases: {
+    name: string;
+    end: (request: Request) => unknown;
+    expected: string | undefined;
+  }[] = [
+    {
+      name: "it threw the signal's reason",
+      end: (request) => {
+        throw request.signal.reason;
+      },
+      expected: 'Route "/slow" on "GET /slow" stopped on its signal after the time limit',
+    },
+    {
+      name: "it threw something else",
+      end: () => {
+        throw new Error("late failure");
+      },
+      expected: 'Route "/slow" on "GET /slow" failed after its time limit; ignored:',
+    },
+    { name: "it returned", end: () => undefined, expected: undefined },
+  ];
+  for (const { name, end, expected } of cases) {
+    await t.step(name, async () => {
+      const logger = new RecordingLogger();
+      const ended = Promise.withResolvers<void>();
+      const app = limitedApp(async (request) => {
+        await new Promise((resolve) => request.signal.addEventListener("abort", resolve));
+        try {
+          end(request);
+        } finally {
+          ended.resolve();
+        }
+      }, logger);
+      const response = await fetchSlow(app);
+      assertEquals([response.status, await response.text()], [408, "Request time limit exceeded"]);
+      await ended.promise;
+      // The handler's end reaches the App a few turns of the microtask queue later.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      assertEquals(logger.at("debug"), expected === undefined ? [] : [expected]);
+      assertEquals([logger.at("warn"), logger.at("error")], [[], []]);
+      await app.shutdown();
+    });
+  }
+});
+
+// A handler that ignores its signal runs on after the 408; the App stops counting it as a
+// running request at the 408, so its shutdown does not wait the grace period (5 s here) for it.
+Deno.test("App.shutdown() does not wait for a handler that runs on past its time limit", async () => {
+  const logger = new RecordingLogger();
+  const release = Promise.withResolvers<void>();
+  const app = limitedApp(() => release.promise, logger);
+  try {
+    const response = await fetchSlow(app);
+    assertEquals(response.status, 408);
+    await response.body?.cancel();
+    const started = performance.now();
+    await app.shutdown();
+    const took = performance.now() - started;
+    assert(took < 1000, `shutdown took ${took.toFixed(0)} ms for a request already answered`);
+    assertEquals(logger.at("warn"), []);
+  } finally {
+    release.resolve();
+  }
 });
