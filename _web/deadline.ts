@@ -9,7 +9,10 @@
  * once the response is complete or the task settles, marks it dead in O(1); the timer skips dead
  * entries when it fires and re-arms itself for the next live one, or stays unarmed when none is
  * left. So an App holds at most one timer per limit, however many requests are in flight, and an
- * unref'd one: it never keeps the process alive.
+ * unref'd one: it never keeps the process alive. Dead entries are dropped all at once when none
+ * is live, and otherwise once they outnumber the live ones (amortized O(1) per deadline), so the
+ * queue stays within twice the deadlines in flight even while one long request keeps it from
+ * ever emptying.
  *
  * The design it replaces gave each request `deadline()` from `@std/async`, which arms an
  * `AbortSignal.timeout()` that nothing can cancel (so it was called with
@@ -122,14 +125,49 @@ export class DeadlineQueue {
     return entry;
   }
 
+  /**
+   * Slots the queue holds, live deadlines and cleared ones not yet dropped: at most about twice
+   * `live`, plus `COMPACT_AT`.
+   */
+  get slots(): number {
+    return this.#tail - this.#head;
+  }
+
   /** Called by an entry that was cleared. */
   cleared(): void {
-    if (--this.#live > 0) return;
+    if (--this.#live > 0) {
+      // Cleared entries are dropped when the timer passes them, or all at once when nothing is
+      // live. Neither comes while one long request stays armed under a steady load, so without
+      // this the queue would keep every cleared entry for a whole limit: 113 MB of heap after
+      // 12 s at 86k requests/s with a 30 s limit and one slow request in flight (2026-11-25).
+      // Compacting once the dead outnumber the live keeps the queue at most twice its live
+      // entries, at a cost of at most two slots visited per deadline armed or cleared.
+      const span = this.#tail - this.#head;
+      if (span > COMPACT_AT && span > 2 * this.#live) this.#compact();
+      return;
+    }
     // Nothing live: empty the queue. The timer stays: clearing it here and arming it again on
     // the next request would cost a timer per request whenever requests come one at a time, the
     // cost this design removes. It fires once, finds nothing, and is not re-armed; it is unref'd,
     // so it never keeps the process alive.
     this.#empty();
+  }
+
+  /** Moves the live entries, in order, to the front of the queue and drops the cleared ones. */
+  #compact(): void {
+    const entries = this.#entries;
+    const tail = this.#tail;
+    let to = 0;
+    for (let i = this.#head; i < tail; i++) {
+      const entry = entries[i]!;
+      if (entry.onExpire !== undefined) entries[to++] = entry;
+    }
+    this.#head = 0;
+    this.#tail = to;
+    // A burst left a large array behind: let it go rather than keep its slots empty.
+    if (entries.length > KEPT_SLOTS && to * 4 < entries.length) {
+      this.#entries = entries.slice(0, to);
+    } else entries.fill(undefined, to, tail);
   }
 
   /** Drops every entry (all dead), keeping the array unless a burst made it large. */
@@ -170,12 +208,7 @@ export class DeadlineQueue {
     if (head === this.#tail) return this.#empty();
     // Move the live part to the front now and then, not on every expiry: a copy per expiry would
     // cost as much as the timers this replaces.
-    if (head > 1024 && head * 2 > this.#tail) {
-      this.#entries.copyWithin(0, head, this.#tail);
-      this.#entries.fill(undefined, this.#tail - head, this.#tail);
-      this.#tail -= head;
-      this.#head = 0;
-    }
+    if (head > COMPACT_AT && head * 2 > this.#tail) this.#compact();
     // A callback that armed a deadline has armed the timer already.
     if (this.#timer === undefined) this.#schedule(this.#entries[this.#head]!.at);
   }
@@ -183,6 +216,8 @@ export class DeadlineQueue {
 
 /** Queue slots kept for reuse once the queue empties; a larger array is let go. */
 const KEPT_SLOTS = 4096;
+/** The queue is compacted only beyond this many slots, so that small queues never are. */
+const COMPACT_AT = 1024;
 
 /**
  * A promise under a one-off time limit whose timer can be cleared (used at shutdown, where the
