@@ -94,6 +94,8 @@ export class DeadlineQueue {
   #tail = 0;
   #live = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The timer has fired and the callbacks of due entries are running. */
+  #expiring = false;
   readonly #fire = (): void => this.#expire();
 
   /**
@@ -121,7 +123,8 @@ export class DeadlineQueue {
     const entry = new Entry(this, performance.now() + this.ms, onExpire);
     this.#entries[this.#tail++] = entry;
     this.#live++;
-    if (this.#timer === undefined) this.#schedule(entry.at);
+    // While the queue expires entries, it arms its timer once they are done (#rearm).
+    if (this.#timer === undefined && !this.#expiring) this.#schedule(entry.at);
     return entry;
   }
 
@@ -189,28 +192,41 @@ export class DeadlineQueue {
 
   #expire(): void {
     this.#timer = undefined;
-    // Never early: an entry not yet due waits for the next turn of the timer. Only deadlines that
-    // expire pay for that, and those are the exception.
-    const now = performance.now();
-    // The fields are read afresh on each turn: a callback may arm or clear deadlines.
-    while (this.#head < this.#tail) {
-      const entries = this.#entries;
-      const entry = entries[this.#head]!;
-      if (entry.onExpire !== undefined && entry.at > now) break;
-      entries[this.#head++] = undefined;
-      const onExpire = entry.onExpire;
-      if (onExpire === undefined) continue;
-      entry.onExpire = undefined;
-      this.#live--;
-      onExpire();
+    this.#expiring = true;
+    try {
+      // Never early: an entry not yet due waits for the next turn of the timer. Only deadlines
+      // that expire pay for that, and those are the exception.
+      const now = performance.now();
+      // The fields are read afresh on each turn: a callback may arm or clear deadlines.
+      while (this.#head < this.#tail) {
+        const entries = this.#entries;
+        const entry = entries[this.#head]!;
+        if (entry.onExpire !== undefined && entry.at > now) break;
+        entries[this.#head++] = undefined;
+        const onExpire = entry.onExpire;
+        if (onExpire === undefined) continue;
+        entry.onExpire = undefined;
+        this.#live--;
+        onExpire();
+      }
+    } finally {
+      this.#expiring = false;
+      this.#rearm();
     }
+  }
+
+  /**
+   * After an expiry: one timer for the oldest entry left, whatever the callbacks armed. (A timer
+   * armed for a deadline a callback made would fire up to a whole duration after an older one
+   * still waiting in the queue.)
+   */
+  #rearm(): void {
     const head = this.#head;
     if (head === this.#tail) return this.#empty();
     // Move the live part to the front now and then, not on every expiry: a copy per expiry would
     // cost as much as the timers this replaces.
     if (head > COMPACT_AT && head * 2 > this.#tail) this.#compact();
-    // A callback that armed a deadline has armed the timer already.
-    if (this.#timer === undefined) this.#schedule(this.#entries[this.#head]!.at);
+    this.#schedule(this.#entries[this.#head]!.at);
   }
 }
 

@@ -79,6 +79,29 @@ Deno.test("DeadlineQueue lets an expiring deadline's callback arm and clear othe
     assertEquals(queue.live, 0);
   });
 
+  // Regression (review of 9780139): the timer the callback armed was for its own deadline, a
+  // whole duration away, and the older deadline still queued waited for it (fired at 607 ms, due
+  // at 350).
+  await t.step("a deadline armed by a callback does not delay older ones", async () => {
+    const ms = 300;
+    const queue = new DeadlineQueue(ms);
+    const start = performance.now();
+    const fired: [string, number][] = [];
+    const note = (name: string) => fired.push([name, performance.now() - start]);
+    queue.arm(() => {
+      note("first");
+      queue.arm(() => note("armed by first"));
+    });
+    await sleep(50);
+    queue.arm(() => note("second"));
+    await sleep(2 * ms + 150);
+    assertEquals(fired.map(([name]) => name), ["first", "second", "armed by first"]);
+    const second = fired[1]![1];
+    // Due at 350 ms; the defect fired it with the callback's deadline, after 600.
+    assert(second >= 50 + ms && second < 50 + ms + 150, `second fired at ${second} ms`);
+    assertEquals(queue.live, 0);
+  });
+
   await t.step("a callback that clears every other deadline empties the queue", async () => {
     const queue = new DeadlineQueue(20);
     const fired: number[] = [];
