@@ -143,6 +143,8 @@ export class Exchange {
   #limit: Deadline | undefined;
   /** The bridge's call: resolved once the response is complete or the handler is done. */
   #call: PromiseWithResolvers<void> | undefined;
+  /** Settles once the time limit's 408 (or cut-off) has settled the call; never rejects. */
+  #answered: Promise<void> | undefined;
   /** Tasks registered before the response was sent; they hold reservations. */
   #pending: TaskEntry[] = NO_TASKS;
   // Receiving: one underlying receive() call at a time, at most one message read ahead.
@@ -594,7 +596,13 @@ export class Exchange {
       // The handler may return before the response it started is fully sent.
       const sending = this.#sending;
       if (sending !== undefined && sending !== SENT) result = outcomeOf(result, await sending);
-      if (this.#timedOut) return this.#late(result);
+      if (this.#timedOut) {
+        this.#late(result);
+        // The limit's answer settles the bridge's call (#expire), and the handler's end must not
+        // settle it first: behind a `send` that takes its time, the bridge would see the call
+        // end with no response and send a 500 instead of the 408.
+        return await this.#answered;
+      }
       this.#limit?.clear();
       this.#limit = undefined;
       this.#ended = true;
@@ -627,7 +635,7 @@ export class Exchange {
     if (this.#phase === COMPLETE || call === undefined) return;
     // The bridge's call ends with the 408 (or the cut-off stream), and so does the request's
     // count: a handler that ignores its signal must not hold the App's shutdown.
-    this.#timeOut().then(call.resolve, call.reject).finally(() => this.#uncount());
+    this.#answered = this.#timeOut().then(call.resolve, call.reject).finally(() => this.#uncount());
   }
 
   /** The handler, and the response it started, settled after the time limit: a log line. */

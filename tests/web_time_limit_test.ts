@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "@std/assert";
 import { AsgiRouter, Route } from "../router.ts";
+import { type AsgiApplication, type AsgiLogger, createFetchHandler } from "../asgi.ts";
 import { App, type Request, Response } from "../web.ts";
 import { RecordingLogger } from "./fixtures/web_helpers.ts";
 
@@ -67,11 +68,14 @@ Deno.test("App keeps one time-limit timer per limit, not one per request or task
 });
 
 /**
- * Fetches `/slow` from `app`. The App's limit timer is unref'd (it never keeps a server's process
- * alive), and with no server listening nothing else would keep this test's event loop running
- * until the 408: a timer of the test's own does, until the response is in.
+ * Fetches `/slow` from `app` (an App, or a fetch handler in front of one). The App's limit timer
+ * is unref'd (it never keeps a server's process alive), and with no server listening nothing else
+ * would keep this test's event loop running until the 408: a timer of the test's own does, until
+ * the response is in.
  */
-async function fetchSlow(app: App): Promise<globalThis.Response> {
+async function fetchSlow(
+  app: { fetch(request: globalThis.Request): Promise<globalThis.Response> },
+): Promise<globalThis.Response> {
   const alive = setTimeout(() => {}, 5000);
   try {
     return await app.fetch(new globalThis.Request("http://127.0.0.1/slow"));
@@ -155,4 +159,36 @@ Deno.test("App.shutdown() does not wait for a handler that runs on past its time
   } finally {
     release.resolve();
   }
+});
+
+// Regression (review of f7fdd96): a handler that stopped on its signal ended the server's call
+// before the 408 had gone out through a `send` that takes its time (middleware that writes each
+// message somewhere first), and the server answered 500 "returned without starting response".
+Deno.test("App sends the 408 behind a slow send when the handler stops on its signal", async () => {
+  const logger = new RecordingLogger();
+  const app = limitedApp(
+    (request) =>
+      new Promise<void>((resolve) => request.signal.addEventListener("abort", () => resolve())),
+    logger,
+  );
+  const sent: string[] = [];
+  const slowSend: AsgiApplication = (scope, receive, send) =>
+    app.asgi(scope, receive, async (message) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await send(message);
+      sent.push(message.type);
+    });
+  const serverErrors: unknown[][] = [];
+  const serverLogger: AsgiLogger = {
+    error: (...args: unknown[]) => serverErrors.push(args),
+    warn: (...args: unknown[]) => serverErrors.push(args),
+    info: () => {},
+  };
+  const handler = createFetchHandler(slowSend, { lifespan: "off", logger: serverLogger });
+  const response = await fetchSlow(handler);
+  assertEquals([response.status, await response.text()], [408, "Request time limit exceeded"]);
+  assertEquals(sent, ["http.response.start", "http.response.body"]);
+  assertEquals(serverErrors, []);
+  assertEquals([logger.at("warn"), logger.at("error")], [[], []]);
+  await app.shutdown();
 });
