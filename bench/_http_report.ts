@@ -18,6 +18,8 @@ export interface Sample extends WrkResult {
   readonly seconds: number;
   /** CPU seconds the server process used meanwhile (all its threads), where measurable. */
   readonly serverCpu?: number;
+  /** The user-space part of `serverCpu`; the rest is the kernel's (system calls, TCP). */
+  readonly serverUserCpu?: number;
   /** Busy seconds of the server's core meanwhile (every process), when pinned. */
   readonly serverCoreBusy?: number;
   /** Busy seconds of wrk's core meanwhile (every process), when pinned. */
@@ -78,6 +80,18 @@ export function cpuPerRequest(s: Sample): number | undefined {
   return s.serverCpu === undefined || s.requests === 0
     ? undefined
     : (s.serverCpu * 1e6) / s.requests;
+}
+
+/**
+ * Server CPU time per request spent in user space (the server's own code), in microseconds.
+ *
+ * @param s The sample.
+ * @returns Microseconds, or undefined where not measured.
+ */
+export function userCpuPerRequest(s: Sample): number | undefined {
+  return s.serverUserCpu === undefined || s.requests === 0
+    ? undefined
+    : (s.serverUserCpu * 1e6) / s.requests;
 }
 
 function samplesOf(run: HttpRun, id: string, route: string): readonly (Sample | undefined)[] {
@@ -378,7 +392,10 @@ export function renderHttp(run: HttpRun): string {
     "Per server and route: requests/s as median (min–max) over the rounds; **÷ baseline** is the " +
     "median of the per-round ratios to bare `Deno.serve` (node rows: to bare `node:http`); " +
     "**CPU/req** is the server process's user + system time during the measured run divided by " +
-    "the requests it served; **server core** is how busy the server kept its core, " +
+    "the requests it served, and **user/req** its user-space part, the server's own code: the " +
+    "rest is the kernel's, mostly loopback TCP (one `recvfrom` and one `sendto` per request for " +
+    "every Deno server here, `strace -c`), which no server's code can shrink; " +
+    "**server core** is how busy the server kept its core, " +
     "**others** how much of that core other processes took meanwhile, **wrk core** how busy " +
     "the load generator's core was. A server that got less than its whole core was not what " +
     "set the pace, and its req/s says more about the machine than about the server; its CPU " +
@@ -390,8 +407,8 @@ export function renderHttp(run: HttpRun): string {
     out.push(
       `### ${route.method} ${route.path}`,
       "",
-      "| server | req/s | ÷ baseline | p99 | CPU/req | server core | others | wrk core |",
-      "| --- | --: | --: | --: | --: | --: | --: | --: |",
+      "| server | req/s | ÷ baseline | p99 | CPU/req | user/req | server core | others | wrk core |",
+      "| --- | --: | --: | --: | --: | --: | --: | --: | --: |",
     );
     for (const spec of SERVERS) {
       const list = samplesOf(run, spec.id, route.id).filter((s): s is Sample => s !== undefined);
@@ -400,6 +417,7 @@ export function renderHttp(run: HttpRun): string {
       const ratio = spread(paired(run, spec.id, spec.baseline, route.id).rps);
       const p99 = spread(list.map((s) => s.p99));
       const cpu = spread(list.map(cpuPerRequest));
+      const user = spread(list.map(userCpuPerRequest));
       const use = spread(
         list.map((s) => s.serverCpu === undefined ? undefined : s.serverCpu / s.seconds),
       );
@@ -420,9 +438,11 @@ export function renderHttp(run: HttpRun): string {
           spec.id === spec.baseline || ratio === undefined ? dash : formatRatio(ratio.median)
         } | ${p99 === undefined ? dash : `${p99.median.toFixed(2)} ms`} | ${
           cpu === undefined ? dash : range(cpu, micro)
-        } | ${use === undefined ? dash : percent(use.median)} | ${
-          others === undefined ? dash : percent(others.median)
-        } | ${wrkCore === undefined ? dash : percent(wrkCore.median)} |`,
+        } | ${user === undefined ? dash : range(user, micro)} | ${
+          use === undefined ? dash : percent(use.median)
+        } | ${others === undefined ? dash : percent(others.median)} | ${
+          wrkCore === undefined ? dash : percent(wrkCore.median)
+        } |`,
       );
     }
     out.push("");

@@ -9,6 +9,32 @@
 /** Linux's USER_HZ, the unit of the times in /proc/<pid>/stat and /proc/stat (100 on mainstream kernels). */
 const CLOCK_TICKS = 100;
 
+/** CPU time of a process, in seconds, split as Linux accounts it. */
+export interface CpuTimes {
+  /** Time running its own code (JavaScript, V8, Deno's Rust) in user space. */
+  readonly user: number;
+  /** Time the kernel spent on its behalf: system calls, the TCP stack of loopback traffic. */
+  readonly system: number;
+}
+
+/**
+ * CPU time a process has used so far, user and system apart, in seconds (all its threads, from
+ * `/proc/<pid>/stat`), or undefined where /proc is not available.
+ *
+ * @param pid The process id.
+ * @returns Seconds of CPU time.
+ */
+export function cpuTimes(pid: number): CpuTimes | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // Fields after the command name (which may hold spaces) start after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * CPU time a process has used so far, in seconds (user + system of all its threads, from
  * `/proc/<pid>/stat`), or undefined where /proc is not available.
@@ -17,14 +43,8 @@ const CLOCK_TICKS = 100;
  * @returns Seconds of CPU time.
  */
 export function cpuSeconds(pid: number): number | undefined {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    // Fields after the command name (which may hold spaces) start after the last ")".
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return undefined;
-  }
+  const times = cpuTimes(pid);
+  return times === undefined ? undefined : times.user + times.system;
 }
 
 /**

@@ -19,9 +19,15 @@
  * @module
  */
 import { environment, writeSection } from "./_results.ts";
-import { choosePinning, coreBusySeconds, cpuSeconds, onCore, type Pinning } from "./_proc.ts";
+import { choosePinning, coreBusySeconds, cpuTimes, onCore, type Pinning } from "./_proc.ts";
 import { ensureWrk, runWrk, type WrkResult, wrkScript } from "./_wrk.ts";
-import { type HttpRun, renderHttp, type Sample } from "./_http_report.ts";
+import {
+  cpuPerRequest,
+  type HttpRun,
+  renderHttp,
+  type Sample,
+  userCpuPerRequest,
+} from "./_http_report.ts";
 import {
   estimateSeconds,
   type HttpOptions,
@@ -154,12 +160,12 @@ async function measure(
   const url = `http://127.0.0.1:${server.port}${route.path}`;
   const load = { url, connections: options.connections, threads, script, core };
   if (options.warmup > 0) await runWrk({ ...load, seconds: options.warmup });
-  const cpu0 = cpuSeconds(server.child.pid);
+  const cpu0 = cpuTimes(server.child.pid);
   const cores0 = coreBusySeconds();
   const t0 = performance.now();
   const result: WrkResult = await runWrk({ ...load, seconds: options.duration });
   const seconds = (performance.now() - t0) / 1000;
-  const cpu1 = cpuSeconds(server.child.pid);
+  const cpu1 = cpuTimes(server.child.pid);
   const cores1 = coreBusySeconds();
   const busy = (c: number) =>
     cores0?.[c] === undefined || cores1?.[c] === undefined ? undefined : cores1[c]! - cores0[c]!;
@@ -167,7 +173,10 @@ async function measure(
     ...result,
     round,
     seconds,
-    serverCpu: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0,
+    serverCpu: cpu0 === undefined || cpu1 === undefined
+      ? undefined
+      : cpu1.user + cpu1.system - cpu0.user - cpu0.system,
+    serverUserCpu: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1.user - cpu0.user,
     serverCoreBusy: pinning.pinned ? busy(pinning.serverCore) : undefined,
     loadCoreBusy: pinning.pinned ? busy(pinning.loadCore) : undefined,
   };
@@ -220,15 +229,14 @@ export async function runHttp(options: HttpOptions, command: string): Promise<Ht
             list[round] = sample;
             byRoute.set(route.id, list);
             samples.set(spec.id, byRoute);
-            const cpu = sample.serverCpu === undefined || sample.requests === 0
-              ? "?"
-              : ((sample.serverCpu * 1e6) / sample.requests).toFixed(1);
+            const cpu = cpuPerRequest(sample)?.toFixed(1) ?? "?";
+            const user = userCpuPerRequest(sample)?.toFixed(1) ?? "?";
             console.log(
               `round ${round + 1}/${options.rounds} ${spec.label.padEnd(40)} ${
                 `${route.method} ${route.path}`.padEnd(18)
               } ${sample.rps.toFixed(0).padStart(7)} req/s  p99 ${
                 sample.p99.toFixed(2)
-              } ms  server CPU ${cpu} µs/req${
+              } ms  server CPU ${cpu} µs/req (user ${user})${
                 sample.errors > 0 ? `  ${sample.errors} errors` : ""
               }`,
             );

@@ -9,7 +9,7 @@ import {
   SERVERS,
 } from "../bench/_http_specs.ts";
 import { parseWrk, wrkScript } from "../bench/_wrk.ts";
-import { coreBusySeconds, cpuSeconds, onCore, parseCpuList } from "../bench/_proc.ts";
+import { coreBusySeconds, cpuSeconds, cpuTimes, onCore, parseCpuList } from "../bench/_proc.ts";
 import {
   type HttpRun,
   httpVerdicts,
@@ -102,20 +102,31 @@ Deno.test("parseOptions() rejects unknown flags, servers, routes and bad numbers
 });
 
 Deno.test({
-  name: "cpuSeconds() and coreBusySeconds() read CPU time from /proc, growing with work",
+  name:
+    "cpuSeconds(), cpuTimes() and coreBusySeconds() read CPU time from /proc, growing with work",
   ignore: Deno.build.os !== "linux",
   fn() {
+    const timesBefore = cpuTimes(Deno.pid)!;
     const before = cpuSeconds(Deno.pid)!;
     const coresBefore = coreBusySeconds()!;
     const end = performance.now() + 50;
     while (performance.now() < end) { /* spin */ }
     const after = cpuSeconds(Deno.pid)!;
+    const timesAfter = cpuTimes(Deno.pid)!;
     const coresAfter = coreBusySeconds()!;
     assert(after >= before + 0.02, `${before} -> ${after}`);
+    // A spin in JavaScript is user time; the two parts add up to the total.
+    assert(
+      timesAfter.user >= timesBefore.user + 0.02,
+      `user ${timesBefore.user} -> ${timesAfter.user}`,
+    );
+    assert(timesAfter.system >= timesBefore.system);
+    assert(Math.abs(timesAfter.user + timesAfter.system - after) <= 0.02);
     const busy = coresAfter.reduce((a, b) => a + b, 0) - coresBefore.reduce((a, b) => a + b, 0);
     assert(busy >= 0.02, `cores busy ${busy} s`);
     assertEquals(coresAfter.length, coresBefore.length);
     assertEquals(cpuSeconds(-1), undefined);
+    assertEquals(cpuTimes(-1), undefined);
   },
 });
 
@@ -156,6 +167,8 @@ function syntheticRun(
           seconds: 4,
           // CPU-bound on one core: 4 s of CPU for 4 s of load.
           serverCpu: 4,
+          // Of which a quarter in user space, the rest the kernel's.
+          serverUserCpu: 1,
           serverCoreBusy: 4,
           loadCoreBusy: 3,
         })),
@@ -256,6 +269,11 @@ Deno.test("renderHttp() gives median and range per server and calls a run distur
   const markdown = renderHttp(run);
   assertMatch(markdown, /\| bare Deno\.serve \| 100 \(90–110\) \| — \|/);
   assertMatch(markdown, /\| the floor \(Deno\.serve reading a scope\) \| 80 \| 0\.80× \|/);
+  // CPU and its user part per request: 4 s and 1 s over 320 requests.
+  assertMatch(
+    markdown,
+    /\| the floor \(Deno\.serve reading a scope\) \| 80 \| 0\.80× \| 1\.00 ms \| 12500\.0 µs \| 3125\.0 µs \|/,
+  );
   assertMatch(
     markdown,
     /\| the server had its core to itself \(≥ 85 % busy with it, others ≤ 10 %\) \| 11 of 12 measurements; worst: the floor \(Deno\.serve reading a scope\), POST \/echo, round 2: server 50 % of its core, others 50 % \| \*\*disturbed: req\/s ratios inconclusive, trust the CPU ones\*\* \|/,
