@@ -597,11 +597,12 @@ export class Exchange {
       const sending = this.#sending;
       if (sending !== undefined && sending !== SENT) result = outcomeOf(result, await sending);
       if (this.#timedOut) {
-        this.#late(result);
         // The limit's answer settles the bridge's call (#expire), and the handler's end must not
         // settle it first: behind a `send` that takes its time, the bridge would see the call
-        // end with no response and send a 500 instead of the 408.
-        return await this.#answered;
+        // end with no response and send a 500 instead of the 408. So the log line waits for it
+        // too: a logger that throws must not end the run early either.
+        await this.#answered;
+        return this.#late(result);
       }
       this.#limit?.clear();
       this.#limit = undefined;

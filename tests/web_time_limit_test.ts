@@ -161,34 +161,67 @@ Deno.test("App.shutdown() does not wait for a handler that runs on past its time
   }
 });
 
-// Regression (review of f7fdd96): a handler that stopped on its signal ended the server's call
-// before the 408 had gone out through a `send` that takes its time (middleware that writes each
-// message somewhere first), and the server answered 500 "returned without starting response".
-Deno.test("App sends the 408 behind a slow send when the handler stops on its signal", async () => {
-  const logger = new RecordingLogger();
-  const app = limitedApp(
-    (request) =>
-      new Promise<void>((resolve) => request.signal.addEventListener("abort", () => resolve())),
-    logger,
-  );
-  const sent: string[] = [];
-  const slowSend: AsgiApplication = (scope, receive, send) =>
-    app.asgi(scope, receive, async (message) => {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      await send(message);
-      sent.push(message.type);
+// Regression (reviews of f7fdd96 and 31ef252): a handler that stopped on its signal ended the
+// server's call before the 408 had gone out through a `send` that takes its time (middleware that
+// writes each message somewhere first), and the server answered 500 "returned without starting
+// response"; so did a logger that threw on the debug line about the handler's end.
+Deno.test("App sends the 408 behind a slow send when the handler stops on its signal", async (t) => {
+  const cases: { name: string; end: (request: Request) => void; debugThrows: boolean }[] = [
+    { name: "the handler returns", end: () => {}, debugThrows: false },
+    {
+      name: "the handler throws its signal's reason, and the logger's debug() throws",
+      end: (request) => {
+        throw request.signal.reason;
+      },
+      debugThrows: true,
+    },
+  ];
+  for (const { name, end, debugThrows } of cases) {
+    await t.step(name, async () => {
+      const logger = new RecordingLogger();
+      if (debugThrows) {
+        logger.debug = () => {
+          throw new Error("the logger failed");
+        };
+      }
+      const app = limitedApp(async (request) => {
+        await new Promise((resolve) => request.signal.addEventListener("abort", resolve));
+        end(request);
+      }, logger);
+      const sent: string[] = [];
+      const slowSend: AsgiApplication = (scope, receive, send) =>
+        app.asgi(scope, receive, async (message) => {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          await send(message);
+          sent.push(message.type);
+        });
+      const serverErrors: unknown[][] = [];
+      const serverLogger: AsgiLogger = {
+        error: (...args: unknown[]) => serverErrors.push(args),
+        warn: (...args: unknown[]) => serverErrors.push(args),
+        info: () => {},
+      };
+      const handler = createFetchHandler(slowSend, { lifespan: "off", logger: serverLogger });
+      // A logger that throws leaves one line on the console (nobody else to tell): keep it out of
+      // the test's output, and check it.
+      const reported: unknown[][] = [];
+      const { error } = console;
+      console.error = (...data: unknown[]) => reported.push(data);
+      try {
+        const response = await fetchSlow(handler);
+        assertEquals([response.status, await response.text()], [
+          408,
+          "Request time limit exceeded",
+        ]);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      } finally {
+        console.error = error;
+      }
+      assertEquals(sent, ["http.response.start", "http.response.body"]);
+      assertEquals(serverErrors, []);
+      assertEquals([logger.at("warn"), logger.at("error")], [[], []]);
+      assertEquals(reported.length, debugThrows ? 1 : 0);
+      await app.shutdown();
     });
-  const serverErrors: unknown[][] = [];
-  const serverLogger: AsgiLogger = {
-    error: (...args: unknown[]) => serverErrors.push(args),
-    warn: (...args: unknown[]) => serverErrors.push(args),
-    info: () => {},
-  };
-  const handler = createFetchHandler(slowSend, { lifespan: "off", logger: serverLogger });
-  const response = await fetchSlow(handler);
-  assertEquals([response.status, await response.text()], [408, "Request time limit exceeded"]);
-  assertEquals(sent, ["http.response.start", "http.response.body"]);
-  assertEquals(serverErrors, []);
-  assertEquals([logger.at("warn"), logger.at("error")], [[], []]);
-  await app.shutdown();
+  }
 });
