@@ -221,11 +221,11 @@ export class DeadlineQueue {
    * still waiting in the queue.)
    */
   #rearm(): void {
-    const head = this.#head;
-    if (head === this.#tail) return this.#empty();
     // Move the live part to the front now and then, not on every expiry: a copy per expiry would
     // cost as much as the timers this replaces.
-    if (head > COMPACT_AT && head * 2 > this.#tail) this.#compact();
+    if (this.#head > COMPACT_AT && this.#head * 2 > this.#tail) this.#compact();
+    // Empty unless a callback threw: then the rest, due or not, waits for the next turn.
+    if (this.#head === this.#tail) return this.#empty();
     this.#schedule(this.#entries[this.#head]!.at);
   }
 }

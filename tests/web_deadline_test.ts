@@ -182,3 +182,34 @@ Deno.test("DeadlineQueue drops cleared deadlines while a long one stays armed", 
     assertEquals([queue.live, queue.slots], [0, 0]);
   });
 });
+
+// Regression (review of e234898): after a callback threw, the expiry compacted the queue down to
+// nothing and then read its first slot, so a TypeError replaced the callback's error.
+Deno.test("DeadlineQueue lets a callback's error through and keeps serving", async () => {
+  const uncaught: unknown[] = [];
+  const onError = (event: ErrorEvent) => {
+    uncaught.push(event.error);
+    event.preventDefault();
+  };
+  globalThis.addEventListener("error", onError);
+  try {
+    const queue = new DeadlineQueue(20);
+    const fired: string[] = [];
+    // More than COMPACT_AT entries before the one that throws, and only cleared ones after it.
+    for (let i = 0; i < 1100; i++) queue.arm(() => fired.push("early"));
+    queue.arm(() => {
+      throw new Error("callback failed");
+    });
+    const rest = Array.from({ length: 500 }, () => queue.arm(() => fired.push("cleared")));
+    for (const deadline of rest) deadline.clear();
+    await sleep(100);
+    assertEquals(uncaught.map((error) => (error as Error).message), ["callback failed"]);
+    assertEquals([fired.length, fired.includes("cleared")], [1100, false]);
+    assertEquals([queue.live, queue.slots], [0, 0]);
+    queue.arm(() => fired.push("later"));
+    await sleep(100);
+    assertEquals(fired.at(-1), "later");
+  } finally {
+    globalThis.removeEventListener("error", onError);
+  }
+});
