@@ -213,3 +213,139 @@ Deno.test("DeadlineQueue lets a callback's error through and keeps serving", asy
     globalThis.removeEventListener("error", onError);
   }
 });
+
+/** A deadline of the model: when it is due, whether it was cleared, when it fired. */
+interface Modelled {
+  readonly id: number;
+  readonly at: number;
+  deadline: { clear(): void } | undefined;
+  cleared: boolean;
+  readonly fired: number[];
+}
+
+/** A small seeded generator, so a failing seed can be replayed. */
+function seeded(seed: number): () => number {
+  return () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
+}
+
+// A model-based test under a fake clock: random arming (alone and in bursts past the compaction
+// threshold), clearing, time passing, and callbacks that arm, clear or throw. The model is a plain
+// list of every deadline; the queue must fire each uncleared one once, in arming order, never
+// early and at most 2 ms late, keep one timer armed while any is live, and end empty.
+Deno.test("DeadlineQueue agrees with a model of its deadlines under random use", () => {
+  let now = 0;
+  let timers: { due: number; seq: number; fire: () => void }[] = [];
+  let seq = 0;
+  const realSetTimeout = globalThis.setTimeout;
+  globalThis.setTimeout = ((fire: () => void, ms = 0) => {
+    timers.push({ due: now + Math.max(0, ms), seq: ++seq, fire });
+    return seq;
+  }) as unknown as typeof setTimeout;
+  Object.defineProperty(performance, "now", { value: () => now, configurable: true });
+  const realUnref = Deno.unrefTimer;
+  Object.defineProperty(Deno, "unrefTimer", { value: () => {}, configurable: true });
+  const problems: string[] = [];
+  /** Runs the earliest fake timer; a callback's own error is part of the test, not a failure. */
+  const runTimer = () => {
+    timers.sort((a, b) => a.due - b.due || a.seq - b.seq);
+    const timer = timers.shift()!;
+    now = Math.max(now, timer.due);
+    try {
+      timer.fire();
+    } catch (error) {
+      if ((error as Error).message !== "callback throws") problems.push(`timer threw ${error}`);
+    }
+  };
+  try {
+    for (let run = 1; run <= 30 && problems.length === 0; run++) {
+      const random = seeded(run);
+      now = 0;
+      timers = [];
+      const ms = 1 + Math.floor(random() * 50);
+      const queue = new DeadlineQueue(ms);
+      const all: Modelled[] = [];
+      const order: number[] = [];
+      const live = () => all.filter((m) => !m.cleared && m.fired.length === 0);
+      const fail = (what: string) => problems.push(`seed ${run}, ms ${ms}: ${what}`);
+      const arm = () => {
+        const modelled: Modelled = {
+          id: all.length,
+          at: now + ms,
+          deadline: undefined,
+          cleared: false,
+          fired: [],
+        };
+        all.push(modelled);
+        modelled.deadline = queue.arm(() => {
+          modelled.fired.push(now);
+          order.push(modelled.id);
+          const choice = random();
+          if (choice < 0.15) arm();
+          else if (choice < 0.3) {
+            for (const other of live()) {
+              if (random() < 0.7) {
+                other.cleared = true;
+                other.deadline!.clear();
+              }
+            }
+          } else if (choice < 0.35) throw new Error("callback throws");
+        });
+      };
+      for (let step = 0; step < 600; step++) {
+        const choice = random();
+        if (choice < 0.45) {
+          const burst = 1 + Math.floor(random() * (random() < 0.05 ? 3000 : 5));
+          for (let i = 0; i < burst; i++) arm();
+        } else if (choice < 0.8) {
+          const candidates = live();
+          const count = Math.floor(
+            random() * Math.min(candidates.length, random() < 0.1 ? 3000 : 4),
+          );
+          for (let i = 0; i < count; i++) {
+            const chosen = candidates[Math.floor(random() * candidates.length)]!;
+            if (chosen.cleared) continue;
+            chosen.cleared = true;
+            chosen.deadline!.clear();
+          }
+        } else if (timers.length > 0 && random() < 0.7) {
+          runTimer();
+        } else {
+          const until = now + Math.floor(random() * 10);
+          while (timers.length > 0 && Math.min(...timers.map((t) => t.due)) <= until) runTimer();
+          now = Math.max(now, until);
+        }
+        const liveNow = live();
+        if (queue.live !== liveNow.length) fail(`live ${queue.live}, model ${liveNow.length}`);
+        if (queue.slots < queue.live) fail(`${queue.slots} slots for ${queue.live} live`);
+        if (timers.length > 1) fail(`${timers.length} timers armed`);
+        if (liveNow.length > 0) {
+          if (timers.length === 0) fail(`${liveNow.length} live deadlines and no timer`);
+          else if (timers[0]!.due > liveNow[0]!.at + 2) {
+            fail(`the oldest deadline is due at ${liveNow[0]!.at}, the timer at ${timers[0]!.due}`);
+          }
+        }
+        if (problems.length > 0) break;
+      }
+      for (let guard = 0; timers.length > 0 && guard < 100_000; guard++) runTimer();
+      for (const m of all) {
+        if (m.fired.length > 1) fail(`deadline ${m.id} fired ${m.fired.length} times`);
+        if (m.cleared && m.fired.length > 0) fail(`deadline ${m.id} fired after it was cleared`);
+        if (!m.cleared && m.fired.length === 0) fail(`deadline ${m.id} never fired`);
+        const at = m.fired[0];
+        if (at !== undefined && (at < m.at || at > m.at + 2)) {
+          fail(`deadline ${m.id} due at ${m.at} fired at ${at}`);
+        }
+      }
+      if (order.some((id, i) => i > 0 && id < order[i - 1]!)) fail("fired out of arming order");
+      if (queue.live !== 0 || queue.slots !== 0) fail(`${queue.slots} slots left after the end`);
+    }
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+    delete (performance as { now?: unknown }).now;
+    Object.defineProperty(Deno, "unrefTimer", { value: realUnref, configurable: true });
+  }
+  assertEquals(problems.slice(0, 5), []);
+});
