@@ -195,13 +195,21 @@ Deno.test("DeadlineQueue lets a callback's error through and keeps serving", asy
   try {
     const queue = new DeadlineQueue(20);
     const fired: string[] = [];
-    // More than COMPACT_AT entries before the one that throws, and only cleared ones after it.
-    for (let i = 0; i < 1100; i++) queue.arm(() => fired.push("early"));
-    queue.arm(() => {
-      throw new Error("callback failed");
-    });
-    const rest = Array.from({ length: 500 }, () => queue.arm(() => fired.push("cleared")));
-    for (const deadline of rest) deadline.clear();
+    // More than COMPACT_AT entries before the one that throws, and only cleared ones after it,
+    // all due at the same moment (a stalled core must not spread them over two turns of the
+    // timer, which would compact before the throw).
+    const armedAt = performance.now();
+    Object.defineProperty(performance, "now", { value: () => armedAt, configurable: true });
+    try {
+      for (let i = 0; i < 1100; i++) queue.arm(() => fired.push("early"));
+      queue.arm(() => {
+        throw new Error("callback failed");
+      });
+      const rest = Array.from({ length: 500 }, () => queue.arm(() => fired.push("cleared")));
+      for (const deadline of rest) deadline.clear();
+    } finally {
+      delete (performance as { now?: unknown }).now;
+    }
     await sleep(100);
     assertEquals(uncaught.map((error) => (error as Error).message), ["callback failed"]);
     assertEquals([fired.length, fired.includes("cleared")], [1100, false]);
@@ -240,14 +248,9 @@ Deno.test("DeadlineQueue agrees with a model of its deadlines under random use",
   let timers: { due: number; seq: number; fire: () => void }[] = [];
   let seq = 0;
   const realSetTimeout = globalThis.setTimeout;
-  globalThis.setTimeout = ((fire: () => void, ms = 0) => {
-    timers.push({ due: now + Math.max(0, ms), seq: ++seq, fire });
-    return seq;
-  }) as unknown as typeof setTimeout;
-  Object.defineProperty(performance, "now", { value: () => now, configurable: true });
   const realUnref = Deno.unrefTimer;
-  Object.defineProperty(Deno, "unrefTimer", { value: () => {}, configurable: true });
   const problems: string[] = [];
+  let where = "";
   /** Runs the earliest fake timer; a callback's own error is part of the test, not a failure. */
   const runTimer = () => {
     timers.sort((a, b) => a.due - b.due || a.seq - b.seq);
@@ -256,20 +259,27 @@ Deno.test("DeadlineQueue agrees with a model of its deadlines under random use",
     try {
       timer.fire();
     } catch (error) {
-      if ((error as Error).message !== "callback throws") problems.push(`timer threw ${error}`);
+      if ((error as Error).message !== "callback throws") problems.push(`${where}: threw ${error}`);
     }
   };
   try {
+    globalThis.setTimeout = ((fire: () => void, ms = 0) => {
+      timers.push({ due: now + Math.max(0, ms), seq: ++seq, fire });
+      return seq;
+    }) as unknown as typeof setTimeout;
+    Object.defineProperty(performance, "now", { value: () => now, configurable: true });
+    Object.defineProperty(Deno, "unrefTimer", { value: () => {}, configurable: true });
     for (let run = 1; run <= 30 && problems.length === 0; run++) {
       const random = seeded(run);
       now = 0;
       timers = [];
       const ms = 1 + Math.floor(random() * 50);
+      where = `seed ${run}, ms ${ms}`;
       const queue = new DeadlineQueue(ms);
       const all: Modelled[] = [];
       const order: number[] = [];
       const live = () => all.filter((m) => !m.cleared && m.fired.length === 0);
-      const fail = (what: string) => problems.push(`seed ${run}, ms ${ms}: ${what}`);
+      const fail = (what: string) => problems.push(`${where}: ${what}`);
       const arm = () => {
         const modelled: Modelled = {
           id: all.length,
