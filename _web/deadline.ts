@@ -170,14 +170,13 @@ export class DeadlineQueue {
     // A burst left a large array behind: let it go rather than keep its slots empty.
     if (entries.length > KEPT_SLOTS && to * 4 < entries.length) {
       this.#entries = entries.slice(0, to);
-    } else entries.fill(undefined, to, tail);
+    } else emptySlots(entries, to, tail);
   }
 
   /** Drops every entry (all dead), keeping the array unless a burst made it large. */
   #empty(): void {
-    const entries = this.#entries;
     if (this.#tail > KEPT_SLOTS) this.#entries = [];
-    else entries.fill(undefined, this.#head, this.#tail);
+    else emptySlots(this.#entries, this.#head, this.#tail);
     this.#head = 0;
     this.#tail = 0;
   }
@@ -228,6 +227,15 @@ export class DeadlineQueue {
     if (this.#head === this.#tail) return this.#empty();
     this.#schedule(this.#entries[this.#head]!.at);
   }
+}
+
+/**
+ * Empties `entries[from]` to `entries[to - 1]`. A loop, not `fill()`: the queue empties on nearly
+ * every request that comes alone, most often with one slot to clear, and a call of the `fill`
+ * builtin costs some 100 ns where the loop's one store costs 2 (Deno 2.9.6).
+ */
+function emptySlots(entries: (Entry | undefined)[], from: number, to: number): void {
+  for (let i = from; i < to; i++) entries[i] = undefined;
 }
 
 /** Queue slots kept for reuse once the queue empties; a larger array is let go. */
