@@ -38,8 +38,9 @@
  * first version of the queue raced the handler instead: a promise and its resolvers per request,
  * an async call wrapping the handler, and a `then` on it, which `Promise.race` would also need.
  * Garbage per request beyond the App without a limit, in process (`deno task bench:profile
- * --targets=app,app-limit`, 2026-11-24): 1.19 KB racing (GET and POST alike), 0.17 KB now (the
- * entry, its callback and the request's reference to it). The time saved is within the noise
+ * --targets=app,app-limit`, 2026-11-24): 1.19 KB racing (GET and POST alike), 0.17 KB without
+ * (the entry, its callback and the request's reference to it), 0.11 KB since the queue empties
+ * its slots without `fill()` (2026-11-25). The time saved is within the noise
  * of this 2-core machine: pinned `deno task bench:http --servers=app,app-limit --rounds=5`, two
  * runs of each interleaved, App with a limit ÷ App without: GET 0.93–0.98× racing, 0.93–0.95×
  * now; POST 0.96–0.98× and 0.90–1.01×. The queue's array is reused once it empties, so a request
