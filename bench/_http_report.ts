@@ -70,6 +70,11 @@ export function spread(values: readonly (number | undefined)[]): Spread | undefi
   return { median, min: sorted[0]!, max: sorted[n - 1]!, n };
 }
 
+/** Seconds of a sample's server CPU as microseconds per request served. */
+function perRequest(seconds: number | undefined, requests: number): number | undefined {
+  return seconds === undefined || requests === 0 ? undefined : (seconds * 1e6) / requests;
+}
+
 /**
  * Server CPU time per request of a sample, in microseconds.
  *
@@ -77,9 +82,7 @@ export function spread(values: readonly (number | undefined)[]): Spread | undefi
  * @returns Microseconds, or undefined where not measured.
  */
 export function cpuPerRequest(s: Sample): number | undefined {
-  return s.serverCpu === undefined || s.requests === 0
-    ? undefined
-    : (s.serverCpu * 1e6) / s.requests;
+  return perRequest(s.serverCpu, s.requests);
 }
 
 /**
@@ -89,9 +92,7 @@ export function cpuPerRequest(s: Sample): number | undefined {
  * @returns Microseconds, or undefined where not measured.
  */
 export function userCpuPerRequest(s: Sample): number | undefined {
-  return s.serverUserCpu === undefined || s.requests === 0
-    ? undefined
-    : (s.serverUserCpu * 1e6) / s.requests;
+  return perRequest(s.serverUserCpu, s.requests);
 }
 
 function samplesOf(run: HttpRun, id: string, route: string): readonly (Sample | undefined)[] {

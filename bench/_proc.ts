@@ -36,18 +36,6 @@ export function cpuTimes(pid: number): CpuTimes | undefined {
 }
 
 /**
- * CPU time a process has used so far, in seconds (user + system of all its threads, from
- * `/proc/<pid>/stat`), or undefined where /proc is not available.
- *
- * @param pid The process id.
- * @returns Seconds of CPU time.
- */
-export function cpuSeconds(pid: number): number | undefined {
-  const times = cpuTimes(pid);
-  return times === undefined ? undefined : times.user + times.system;
-}
-
-/**
  * Busy time of each core so far, in seconds (every state but idle and iowait, from `/proc/stat`),
  * indexed by core number; undefined where /proc is not available.
  *
