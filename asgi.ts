@@ -42,6 +42,7 @@ import type {
 } from "./_asgi/types.ts";
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
 import { describe, errorText } from "./_common/describe.ts";
+import { guardLogger } from "./_common/logger.ts";
 import { type ConnectionLimits, Core, type Listener, withResolvers } from "./_asgi/core.ts";
 import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
 import {
@@ -205,7 +206,8 @@ function createCore(
     lifespan: options.lifespan ?? "auto",
     rootPath: options.rootPath ?? "",
     maxBodySize: options.maxBodySize ?? Infinity,
-    logger: options.logger ?? console,
+    // Wrapped: a logger that throws must not take a request, or the process, down with it.
+    logger: guardLogger(options.logger ?? console, ["error", "warn", "info"]),
   });
   configureWebSockets(core, options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE);
   return core;

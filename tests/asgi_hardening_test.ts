@@ -609,3 +609,46 @@ Deno.test("serve() rejects a negative timeout and a maxConnections below 1", asy
     "Invalid maxConnections 0.5: use an integer of 1 or more, or Infinity",
   );
 });
+
+// Regression (review, 2026-11-25): the bridge called its logger where a thrown error has nowhere
+// to go; a logger that throws must cost one console line, not the response or the process.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] answers and keeps serving when its logger throws`, async () => {
+    const throwing = {
+      error: () => {
+        throw new Error("logger down");
+      },
+      warn: () => {
+        throw new Error("logger down");
+      },
+      info: () => {
+        throw new Error("logger down");
+      },
+    };
+    const consoleLines: unknown[][] = [];
+    const consoleError = console.error;
+    console.error = (...data: unknown[]) => consoleLines.push(data);
+    try {
+      await using served = await start(
+        async (scope, _receive, send) => {
+          if (scope.type !== "http") return;
+          if (scope.path === "/silent") return;
+          if (scope.path === "/throws") throw new Error("app failed");
+          await send({ type: "http.response.start", status: 200, headers: [] });
+          await send({ type: "http.response.body", body: bytes("ok") });
+        },
+        transport,
+        { logger: throwing },
+      );
+      for (const [path, status] of [["/silent", 500], ["/throws", 500], ["/", 200]] as const) {
+        const response = await fetch(`${served.url}${path}`);
+        await response.body?.cancel();
+        assertEquals(response.status, status, path);
+      }
+    } finally {
+      console.error = consoleError;
+    }
+    assertEquals(consoleLines.length, 2, Deno.inspect(consoleLines));
+    assertEquals(consoleLines[0]![0], "The logger's error() threw");
+  });
+}
