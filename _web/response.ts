@@ -115,8 +115,9 @@ export class Response {
    * @param options Body, status, headers and content type; all optional.
    * @throws {RangeError} When the status is not a whole number from 200 to 599.
    * @throws {TypeError} When a header name or value is invalid, the content type is given twice, a
-   *   `content-length` header disagrees with the body, a 204, 205 or 304 response has a body, or
-   *   the body is of another type.
+   *   `content-length` header is repeated, disagrees with the body or comes with a 204, a
+   *   `transfer-encoding` header is given (the server frames the body), a 204, 205 or 304
+   *   response has a body, or the body is of another type.
    */
   constructor(options?: ResponseOptions) {
     const { body = EMPTY, status = 200, headers, contentType } = options ?? {};
@@ -173,7 +174,26 @@ export class Response {
           );
         }
         if (name === "content-type") typeGiven = true;
-        if (name === "content-length") lengthGiven = value;
+        else if (name === "content-length") {
+          if (lengthGiven !== undefined) {
+            throw new TypeError(
+              `Invalid header "content-length: ${value}" after "content-length: ` +
+                `${lengthGiven}": give the length once, or leave it out for a fixed body`,
+            );
+          }
+          if (status === 204) {
+            throw new TypeError(
+              `Invalid header "content-length: ${value}" for status 204: a 204 response ` +
+                `carries no length (RFC 9110, section 8.6); leave the header out`,
+            );
+          }
+          lengthGiven = value;
+        } else if (name === "transfer-encoding") {
+          throw new TypeError(
+            `Invalid header "transfer-encoding: ${value}": the server chooses the framing ` +
+              `(a streamed body without a content-length goes out chunked); leave it out`,
+          );
+        }
         fields.push([name, value]);
       }
     }

@@ -141,6 +141,33 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       'Invalid header "content-length: 5" for a body of 3 bytes: leave the header out, ' +
       "it is computed",
     ],
+    // Regression (review, 2026-11-25): the framing headers below reached the wire as given on
+    // the node transport (two lengths, a length beside chunked, a length on a 204).
+    [
+      "content-length twice",
+      () =>
+        new Response({
+          body: "hello",
+          headers: [["content-length", "7"], ["Content-Length", "5"]],
+        }),
+      TypeError,
+      'Invalid header "content-length: 5" after "content-length: 7": give the length once, ' +
+      "or leave it out for a fixed body",
+    ],
+    [
+      "content-length with 204",
+      () => new Response({ status: 204, headers: { "content-length": "0" } }),
+      TypeError,
+      'Invalid header "content-length: 0" for status 204: a 204 response carries no length ' +
+      "(RFC 9110, section 8.6); leave the header out",
+    ],
+    [
+      "transfer-encoding",
+      () => new Response({ body: "hello", headers: { "Transfer-Encoding": "chunked" } }),
+      TypeError,
+      'Invalid header "transfer-encoding: chunked": the server chooses the framing (a ' +
+      "streamed body without a content-length goes out chunked); leave it out",
+    ],
   ];
   for (const [name, make, errorClass, message] of cases) {
     await t.step(name, () => {
