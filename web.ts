@@ -100,6 +100,7 @@ import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
 import { countOption, seconds, secondsOption } from "./_web/options.ts";
 import { describe, errorText } from "./_common/describe.ts";
+import { guardLogger } from "./_common/logger.ts";
 import {
   closeSockets,
   denySocket,
@@ -578,6 +579,16 @@ export class App<A extends object = Record<never, never>> {
         `Invalid lifespan ${describe(lifespan)}: pass an async function (app, messageType)`,
       );
     }
+    if (
+      logger === null || typeof logger !== "object" || typeof logger.debug !== "function" ||
+      typeof logger.info !== "function" || typeof logger.warn !== "function" ||
+      typeof logger.error !== "function"
+    ) {
+      throw new TypeError(
+        `Invalid logger ${describe(logger)}: use an object with debug, info, warn and error ` +
+          `methods, e.g. console`,
+      );
+    }
     if (typeof handleSignals !== "boolean") {
       throw new TypeError(
         `Invalid handleSignals ${describe(handleSignals)}: pass true or false`,
@@ -596,12 +607,15 @@ export class App<A extends object = Record<never, never>> {
     );
     this.shutdownGracePeriod = this.#graceMs / 1000;
     this.#lifespan = lifespan;
-    this.#log = logger;
+    // Wrapped: a logger that throws must not turn a 408 into a 500, keep a task's slot taken for
+    // good or crash the process (see _common/logger.ts).
+    const log = guardLogger(logger, ["debug", "info", "warn", "error"]);
+    this.#log = log;
     this.#handleSignals = handleSignals;
-    this.#runner = new BackgroundRunner(this.backgroundTaskLimit, taskLimitMs, logger);
+    this.#runner = new BackgroundRunner(this.backgroundTaskLimit, taskLimitMs, log);
     this.#host = {
       runner: this.#runner,
-      log: logger,
+      log,
       limitMs,
       deadlines: limitMs === undefined ? undefined : new DeadlineQueue(limitMs),
       active: 0,
@@ -655,6 +669,8 @@ export class App<A extends object = Record<never, never>> {
       const match = this.router.match(scope.path);
       const route = match?.routeFor("WEBSOCKET");
       if (route === undefined) return denySocket(receive, send, match === undefined ? 404 : 403);
+      // Shutting down: no new socket (it would get no 1012, and be dropped with the process).
+      if (this.#closing) return denySocket(receive, send, 503);
       return handleSocket(this.#self, scope, match!.context, route, receive, send, this.#host);
     }
     return Promise.reject(

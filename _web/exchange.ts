@@ -52,6 +52,7 @@ import {
   SUCCESS,
   type Task,
   type TaskEntry,
+  type TaskHolder,
   type TaskLogger,
 } from "./background.ts";
 import type { Deadline, DeadlineQueue } from "./deadline.ts";
@@ -118,7 +119,7 @@ const SENDING = 1;
 const COMPLETE = 2;
 
 /** One request's state: receiving, responding, its time limit and its pending tasks. */
-export class Exchange {
+export class Exchange implements TaskHolder {
   /** The request's scope. */
   readonly scope: HttpScope;
   /** The pattern of the route that matched, for log lines. */
@@ -127,8 +128,14 @@ export class Exchange {
   #sendRaw: Send;
   #host: Host;
   #phase: typeof PENDING | typeof SENDING | typeof COMPLETE = PENDING;
-  /** The final body message is being sent. */
+  /**
+   * The handler's whole response is in `send`'s hands: a fixed body from `respondWith` on, a
+   * stream from its final message on. The time limit has nothing left to wait for then, and a
+   * disconnect is no news to the handler.
+   */
   #lastChunk = false;
+  /** The head of a streamed response, while a `send` that takes its time has it. */
+  #head: Promise<void> | undefined;
   /** Settles when a response started by `respondWith` is fully sent (or fails). */
   #sending: Promise<Outcome> | undefined;
   /** No more sending: the request is over (the 408 went out, or the handler has returned). */
@@ -302,6 +309,7 @@ export class Exchange {
       // (`ACCEPTED`), with no async frame and no await; otherwise the rest waits its turn.
       let start: Promise<void>;
       let end: Promise<void>;
+      this.#lastChunk = true;
       try {
         start = this.#sendRaw({
           type: "http.response.start",
@@ -309,7 +317,6 @@ export class Exchange {
           headers: encodedHeaders(response),
         });
         if (start !== ACCEPTED) return this.#track(this.#finishFixed(start, body));
-        this.#lastChunk = true;
         end = this.#sendRaw({ type: "http.response.body", body, more_body: false });
       } catch (error) {
         // A send that throws (middleware's, say) fails the response as a rejected send would.
@@ -338,27 +345,36 @@ export class Exchange {
    * @param name Its name for log lines.
    * @returns Resolves once the task is accepted (or ended, logged, without running).
    */
-  async registerBackground(task: Task, name: string | undefined): Promise<void> {
+  registerBackground(task: Task, name: string | undefined): Promise<void> {
+    return this.#host.runner.register(this, task, name);
+  }
+
+  /**
+   * Tasks registered before the response was complete, waiting for it (`TaskHolder`).
+   *
+   * @returns How many.
+   */
+  heldTasks(): number {
+    return this.#pending.length;
+  }
+
+  /**
+   * Why a task registered now would not run (`TaskHolder`).
+   *
+   * @returns The reason, or `undefined`.
+   */
+  refusal(): string | undefined {
+    return this.#timedOut ? this.#timedOutReason : undefined;
+  }
+
+  /**
+   * Takes a task that holds a reservation (`TaskHolder`): it starts once the response is
+   * complete, and never runs if the request times out or ends without responding.
+   *
+   * @param entry The task.
+   */
+  place(entry: TaskEntry): void {
     const runner = this.#host.runner;
-    // A request holding reservations never waits for room (its tasks cannot start before it
-    // responds, so waiting could deadlock), so it may hold only so many: beyond the limit, one
-    // request could otherwise fill memory with tasks (50,000 in 163 ms in issue 10).
-    if (this.#phase !== COMPLETE && this.#pending.length >= runner.limit && !this.#timedOut) {
-      throw new RangeError(
-        `Cannot register another background task for ${this.#label} before it responds: it ` +
-          `already holds ${this.#pending.length}, the backgroundTaskLimit; respond first, or ` +
-          `raise backgroundTaskLimit`,
-      );
-    }
-    const entry = runner.entry(task, name);
-    if (this.#timedOut) {
-      runner.discard(entry, this.#timedOutReason, false);
-      return;
-    }
-    if (!await runner.reserve(this.#pending.length > 0)) {
-      runner.discard(entry, "the app is shutting down", false);
-      return;
-    }
     if (this.#timedOut) runner.discard(entry, this.#timedOutReason, true);
     else if (this.#phase === COMPLETE) runner.start(entry);
     else if (this.#ended) runner.discard(entry, `${this.#label} never responded`, true);
@@ -367,6 +383,20 @@ export class Exchange {
       if (this.#pending.length === 0) this.#pending = [entry];
       else this.#pending.push(entry);
     }
+  }
+
+  /**
+   * The error of a registration beyond `backgroundTaskLimit` before responding (`TaskHolder`).
+   *
+   * @param held The tasks the request holds.
+   * @returns The error.
+   */
+  tooManyTasks(held: number): RangeError {
+    return new RangeError(
+      `Cannot register another background task for ${this.#label} before it responds: it ` +
+        `already holds ${held}, the backgroundTaskLimit; respond first, or raise ` +
+        `backgroundTaskLimit`,
+    );
   }
 
   /**
@@ -513,7 +543,6 @@ export class Exchange {
   /** The rest of a fixed response whose head the bridge did not take at once. */
   async #finishFixed(start: Promise<void>, body: Uint8Array): Promise<void> {
     await start;
-    this.#lastChunk = true;
     await this.#send({ type: "http.response.body", body, more_body: false });
     this.#sent();
   }
@@ -525,11 +554,13 @@ export class Exchange {
 
   /** A streamed response: the head, then each chunk as the body's iterator yields it. */
   async #stream(response: Response, body: AsyncIterable<unknown>): Promise<void> {
-    await this.#send({
+    const head = this.#send({
       type: "http.response.start",
       status: response.status,
       headers: encodedHeaders(response),
     });
+    this.#head = head;
+    await head;
     // abortable() stops waiting for the next chunk when the time limit passes or the client goes
     // away, and closes the iterator.
     const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;
@@ -632,8 +663,10 @@ export class Exchange {
     this.#limit = undefined;
     const call = this.#call;
     // #complete() clears the limit, and handle() makes the call whenever the response is not
-    // complete after the handler's first stretch, which no timer can interrupt.
-    if (this.#phase === COMPLETE || call === undefined) return;
+    // complete after the handler's first stretch, which no timer can interrupt. A response the
+    // handler gave whole in time is not timed out while a slow `send` (middleware's) passes it
+    // on: cutting it off there answered 500 or dropped a complete body.
+    if (this.#phase === COMPLETE || call === undefined || this.#lastChunk) return;
     // The bridge's call ends with the 408 (or the cut-off stream), and so does the request's
     // count: a handler that ignores its signal must not hold the App's shutdown.
     this.#answered = this.#timeOut().then(call.resolve, call.reject).finally(() => this.#uncount());
@@ -688,6 +721,9 @@ export class Exchange {
     this.#discardPending(this.#timedOutReason);
     if (this.#disconnected) return;
     if (this.#phase === PENDING) return await sendFixed(this.#sendRaw, TIMEOUT_RESPONSE);
+    // A slow `send` may still hold the head: the bridge must see it before the call fails, or
+    // it takes the failure for a handler that never responded and answers 500.
+    await this.#head?.catch(() => {});
     // Still sending: cutting the stream off is what the limit promises, not a failure. The
     // bridge closes the connection, so the client cannot take the truncated body for a whole one,
     // and logs this error as one warning line instead of an exception with a stack.

@@ -12,7 +12,14 @@
  */
 import type { ReceiveMessage, Send, WebSocketDisconnectMessage, WebSocketScope } from "../asgi.ts";
 import type { AnyHandler, PathContext, Route } from "../router.ts";
-import type { BackgroundRunner, TaskEntry } from "./background.ts";
+import {
+  type BackgroundRunner,
+  failure,
+  type Outcome,
+  SUCCESS,
+  type TaskEntry,
+  type TaskHolder,
+} from "./background.ts";
 import { clearableDeadline } from "./deadline.ts";
 import { describe } from "../_common/describe.ts";
 import { seconds } from "./options.ts";
@@ -65,9 +72,18 @@ export interface CloseInfo {
 export type SocketMessage = string | Uint8Array;
 
 const encoder = new TextEncoder();
+/** A promise that never settles: the limit's side of a race once the handshake is answered. */
+const NEVER: Promise<never> = new Promise(() => {});
+const succeeded = (): Outcome => SUCCESS;
 const HANDSHAKE = 0;
 const OPEN = 1;
 const CLOSED = 2;
+/** The handler closed (or denied) the socket; the end is on its way. */
+const CLOSING = 3;
+/** Read ahead of the handler at most this many messages… */
+const READ_AHEAD_MESSAGES = 16;
+/** …and stop once they add up to this size (a larger message is read ahead alone). */
+const READ_AHEAD_SIZE = 64 * 1024;
 
 let createSocket: <App>(
   app: App,
@@ -85,9 +101,10 @@ let closeSocket: (socket: WebSocketRequest<unknown>) => Promise<void>;
  * One WebSocket, as a socket handler sees it: accept (or close to deny), then receive and send
  * until either end closes. Created by the App for routes whose methods are `["WEBSOCKET"]`.
  *
- * Messages from the client are read one ahead of the handler, so a close is noticed (and
- * `signal` aborts) even while the handler only sends; what the handler does not read waits in
- * the transport (see docs/asgi.md, "WebSocket", on back-pressure).
+ * Messages from the client are read ahead of the handler (up to 16 messages or about 64 KiB), so a
+ * close is noticed (and `signal` aborts) even while the handler only sends; what the handler does
+ * not read beyond that waits in the transport (see docs/asgi.md, "WebSocket", on back-pressure),
+ * and a send to a client that is gone closes the socket all the same (the send is dropped).
  *
  * @typeParam App The App, e.g. `App<{ rooms: Map<string, Set<WebSocketRequest>> }>`.
  *
@@ -133,9 +150,12 @@ export class WebSocketRequest<App = unknown> {
   #controller = new AbortController();
   #closeInfo: CloseInfo | undefined;
   #buffered: SocketMessage[] = [];
+  /** The size of the messages in `#buffered`: bytes, or UTF-16 code units for text. */
+  #bufferedSize = 0;
   #readers: PromiseWithResolvers<SocketMessage | null>[] = [];
   #pulling = false;
   #pending: TaskEntry[] = [];
+  #holder: TaskHolder | undefined;
   #ended = Promise.withResolvers<void>();
 
   private constructor(
@@ -201,11 +221,17 @@ export class WebSocketRequest<App = unknown> {
     const headers = Object.entries(options.headers ?? {}).map((
       [name, value],
     ) => [encoder.encode(name.toLowerCase()), encoder.encode(value)] as const);
-    await this.#send({
-      type: "websocket.accept",
-      subprotocol: options.subprotocol ?? null,
-      headers,
-    });
+    try {
+      await this.#send({
+        type: "websocket.accept",
+        subprotocol: options.subprotocol ?? null,
+        headers,
+      });
+    } catch (error) {
+      // A client that left during the handshake is no failure of the handler: the socket is
+      // closed, as `closed` and `signal` say, and sends are dropped.
+      if (!this.#lost(error)) throw error;
+    }
     if (this.#state === HANDSHAKE) this.#state = OPEN;
     this.#startTasks();
     this.#pull();
@@ -223,6 +249,7 @@ export class WebSocketRequest<App = unknown> {
     }
     const buffered = this.#buffered.shift();
     if (buffered !== undefined) {
+      this.#bufferedSize -= buffered.length;
       this.#pull();
       return Promise.resolve(buffered);
     }
@@ -250,7 +277,7 @@ export class WebSocketRequest<App = unknown> {
     if (this.#state === HANDSHAKE) {
       throw new Error(`Cannot send on ${this.#label}: accept() it first`);
     }
-    if (this.#state === CLOSED) {
+    if (this.#state === CLOSED || this.#state === CLOSING) {
       this.#host.log.debug(`Dropped a message to ${this.#label}: the socket is closed`);
       return;
     }
@@ -261,7 +288,7 @@ export class WebSocketRequest<App = unknown> {
           : { type: "websocket.send", bytes: message },
       );
     } catch (error) {
-      if ((error as Error)?.name !== "ClientDisconnected") throw error;
+      if (!this.#lost(error)) throw error;
     }
   }
 
@@ -273,10 +300,20 @@ export class WebSocketRequest<App = unknown> {
    * @returns Resolves once the close is under way.
    */
   async close(code = 1000, reason = ""): Promise<void> {
-    if (this.#state === CLOSED || this.#timedOut) return;
+    if (this.#state === CLOSED || this.#state === CLOSING || this.#timedOut) return;
     const wasOpen = this.#answered;
+    const state = this.#state;
     this.#markAnswered();
-    await this.#send({ type: "websocket.close", code, reason });
+    // Nothing may follow the close: not a second close when the handler returns, not a message.
+    this.#state = CLOSING;
+    try {
+      await this.#send({ type: "websocket.close", code, reason });
+    } catch (error) {
+      if (this.#lost(error)) return;
+      // Refused (a code or reason the protocol does not allow): nothing was sent.
+      if (this.#state === CLOSING) this.#state = state;
+      throw error;
+    }
     if (!wasOpen) {
       this.#startTasks();
       this.#ending({ code: 1006, reason: "" });
@@ -292,6 +329,8 @@ export class WebSocketRequest<App = unknown> {
    * @param options The task's name for log lines.
    * @returns Resolves once the task is accepted.
    * @throws {TypeError} When `task` is not a function.
+   * @throws {RangeError} When the handshake is not answered yet and the socket already holds
+   *   `backgroundTaskLimit` tasks: accept (or close) first, or raise the limit.
    */
   async registerBackground(
     task: (signal: AbortSignal) => unknown,
@@ -303,15 +342,30 @@ export class WebSocketRequest<App = unknown> {
           `() => work("argument")`,
       );
     }
+    await this.#host.runner.register(this.#holder ??= this.#makeHolder(), task, options.name);
+  }
+
+  /** The socket as the tasks it registers see it (a `TaskHolder`), made on first use. */
+  #makeHolder(): TaskHolder {
     const runner = this.#host.runner;
-    const entry = runner.entry(task, options.name);
-    if (this.#timedOut) return runner.discard(entry, this.#timedOutReason, false);
-    if (!await runner.reserve(this.#pending.length > 0)) {
-      return runner.discard(entry, "the app is shutting down", false);
-    }
-    if (this.#timedOut) runner.discard(entry, this.#timedOutReason, true);
-    else if (this.#answered) runner.start(entry);
-    else this.#pending.push(entry);
+    return {
+      heldTasks: () => this.#pending.length,
+      refusal: () => this.#timedOut ? this.#timedOutReason : undefined,
+      place: (entry) => {
+        if (this.#timedOut) runner.discard(entry, this.#timedOutReason, true);
+        else if (this.#answered) runner.start(entry);
+        else {
+          runner.hold(entry);
+          this.#pending.push(entry);
+        }
+      },
+      tooManyTasks: (held) =>
+        new RangeError(
+          `Cannot register another background task for ${this.#label} before it is ` +
+            `answered: it already holds ${held}, the backgroundTaskLimit; accept or close it ` +
+            `first, or raise backgroundTaskLimit`,
+        ),
+    };
   }
 
   /** The messages, until the socket closes. */
@@ -338,9 +392,18 @@ export class WebSocketRequest<App = unknown> {
     }`;
   }
 
-  /** Keeps one receive() pending while open: a message is read ahead, a close seen at once. */
+  /**
+   * Keeps one receive() pending while open and the read-ahead has room: messages are read ahead
+   * of the handler, a close seen at once. Reading ahead one message only, a handler that never
+   * reads (it only pushes) missed the close of a client that had sent it one message.
+   */
   #pull(): void {
-    if (this.#pulling || this.#state === CLOSED || this.#buffered.length > 0) return;
+    if (
+      this.#pulling || this.#state === CLOSED || this.#buffered.length >= READ_AHEAD_MESSAGES ||
+      this.#bufferedSize >= READ_AHEAD_SIZE
+    ) {
+      return;
+    }
     this.#pulling = true;
     this.#receive().then((message) => {
       this.#pulling = false;
@@ -348,8 +411,11 @@ export class WebSocketRequest<App = unknown> {
         const data = message.text ?? message.bytes!;
         const reader = this.#readers.shift();
         if (reader !== undefined) reader.resolve(data);
-        else this.#buffered.push(data);
-        if (this.#readers.length > 0 || this.#buffered.length === 0) this.#pull();
+        else {
+          this.#buffered.push(data);
+          this.#bufferedSize += data.length;
+        }
+        this.#pull();
       } else if (message.type === "websocket.disconnect") {
         this.#ending(message as WebSocketDisconnectMessage);
       }
@@ -357,6 +423,17 @@ export class WebSocketRequest<App = unknown> {
       this.#pulling = false;
       for (const reader of this.#readers.splice(0)) reader.reject(error);
     });
+  }
+
+  /**
+   * Whether `error` says the client is gone (`ClientDisconnected`, from a send); the socket then
+   * ends as if its disconnect had been read, and `signal` aborts.
+   */
+  #lost(error: unknown): boolean {
+    if ((error as Error)?.name !== "ClientDisconnected") return false;
+    const code = (error as { code?: unknown }).code;
+    this.#ending({ code: typeof code === "number" ? code : 1006, reason: "" });
+    return true;
   }
 
   #ending(info: CloseInfo): void {
@@ -381,48 +458,44 @@ export class WebSocketRequest<App = unknown> {
   async #run(): Promise<void> {
     const limitMs = this.#host.limitMs;
     const work = (async () => await this.route.handler(this))();
-    let limited: ReturnType<typeof clearableDeadline<unknown>> | undefined;
-    if (limitMs !== undefined) {
+    const outcome = work.then(succeeded, failure);
+    let result: Outcome | undefined;
+    if (limitMs === undefined) result = await outcome;
+    else {
       // The limit covers the handshake: it is cleared as soon as the handler answers it.
-      limited = clearableDeadline(Promise.race([work, this.#answer.promise]), limitMs);
-      limited.promise.catch(() => {
-        if (this.#answered) return;
-        this.#timedOut = true;
-        this.#markAnswered();
-        this.#host.log.warn(
-          `${this.#label} was not accepted within the request time limit of ${
-            seconds(limitMs)
-          }; answered 408`,
-        );
-        this.#controller.abort(
-          new DOMException(`Request time limit of ${seconds(limitMs)} exceeded`, "TimeoutError"),
-        );
-        this.#discardTasks(this.#timedOutReason);
-        void this.#deny(408, "Request time limit exceeded");
-      });
-    }
-    try {
-      await work;
-    } catch (error) {
-      if (this.#timedOut) {
-        this.#host.log.debug(
-          `Route "${this.route.path}" on ${this.#label} stopped after its time limit:`,
-          error,
-        );
+      const limited = clearableDeadline(this.#answer.promise, limitMs);
+      const denied = limited.promise.then(() => NEVER, () => this.#timeOut(limitMs));
+      try {
+        result = await Promise.race([outcome, denied]);
+      } finally {
+        limited.clear();
+      }
+      if (this.#timedOut || result === undefined) {
+        // The 408 ends the ASGI call, as it does for HTTP requests: a handler that ignores its
+        // signal must not hold the server's shutdown. Its end is only logged. (A handler that
+        // returned while the 408 was going out waits for it, or the bridge would see the call
+        // end mid-answer.)
+        await denied;
+        void outcome.then((late) => {
+          if (late.ok) return;
+          this.#host.log.debug(
+            `Route "${this.route.path}" on ${this.#label} stopped after its time limit:`,
+            late.error,
+          );
+        });
         return;
       }
+    }
+    if (!result.ok) {
       this.#discardTasks(`the handler of ${this.#label} failed`);
-      this.#host.log.error(`Route "${this.route.path}" on ${this.#label} failed:`, error);
+      this.#host.log.error(`Route "${this.route.path}" on ${this.#label} failed:`, result.error);
       if (!this.#answered) {
         this.#markAnswered();
         return await this.#deny(500, "Internal Server Error");
       }
       if (this.#state === OPEN) await this.#send({ type: "websocket.close", code: 1011 });
       return;
-    } finally {
-      limited?.clear();
     }
-    if (this.#timedOut) return;
     if (!this.#answered) {
       this.#markAnswered();
       this.#discardTasks(`${this.#label} was never accepted`);
@@ -432,6 +505,29 @@ export class WebSocketRequest<App = unknown> {
       return await this.#deny(500, "Internal Server Error");
     }
     if (this.#state === OPEN) await this.#send({ type: "websocket.close", code: 1000 });
+  }
+
+  /** The handshake was not answered within the request time limit: 408, signal aborted. */
+  async #timeOut(limitMs: number): Promise<undefined> {
+    if (this.#answered) return await NEVER;
+    this.#timedOut = true;
+    this.#markAnswered();
+    this.#host.log.warn(
+      `${this.#label} was not accepted within the request time limit of ${
+        seconds(limitMs)
+      }; answered 408`,
+    );
+    this.#controller.abort(
+      new DOMException(`Request time limit of ${seconds(limitMs)} exceeded`, "TimeoutError"),
+    );
+    this.#discardTasks(this.#timedOutReason);
+    try {
+      await this.#deny(408, "Request time limit exceeded");
+    } catch (error) {
+      // The client left meanwhile, say: nobody is left to answer.
+      this.#host.log.debug(`Could not answer ${this.#label} with 408:`, error);
+    }
+    return undefined;
   }
 
   async #deny(status: number, text: string): Promise<void> {
@@ -496,22 +592,24 @@ export async function handleSocket<App>(
   }
 }
 
+const DENIALS = { 403: "Forbidden", 404: "Not Found", 503: "Service Unavailable" } as const;
+
 /**
  * Denies a handshake no route serves: 404 for an unknown path, 403 for a path without a
- * WebSocket route (as the ASGI spec's plain `websocket.close`).
+ * WebSocket route (as the ASGI spec's plain `websocket.close`), 503 while the App shuts down.
  *
  * @param receive The ASGI receive callable.
  * @param send The ASGI send callable.
- * @param status 404 or 403.
+ * @param status 404, 403 or 503.
  * @returns Resolves once the denial is sent.
  */
 export async function denySocket(
   receive: () => Promise<ReceiveMessage>,
   send: Send,
-  status: 403 | 404,
+  status: keyof typeof DENIALS,
 ): Promise<void> {
   await receive();
-  const body = encoder.encode(status === 404 ? "Not Found" : "Forbidden");
+  const body = encoder.encode(DENIALS[status]);
   await send({
     type: "websocket.http.response.start",
     status,

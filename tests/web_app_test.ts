@@ -76,6 +76,19 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       "Invalid backgroundTaskLimit 1.5: use a whole number of at least 1",
     ],
     [
+      "logger without debug()",
+      { logger: { info() {}, warn() {}, error() {} } },
+      TypeError,
+      "Invalid logger an object: use an object with debug, info, warn and error methods, " +
+      "e.g. console",
+    ],
+    [
+      "null logger",
+      { logger: null },
+      TypeError,
+      "Invalid logger null",
+    ],
+    [
       "lifespan that is not a function",
       { lifespan: "yes" },
       TypeError,

@@ -567,3 +567,108 @@ Deno.test("Request.registerBackground() lets no request hold more than backgroun
     },
   );
 });
+
+// Regression (review, 2026-11-25): registrations made without awaiting each (Promise.all) all
+// saw a request holding nothing, so each waited for room that only the request's own tasks could
+// free: the request hung (or got its 408), where the limit promises a RangeError.
+Deno.test("Request.registerBackground() counts registrations made without awaiting each", async (t) => {
+  await t.step("within the limit they are all held and run after the response", async () => {
+    const logger = new RecordingLogger();
+    const ran: string[] = [];
+    const app = appWith([["/", async (request) => {
+      await Promise.all(["a", "b", "c"].map((name) =>
+        request.registerBackground(() => {
+          ran.push(name);
+        }, { name })
+      ));
+      await respond(request);
+    }]], { backgroundTaskLimit: 3, logger });
+    await using served = await startServer(app);
+    const response = await withTimeout(fetch(served.base), BOUND_MS, "the response");
+    assertEquals([response.status, await response.text()], [200, "ok"]);
+    await waitFor(() => ran.length === 3, 1000, "three tasks");
+    assertEquals(ran, ["a", "b", "c"]);
+  });
+
+  await t.step("beyond the limit, the one too many is a RangeError", async () => {
+    const logger = new RecordingLogger();
+    const ran: string[] = [];
+    const outcome = Promise.withResolvers<PromiseSettledResult<void>[]>();
+    const app = appWith([["/", async (request) => {
+      outcome.resolve(
+        await Promise.allSettled(["a", "b"].map((name) =>
+          request.registerBackground(() => {
+            ran.push(name);
+          }, { name })
+        )),
+      );
+      await respond(request);
+    }]], { backgroundTaskLimit: 1, logger });
+    await using served = await startServer(app);
+    const response = await withTimeout(fetch(served.base), BOUND_MS, "the response");
+    assertEquals([response.status, await response.text()], [200, "ok"]);
+    const [first, second] = await outcome.promise;
+    assertEquals(first?.status, "fulfilled");
+    assertEquals(second?.status, "rejected");
+    instance((second as PromiseRejectedResult).reason, RangeError);
+    await waitFor(() => ran.length === 1, 1000, "the task within the limit");
+    assertEquals(ran, ["a"]);
+  });
+});
+
+// Regression (review, 2026-11-25): a logger that threw while the runner logged a task's end
+// rejected a promise nobody awaited (the process died), and `discard` logged before it gave the
+// reservation back, so a throwing warn() kept the slot taken for good.
+Deno.test("Background tasks end, and give their slots back, when the logger throws", async () => {
+  const thrown: string[] = [];
+  const failing = {
+    debug: () => {},
+    info: (text: string) => {
+      thrown.push(text);
+      throw new Error("logger down");
+    },
+    warn: (text: string) => {
+      thrown.push(text);
+      throw new Error("logger down");
+    },
+    error: () => {},
+  };
+  const ran: string[] = [];
+  const app = appWith([
+    ["/task", async (request) => {
+      await request.registerBackground(() => {
+        ran.push("task");
+      }, { name: "task" });
+      await respond(request);
+    }],
+    // Its task is discarded at the limit (a warning that throws), before the 408 goes out.
+    ["/slow", async (request) => {
+      await request.registerBackground(() => {
+        ran.push("never");
+      }, { name: "never" });
+      await delay(2000, { signal: request.signal }).catch(() => {});
+    }],
+  ], { backgroundTaskLimit: 1, requestTimeLimit: 0.1, logger: failing });
+  // The console line each failure leaves is expected here.
+  const consoleError = console.error;
+  const consoleLines: unknown[][] = [];
+  console.error = (...data: unknown[]) => consoleLines.push(data);
+  try {
+    await using served = await startServer(app);
+    const slow = await withTimeout(fetch(`${served.base}/slow`), BOUND_MS, "the 408");
+    assertEquals([slow.status, await slow.text()], [408, "Request time limit exceeded"]);
+    for (let i = 0; i < 3; i++) {
+      // With backgroundTaskLimit 1, a slot kept by the discarded task would hang these.
+      const response = await withTimeout(fetch(`${served.base}/task`), BOUND_MS, "a response");
+      assertEquals(await response.text(), "ok");
+      await waitFor(() => ran.length === i + 1, 1000, "the task");
+    }
+  } finally {
+    console.error = consoleError;
+  }
+  assertEquals(ran, ["task", "task", "task"]);
+  assertEquals(thrown.length, 4, thrown.join("\n"));
+  assert(thrown[0]!.includes('"never" (#1) not run'), thrown[0]);
+  assertEquals(consoleLines.length, 4);
+  assertEquals(consoleLines[0]![0], "The logger's warn() threw");
+});

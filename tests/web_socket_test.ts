@@ -31,7 +31,11 @@ class Logs extends RecordingLogger {
 
 async function serveApp(
   routes: Route<Handler>[],
-  options: { requestTimeLimit?: number; shutdownGracePeriod?: number } = {},
+  options: {
+    requestTimeLimit?: number;
+    shutdownGracePeriod?: number;
+    backgroundTaskLimit?: number;
+  } = {},
 ) {
   const logger = new Logs();
   const app = new App({ router: new AsgiRouter<Handler>({ routes }), logger, ...options });
@@ -216,4 +220,140 @@ Deno.test("WebSocketRequest types the App's attributes", () => {
     attributes: { rooms: new Set() },
   }) as App<Attributes> & Attributes;
   assertEquals(app.rooms.size, 0);
+});
+
+// Regression (review, 2026-11-25): registrations before the handshake was answered had no cap,
+// where HTTP requests have one (issue 10): 5,000 against a limit of 10 all went through.
+Deno.test("WebSocketRequest.registerBackground() holds at most backgroundTaskLimit tasks before answering", async () => {
+  const outcome = Promise.withResolvers<unknown>();
+  let registered = 0;
+  const greedy: SocketHandler = async (socket) => {
+    try {
+      for (let i = 0; i < 100; i++) {
+        await socket.registerBackground(() => {});
+        registered++;
+      }
+      outcome.resolve(undefined);
+    } catch (error) {
+      outcome.resolve(error);
+    }
+    await socket.accept();
+    await socket.close();
+  };
+  await using served = await serveApp([socketRoute("/greedy", greedy)], {
+    backgroundTaskLimit: 10,
+  });
+  const client = await WsClient.open(served.url("/greedy"));
+  await client.closeEvent();
+  const error = await within(outcome.promise, 2000, "the handler");
+  assert(error instanceof RangeError, String(error));
+  assertEquals(registered, 10);
+  assertEquals(
+    (error as RangeError).message,
+    'Cannot register another background task for WebSocket "/greedy" before it is answered: ' +
+      "it already holds 10, the backgroundTaskLimit; accept or close it first, or raise " +
+      "backgroundTaskLimit",
+  );
+});
+
+// Regression (review, 2026-11-25): the handshake's 408 did not end the server's call, so a
+// handler that ignored its signal held server.shutdown() until it returned (HTTP requests end
+// theirs at the 408).
+Deno.test("App ends a handshake at its 408 though the handler ignores its signal", async () => {
+  const release = Promise.withResolvers<void>();
+  const ended = Promise.withResolvers<void>();
+  const deaf: SocketHandler = async () => {
+    await release.promise;
+    ended.resolve();
+  };
+  const served = await serveApp([socketRoute("/deaf", deaf)], { requestTimeLimit: 0.1 });
+  try {
+    assertMatch(await rawRequest(served.port, handshake("/deaf"), 400), /^HTTP\/1\.1 408 /);
+    const started = performance.now();
+    await within(served.server.shutdown(), 3000, "the server's shutdown");
+    const took = performance.now() - started;
+    assert(took < 1000, `shutdown took ${took} ms`);
+  } finally {
+    release.resolve();
+  }
+  await within(ended.promise, 1000, "the handler");
+});
+
+// Regression (review, 2026-11-25): close() did not record that the close went out, so the App
+// sent a second close when the handler returned, and the bridge logged an AsgiProtocolError for
+// every socket closed this way.
+Deno.test("WebSocketRequest.close() then return sends one close and logs no error", async () => {
+  const polite: SocketHandler = async (socket) => {
+    await socket.accept();
+    await socket.send("bye");
+    await socket.close(1000, "done");
+    await socket.send("dropped");
+  };
+  await using served = await serveApp([socketRoute("/polite", polite)]);
+  for (let i = 0; i < 3; i++) {
+    const client = await WsClient.open(served.url("/polite"));
+    assertEquals(await client.next(), "bye");
+    const event = await client.closeEvent();
+    assertEquals([event.code, event.reason], [1000, "done"]);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assertEquals(served.logger.lines("error"), []);
+});
+
+// Regression (review, 2026-11-25): with a message read ahead and unread, nothing waited for the
+// client's close, so a handler that only pushes never saw its signal abort.
+Deno.test("WebSocketRequest.signal aborts when a client that sent unread messages closes", async () => {
+  const stopped = Promise.withResolvers<number | undefined>();
+  const pusher: SocketHandler = async (socket) => {
+    await socket.accept();
+    while (!socket.signal.aborted) {
+      await socket.send("tick");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    stopped.resolve(socket.closed?.code);
+  };
+  await using served = await serveApp([socketRoute("/push", pusher)]);
+  const client = await WsClient.open(served.url("/push"));
+  assertEquals(await client.next(), "tick");
+  client.socket.send("one");
+  client.socket.send("two");
+  client.socket.close(4001, "enough");
+  assertEquals(await within(stopped.promise, 2000, "the handler to see the close"), 4001);
+});
+
+// Regression (review, 2026-11-25): while the App shut down, HTTP requests got 503 but a new
+// handshake was accepted, got no 1012 and was dropped with the process.
+Deno.test("App denies handshakes with 503 while it shuts down", async () => {
+  const gate = Promise.withResolvers<void>();
+  const entered = Promise.withResolvers<void>();
+  const slow: WebHandler = async (request: Request) => {
+    entered.resolve();
+    await gate.promise;
+    await request.respondWith(new Response({ body: "late" }));
+  };
+  const app = new App({
+    router: new AsgiRouter<Handler>({
+      routes: [
+        new Route<Handler>("/slow", { handler: slow }),
+        socketRoute("/socket", (socket) => socket.accept()),
+      ],
+    }),
+    logger: new Logs(),
+    handleSignals: false,
+  });
+  const handler = createFetchHandler(app, { logger: new Logs() });
+  const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
+  const port = httpServer.addr.port;
+  try {
+    const inFlight = fetch(`http://127.0.0.1:${port}/slow`);
+    await within(entered.promise, 2000, "the slow request");
+    const stopped = handler.shutdown();
+    assertMatch(await rawRequest(port, handshake("/socket")), /^HTTP\/1\.1 503 /);
+    gate.resolve();
+    assertEquals(await (await inFlight).text(), "late");
+    await within(stopped, 5000, "the shutdown");
+  } finally {
+    gate.resolve();
+    await httpServer.shutdown();
+  }
 });

@@ -225,3 +225,69 @@ Deno.test("App sends the 408 behind a slow send when the handler stops on its si
     });
   }
 });
+
+// Regression (review, 2026-11-25): the limit took a response in a slow `send` (middleware) for a
+// response still being sent. A fixed response given whole before the limit became a 500 (its
+// head not yet at the server) or a 200 cut off before its body; a stream whose head was still in
+// the middleware at the limit became a 500 instead of a stream cut off after its head.
+Deno.test("App times a response given before the limit but passed on by a slow send", async (t) => {
+  /** Serves `handler` behind middleware whose send holds each message for 150 ms (3 limits). */
+  async function throughSlowSend(
+    handler: (request: Request) => Promise<void>,
+  ): Promise<
+    { status: number; body: string | Error; logger: RecordingLogger; server: unknown[][] }
+  > {
+    const logger = new RecordingLogger();
+    const app = limitedApp(handler, logger);
+    const slowSend: AsgiApplication = (scope, receive, send) =>
+      app.asgi(scope, receive, async (message) => {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        await send(message);
+      });
+    const server: unknown[][] = [];
+    const serverLogger: AsgiLogger = {
+      error: (...args: unknown[]) => server.push(["error", ...args]),
+      warn: (...args: unknown[]) => server.push(["warn", ...args]),
+      info: () => {},
+    };
+    const fetchHandler = createFetchHandler(slowSend, { lifespan: "off", logger: serverLogger });
+    const response = await fetchSlow(fetchHandler);
+    let body: string | Error;
+    try {
+      body = await response.text();
+    } catch (error) {
+      body = error as Error;
+    }
+    await app.shutdown();
+    return { status: response.status, body, logger, server };
+  }
+
+  await t.step("a fixed response goes out whole, and its signal stays as it is", async () => {
+    let aborted: boolean | undefined;
+    const { status, body, logger, server } = await throughSlowSend(async (request) => {
+      await request.respondWith(new Response({ body: "hello" }));
+      aborted = request.signal.aborted;
+    });
+    assertEquals([status, body], [200, "hello"]);
+    assertEquals(aborted, false);
+    assertEquals(server, []);
+    assertEquals([logger.at("warn"), logger.at("error")], [[], []]);
+  });
+
+  await t.step("a stream whose head is in the send at the limit is cut off after it", async () => {
+    const { status, body, server } = await throughSlowSend(async (request) => {
+      await request.respondWith(
+        new Response({
+          body: (async function* () {
+            yield "never";
+          })(),
+        }),
+      ).catch(() => {});
+    });
+    assertEquals(status, 200);
+    assert(body instanceof Error, `the body was read whole: ${body}`);
+    assertEquals(server.length, 1, Deno.inspect(server));
+    assertEquals(server[0]![0], "warn");
+    assert(String(server[0]![1]).startsWith("Response cut off"), String(server[0]![1]));
+  });
+});
