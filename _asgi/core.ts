@@ -824,7 +824,16 @@ export abstract class HttpCycle {
           headerValues.set(value, valueText = headerValue(nameText, value));
         }
         if (nameText.length === 14 && nameText.toLowerCase() === "content-length") {
-          declared = contentLength(valueText);
+          const length = contentLength(valueText);
+          if (declared !== -1 && length !== declared) {
+            // Two framings of one response: a proxy that reads the other one goes out of step
+            // with the connection (RFC 9112 6.3; h11 refuses this too).
+            throw new AsgiProtocolError(
+              `Invalid header "content-length: ${valueText}" in "http.response.start": an ` +
+                `earlier content-length says ${declared}; send one length`,
+            );
+          }
+          declared = length;
         }
         headers.push([nameText, valueText]);
       }
@@ -1068,11 +1077,14 @@ export function headerName(bytes: Uint8Array): string {
 export function headerValue(name: string, bytes: Uint8Array): string {
   for (let i = 0; i < bytes.length; i++) {
     const byte = bytes[i]!;
-    if (byte === 0x0d || byte === 0x0a || byte === 0) {
+    // RFC 9110 5.5: tab, visible ASCII, space and obs-text (0x80-0xff). CR and LF would split the
+    // response; any other control byte made Deno's writer panic and end the whole process.
+    if ((byte < 0x20 && byte !== 0x09) || byte === 0x7f) {
       throw new AsgiProtocolError(
-        `Invalid value for header ${
-          describe(name)
-        }: remove CR, LF and NUL, which a header value must not hold (response splitting)`,
+        `Invalid value for header ${describe(name)}: byte 0x${
+          byte.toString(16).padStart(2, "0")
+        } is a control character; a header value holds tab, space, visible ASCII and bytes ` +
+          `0x80-0xff only (CR and LF would split the response): percent-encode the text`,
       );
     }
   }

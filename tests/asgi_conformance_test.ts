@@ -554,7 +554,29 @@ for (const transport of TRANSPORTS) {
           status: 200,
           headers: [[bytes("x-a"), bytes("1\r\nset-cookie: evil=1")]],
         }],
-        'Invalid value for header "x-a": remove CR, LF and NUL, which a header value must not hold (response splitting)',
+        'Invalid value for header "x-a": byte 0x0d is a control character; a header value holds tab, space, visible ASCII and bytes 0x80-0xff only (CR and LF would split the response): percent-encode the text',
+      ],
+      // Regression (review, 2026-11-25): a control byte other than CR, LF and NUL passed, and
+      // Deno's response writer panicked on it, ending the whole process.
+      [
+        "a control byte in a header value",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("content-disposition"), bytes("attachment; filename=a\x01b")]],
+        }],
+        'Invalid value for header "content-disposition": byte 0x01 is a control character; a header value holds tab, space, visible ASCII and bytes 0x80-0xff only (CR and LF would split the response): percent-encode the text',
+      ],
+      // Regression (review, 2026-11-25): the last of two differing lengths won, and node wrote
+      // both (a proxy reading the other goes out of step with the connection).
+      [
+        "two differing content-lengths",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("content-length"), bytes("50")], [bytes("content-length"), bytes("2")]],
+        }],
+        'Invalid header "content-length: 2" in "http.response.start": an earlier content-length says 50; send one length',
       ],
       [
         "LF in a header name",

@@ -50,8 +50,9 @@ Deno.test("send() refuses a reused header value once it holds a line break", asy
   assertInstanceOf(error, AsgiProtocolError);
   assertEquals(
     (error as AsgiProtocolError).message,
-    'Invalid value for header "x-tag": remove CR, LF and NUL, which a header value must not ' +
-      "hold (response splitting)",
+    'Invalid value for header "x-tag": byte 0x0d is a control character; a header value ' +
+      "holds tab, space, visible ASCII and bytes 0x80-0xff only (CR and LF would split the " +
+      "response): percent-encode the text",
   );
 });
 
