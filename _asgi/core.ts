@@ -459,6 +459,17 @@ export class Core {
     }
   }
 
+  /**
+   * Whether a request in flight has a body not yet read to its end (`Deno.serve`'s shutdown
+   * would fail the read).
+   */
+  receivingBodies(): boolean {
+    for (let cycle = this.#inflight; cycle !== null; cycle = cycle.next) {
+      if (cycle.receivingBody) return true;
+    }
+    return false;
+  }
+
   /** Resolves once no request is in flight. */
   idle(): Promise<void> {
     if (this.#inflightCount === 0) return RESOLVED;
@@ -469,7 +480,15 @@ export class Core {
   abortAll(reason: unknown): void {
     const cycles: HttpCycle[] = [];
     for (let cycle = this.#inflight; cycle !== null; cycle = cycle.next) cycles.push(cycle);
-    for (const cycle of cycles) cycle.abort(reason);
+    for (const cycle of cycles) {
+      // One response the transport cannot end must not stop shutdown from ending the others
+      // (a 204 whose end threw once left shutdown() rejected and the lifespan never shut down).
+      try {
+        cycle.abort(reason);
+      } catch (error) {
+        this.logger.error("Could not end a request at shutdown:", error);
+      }
+    }
   }
 }
 
@@ -485,7 +504,7 @@ const BODY_EMPTY = 1;
 const BODY_DONE = 2;
 
 /** Statuses whose responses carry no body: HTTP forbids one and Fetch refuses one. */
-function isNullBodyStatus(status: number): boolean {
+export function isNullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
 }
 
@@ -621,15 +640,37 @@ export abstract class HttpCycle {
 
   readonly #onReturned = (): void => {
     this.#appDone = true;
-    this.#returned();
+    try {
+      this.#returned();
+    } catch (error) {
+      this.#endFailed(error);
+    }
     this.#finish();
   };
 
   readonly #onRaised = (error: unknown): void => {
     this.#appDone = true;
-    this.#raised(error);
+    try {
+      this.#raised(error);
+    } catch (failure) {
+      this.#endFailed(failure);
+    }
     this.#finish();
   };
+
+  /**
+   * The transport could not end a response the application left unfinished. Thrown here, the
+   * error would reject a promise nobody awaits and end the whole process (a 204 did, once).
+   */
+  #endFailed(error: unknown): void {
+    this.#phase = DONE;
+    this.core.logger.error("Could not end the response of an unfinished request:", error);
+  }
+
+  /** Whether the request's body is still to be read to its end. */
+  get receivingBody(): boolean {
+    return this.#body === BODY_PENDING && !this.#gone && this.#phase !== DONE;
+  }
 
   /** The `receive` callable of this request. */
   readonly receive = (): Promise<ReceiveMessage> => {

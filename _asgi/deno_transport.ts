@@ -6,7 +6,14 @@
  * @module
  */
 import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
-import { type Core, HttpCycle, httpScope, type Listener, parseContentLength } from "./core.ts";
+import {
+  type Core,
+  HttpCycle,
+  httpScope,
+  isNullBodyStatus,
+  type Listener,
+  parseContentLength,
+} from "./core.ts";
 import { serveWebSocket } from "./deno_websocket.ts";
 import { errorText } from "../_common/describe.ts";
 import { closeWebSockets, isUpgrade } from "./websocket.ts";
@@ -306,7 +313,13 @@ class DenoCycle extends HttpCycle {
       source.wake();
     } else if (!this.#responded) {
       // Fetch cannot close a connection without a response: send the head, then fail the body.
-      this.#respond(new Response(erroredStream(reason), { status: status || 500, headers }));
+      // A 204, 205 or 304 has no body to fail (Fetch throws on one, which once ended the whole
+      // process): its head is the whole response.
+      this.#respond(
+        status !== 0 && isNullBodyStatus(status)
+          ? new Response(null, { status, headers })
+          : new Response(erroredStream(reason), { status: status || 500, headers }),
+      );
     }
   }
 
@@ -423,6 +436,14 @@ function hasLowerCase(text: string): boolean {
   return false;
 }
 
+/** The answer to a request that arrives while the server shuts down. */
+function unavailable(): Response {
+  return new Response("Service Unavailable", {
+    status: 503,
+    headers: { "content-type": "text/plain; charset=utf-8", "connection": "close" },
+  });
+}
+
 function badRequest(): Response {
   return new Response("Bad Request", {
     status: 400,
@@ -467,14 +488,24 @@ export function handleFetch(
   request.headers.forEach(collectField, fieldsRead);
   const fields = fieldsRead.list;
   const count = fieldsRead.count;
+  let host: string | undefined;
+  let lengthText: string | undefined;
+  for (let i = 0; i < count; i += 2) {
+    const name = fields[i];
+    if (name === "host") host = fields[i + 1];
+    else if (name === "content-length") lengthText = fields[i + 1];
+  }
+  // Deno's request.url is the scheme, "://", the Host header as sent and the target, so a Host
+  // holding "/" moved the path's start: "Host: x/admin?" turned "GET /public" into path "/admin"
+  // (a proxy that checks the target is then bypassed). A "/" is never valid in a Host (RFC 9112
+  // 3.2: 400); without one, the first "/" after the authority starts the target's path.
+  if (host !== undefined && host.includes("/")) return badRequest();
   // Fetch (and so Deno.serve) gives GET and HEAD requests no body: no need to ask.
   let hasBody = false;
   let expectedLength = -1;
   let whole = false;
   if (method !== "GET" && method !== "HEAD") {
-    for (let i = 0; i < count; i += 2) {
-      if (fields[i] === "content-length") expectedLength = parseContentLength(fields[i + 1]);
-    }
+    expectedLength = parseContentLength(lengthText);
     whole = expectedLength >= 0 && expectedLength <= WHOLE_BODY_LIMIT;
     hasBody = whole ? expectedLength > 0 : request.body !== null;
   }
@@ -565,7 +596,7 @@ export function listenDeno(
       // Only errored response streams get here (the handler never throws), and the cycle has
       // logged why already; Deno would print the error a second time.
       onError: () => new Response(null, { status: 500 }),
-    }, (request, info) => handleFetch(core, request, info, server, true));
+    }, (request, info) => closing ? unavailable() : handleFetch(core, request, info, server, true));
     servers.add(httpServer);
     httpServer.finished.then(() => servers.delete(httpServer), (error) => {
       servers.delete(httpServer);
@@ -620,10 +651,17 @@ export function listenDeno(
     // Deno.serve's shutdown closes upgraded sockets at once with 1001 (going away), even those
     // whose close frame is still being written: close them with 1012 (service restart) and wait
     // for their closing handshakes first, so clients know to reconnect.
+    //
+    // Deno.serve's shutdown also fails the body reads of requests in flight (an upload still
+    // arriving got http.disconnect and its client a 500), and it stops accepting only when it
+    // runs. So while a request is still receiving its body, it runs once the requests in flight
+    // are done; until then, and while sockets close, new requests (and handshakes) get 503 with
+    // the connection closed.
     close: () => {
       closing = true;
       clearTimeout(retry);
-      return closeWebSockets(core)
+      return (core.receivingBodies() ? core.idle() : Promise.resolve())
+        .then(() => closeWebSockets(core))
         .then(() => Promise.all([...servers].map((s) => s.shutdown())))
         .then(() => {});
     },

@@ -5,7 +5,7 @@
  * both transports over real sockets unless the defect belongs to one.
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
-import { type Receive, ResponseCutOffError, type Send } from "../asgi.ts";
+import { type Receive, ResponseCutOffError, type Scope, type Send } from "../asgi.ts";
 import { bytes, readBody, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 
@@ -650,5 +650,96 @@ for (const transport of TRANSPORTS) {
     }
     assertEquals(consoleLines.length, 2, Deno.inspect(consoleLines));
     assertEquals(consoleLines[0]![0], "The logger's error() threw");
+  });
+}
+
+/** An app that sends its start (status from the path, e.g. `/204`) and then raises. */
+async function startThenRaise(scope: Scope, _receive: Receive, send: Send): Promise<void> {
+  if (scope.type !== "http") return;
+  const status = Number(scope.path.slice(1)) || 200;
+  await send({ type: "http.response.start", status, headers: [] });
+  if (status === 200) return await send({ type: "http.response.body", body: bytes("ok") });
+  throw new Error("after the start");
+}
+
+// Regression (review, 2026-11-25): on deno, an application that raised (or returned) after
+// starting a 204, 205 or 304 ended the whole process: Fetch refuses a body with those statuses,
+// and the bridge gave the head an errored body to cut it off.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] survives an application that raises after starting a 204 or 304`, async () => {
+    await using served = await start(startThenRaise, transport);
+    for (const status of [204, 205, 304]) {
+      const client = await RawClient.connect(served.port);
+      await client.write(`GET /${status} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const { head } = await client.response({ bodiless: true });
+      assertMatch(head, new RegExp(`^HTTP/1\\.1 ${status} `));
+      client.close();
+    }
+    const response = await fetch(`${served.url}/200`);
+    assertEquals(await response.text(), "ok");
+  });
+}
+
+// Regression (review, 2026-11-25): Deno builds request.url from the Host header as sent, and the
+// bridge took the path from the first "/" after "://": "Host: x/admin?" turned "GET /public"
+// into path "/admin", so a proxy checking the request target could be bypassed.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] takes the path from the request target whatever the Host`, async () => {
+    await using served = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 200, headers: [] });
+      await send({
+        type: "http.response.body",
+        body: bytes(`${scope.path}|${latin1(scope.query_string)}`),
+      });
+    }, transport);
+    for (const host of ["x/admin?", "x/admin/..", "x/"]) {
+      const client = await RawClient.connect(served.port);
+      await client.write(
+        `GET /public?page=1 HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      );
+      const { head, body } = await client.response();
+      client.close();
+      // A "/" is never valid in a Host (RFC 9112 3.2): deno refuses it; node's parser accepts it
+      // and reads the path from the target itself.
+      if (transport === "deno") assertMatch(head, /^HTTP\/1\.1 400 /, host);
+      else assertEquals(body, "/public|page=1", `${host}: ${head}`);
+    }
+  });
+}
+
+// Regression (review, 2026-11-25): on deno, graceful shutdown failed the body read of an upload
+// still arriving (Deno.serve's own shutdown does that): the application saw http.disconnect and
+// the client got a 500. Meanwhile new requests were still served.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] lets an upload in flight finish during graceful shutdown`, async () => {
+    await using served = await start(async (scope, receive, send) => {
+      if (scope.type === "http") await countBody(send, receive);
+    }, transport);
+    const client = await RawClient.connect(served.port);
+    await client.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello");
+    await sleep(100);
+    const stopped = served.server.shutdown();
+    await sleep(200);
+    // A request that arrives now is refused: 503 on deno, the connection on node.
+    const late = await Deno.connect({ hostname: "127.0.0.1", port: served.port }).then(
+      async (conn) => {
+        const other = conn;
+        await other.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+        const buffer = new Uint8Array(1024);
+        const n = await other.read(buffer).catch(() => null);
+        other.close();
+        return n === null ? "closed" : latin1(buffer.subarray(0, n)).split("\r\n")[0];
+      },
+      () => "refused",
+    );
+    if (transport === "deno") assertEquals(late, "HTTP/1.1 503 Service Unavailable");
+    else assert(late === "refused" || late === "closed", late);
+    await client.write("world");
+    const { head, body } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 200 /);
+    assertEquals(body, "got 10");
+    client.close();
+    await stopped;
   });
 }
