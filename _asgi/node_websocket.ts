@@ -56,10 +56,11 @@ interface Answer {
 }
 
 /**
- * How often an idle client is pinged; one that has not answered the previous ping by the next is
- * dropped (1006). uvicorn's default interval; Deno's `upgradeWebSocket` pings by itself.
+ * How often a client is pinged; one that has not answered the previous ping by the next is
+ * dropped (1006). 20 s is uvicorn's default interval; Deno's `upgradeWebSocket` pings by itself.
+ * Internal, and mutable only so tests can shorten it: it is read when a socket opens.
  */
-const PING_INTERVAL_MS = 20_000;
+export const pingTiming: { intervalMs: number } = { intervalMs: 20_000 };
 
 /** Queue lengths at which reading from the client stops and starts again. */
 const PAUSE_AT = 16;
@@ -75,6 +76,8 @@ class NodeWebSocketCycle extends WebSocketCycle {
   #answers: WeakMap<IncomingMessage, Answer>;
   #ws: WsSocket | null = null;
   #paused = false;
+  /** Whether the client answered the last ping (or no ping is outstanding). */
+  #alive = true;
   /** Until the upgrade, a closed TCP socket is how the client leaves; then ws reports it. */
   #onSocketClose = () => {
     this.closed(1006, "");
@@ -123,13 +126,16 @@ class NodeWebSocketCycle extends WebSocketCycle {
           this.closed(MESSAGE_TOO_BIG, "");
         }
       });
-      let alive = true;
-      ws.on("pong", () => (alive = true));
+      ws.on("pong", () => (this.#alive = true));
       const pinger = setInterval(() => {
-        if (!alive) return ws.terminate();
-        alive = false;
+        // While reading is paused the client's pong waits unread behind its messages, so a
+        // missing pong proves nothing: healthy clients of a lagging app were dropped after
+        // 20-40 s (WebSocket probe, 2026-11-25). The check starts afresh on resume.
+        if (this.#paused) return;
+        if (!this.#alive) return ws.terminate();
+        this.#alive = false;
         ws.ping();
-      }, PING_INTERVAL_MS);
+      }, pingTiming.intervalMs);
       ws.on("close", (code, reason) => {
         clearInterval(pinger);
         this.closed(code, utf8.decode(reason));
@@ -186,6 +192,8 @@ class NodeWebSocketCycle extends WebSocketCycle {
       ws.pause();
     } else if (this.#paused && length <= RESUME_AT) {
       this.#paused = false;
+      // The pong to a ping sent before the pause may still be unread: give it a full interval.
+      this.#alive = true;
       ws.resume();
     }
   }

@@ -1,0 +1,206 @@
+/**
+ * WebSocket defects found by a probe of the bridge (2026-11-25), each with a regression test
+ * named after the behaviour, on both transports unless the defect belongs to one. Timers the
+ * defects depend on are shortened through the bridge's internal knobs, so each test takes
+ * about a second.
+ */
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import type { AsgiApplication, ReceiveMessage } from "../asgi.ts";
+import { pingTiming } from "../_asgi/node_websocket.ts";
+import { bytes, sleep, start } from "./fixtures/asgi_harness.ts";
+import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
+
+/** One frame from the server (which never masks). */
+interface Frame {
+  opcode: number;
+  payload: Uint8Array;
+}
+
+/**
+ * A WebSocket client on a raw TCP socket: it completes the handshake, then does only what the
+ * test says. Unlike a real client it answers neither pings nor the server's close.
+ */
+class RawSocket {
+  readonly #conn: Deno.Conn;
+  #buffer = new Uint8Array(0);
+  /** The handshake response head, as Latin-1 text. */
+  head = "";
+
+  private constructor(conn: Deno.Conn) {
+    this.#conn = conn;
+  }
+
+  /** Connects and sends a handshake for `path`; `head` is the server's answer. */
+  static async open(port: number, path = "/", ms = 5000): Promise<RawSocket> {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const socket = new RawSocket(conn);
+    await conn.write(bytes(handshake(path)));
+    const end = performance.now() + ms;
+    for (;;) {
+      const at = indexOfBlankLine(socket.#buffer);
+      if (at !== -1) {
+        socket.head = String.fromCharCode(...socket.#buffer.subarray(0, at));
+        socket.#buffer = socket.#buffer.slice(at + 4);
+        return socket;
+      }
+      if (!await socket.#fill(end - performance.now())) throw new Error("No handshake answer");
+    }
+  }
+
+  /** Reads more bytes within `ms`; `false` at the end of the stream. */
+  async #fill(ms: number): Promise<boolean> {
+    const chunk = new Uint8Array(65536);
+    const n = await within(this.#conn.read(chunk), Math.max(ms, 1), "data from the server")
+      .catch((error) => {
+        if (error instanceof Deno.errors.ConnectionReset) return null;
+        throw error;
+      });
+    if (n === null) return false;
+    const joined = new Uint8Array(this.#buffer.length + n);
+    joined.set(this.#buffer);
+    joined.set(chunk.subarray(0, n), this.#buffer.length);
+    this.#buffer = joined;
+    return true;
+  }
+
+  /** The next frame within `ms`, or `null` when the server closed the connection first. */
+  async frame(ms = 5000): Promise<Frame | null> {
+    const end = performance.now() + ms;
+    for (;;) {
+      const frame = this.#parse();
+      if (frame !== null) return frame;
+      if (!await this.#fill(end - performance.now())) return null;
+    }
+  }
+
+  #parse(): Frame | null {
+    const b = this.#buffer;
+    if (b.length < 2) return null;
+    let length = b[1]! & 0x7f;
+    let offset = 2;
+    if (length === 126) {
+      if (b.length < 4) return null;
+      length = (b[2]! << 8) | b[3]!;
+      offset = 4;
+    } else if (length === 127) {
+      if (b.length < 10) return null;
+      length = Number(new DataView(b.buffer, b.byteOffset + 2, 8).getBigUint64(0));
+      offset = 10;
+    }
+    if (b.length < offset + length) return null;
+    const frame = { opcode: b[0]! & 0x0f, payload: b.slice(offset, offset + length) };
+    this.#buffer = b.slice(offset + length);
+    return frame;
+  }
+
+  /** Whether the server ends the connection within `ms` (frames before that are dropped). */
+  async ended(ms: number): Promise<boolean> {
+    const end = performance.now() + ms;
+    try {
+      while (await this.#fill(end - performance.now())) this.#buffer = new Uint8Array(0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  close(): void {
+    try {
+      this.#conn.close();
+    } catch {
+      // Already closed.
+    }
+  }
+}
+
+function indexOfBlankLine(data: Uint8Array): number {
+  for (let i = 0; i + 3 < data.length; i++) {
+    if (data[i] === 13 && data[i + 1] === 10 && data[i + 2] === 13 && data[i + 3] === 10) return i;
+  }
+  return -1;
+}
+
+/** Runs `body` with a knob set to `value`, then puts the knob back. */
+async function withTiming<T extends Record<K, number>, K extends keyof T>(
+  knob: T,
+  key: K,
+  value: number,
+  body: () => Promise<void>,
+): Promise<void> {
+  const saved = knob[key];
+  knob[key] = value as T[K];
+  try {
+    await body();
+  } finally {
+    knob[key] = saved;
+  }
+}
+
+/** Accepts, then records every message until the disconnect; `done` settles when it returns. */
+function recorder(): { app: AsgiApplication; received: ReceiveMessage[]; done: Promise<void> } {
+  const received: ReceiveMessage[] = [];
+  const done = Promise.withResolvers<void>();
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    try {
+      await receive();
+      await send({ type: "websocket.accept" });
+      for (;;) {
+        const message = await receive();
+        received.push(message);
+        if (message.type === "websocket.disconnect") return;
+      }
+    } finally {
+      done.resolve();
+    }
+  };
+  return { app, received, done: done.promise };
+}
+
+// Regression (WebSocket probe, 2026-11-25, point 1): once 16 messages waited for the app, node
+// paused reading, so the client's pongs went unread and the pinger dropped a healthy client
+// after 20-40 s (the app saw 1006 and lost the messages still unread).
+Deno.test("serve() [node] keeps a client whose pongs wait unread while reading is paused", async () => {
+  await withTiming(pingTiming, "intervalMs", 100, async () => {
+    let count = 0;
+    const ended: ReceiveMessage[] = [];
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "websocket") return;
+      await receive();
+      await send({ type: "websocket.accept" });
+      // Lag behind for 15 ping intervals: reading pauses at 16 queued messages.
+      await sleep(1500);
+      for (;;) {
+        const message = await receive();
+        if (message.type !== "websocket.receive") return void ended.push(message);
+        if (++count === 20) await send({ type: "websocket.send", text: `got ${count}` });
+      }
+    };
+    await using server = await start(app, "node");
+    const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+    for (let i = 0; i < 20; i++) client.socket.send(`m${i}`);
+    assertEquals(await client.next(5000), "got 20");
+    assertEquals(ended, []);
+    client.socket.close(1000);
+    assertEquals((await client.closeEvent()).code, 1000);
+  });
+});
+
+Deno.test("serve() [node] still drops a client that does not answer pings", async () => {
+  await withTiming(pingTiming, "intervalMs", 100, async () => {
+    const { app, received, done } = recorder();
+    await using server = await start(app, "node");
+    const client = await RawSocket.open(server.port);
+    try {
+      assertMatch(client.head, /^HTTP\/1\.1 101 /);
+      const started = performance.now();
+      await within(done, 3000, "the app to see the client dropped");
+      const elapsed = performance.now() - started;
+      // Dropped at the second tick after the unanswered ping: 200 ms, with room for a busy CI.
+      assert(elapsed < 2000, `dropped after ${Math.round(elapsed)} ms`);
+      assertEquals(received, [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
+    } finally {
+      client.close();
+    }
+  });
+});
