@@ -11,6 +11,7 @@ import type { Duplex } from "node:stream";
 import { type Core, originForm } from "./core.ts";
 import {
   checkHandshake,
+  closeTiming,
   type HandshakeHead,
   isUpgrade,
   MESSAGE_TOO_BIG,
@@ -264,6 +265,9 @@ export async function nodeUpgradeHandler(
     // Compression costs memory per socket and is a known source of trouble; uvicorn's
     // websockets implementation offers it, browsers cope without it.
     perMessageDeflate: false,
+    // For the closes ws starts by itself (a message over maxPayload): the same wait as ours,
+    // where ws versions before the option keep 30 s.
+    closeTimeout: closeTiming.timeoutMs,
     handleProtocols: (_offered: Set<string>, request: IncomingMessage) =>
       answers.get(request)?.subprotocol ?? false,
   });

@@ -77,6 +77,15 @@ export const SERVICE_RESTART = 1012;
 export const ABNORMAL_CLOSURE = 1006;
 
 /**
+ * How long a close the server started waits for the client's close frame before the connection
+ * is dropped and the application's `receive()` gets its `websocket.disconnect`: 10 s, the
+ * `close_timeout` of the Python `websockets` library that uvicorn serves WebSockets with (`ws`
+ * alone would wait 30 s, and Deno forever). Internal, and mutable only so tests can shorten it:
+ * it is read when the close frame goes out.
+ */
+export const closeTiming: { timeoutMs: number } = { timeoutMs: 10_000 };
+
+/**
  * What a transport has read of a handshake request: a request head without method and version,
  * whose `scheme` is `"ws"` or `"wss"`.
  */
@@ -317,6 +326,8 @@ export abstract class WebSocketCycle {
   #denyBody: Uint8Array[] = [];
   /** The last error `send` raised, so it is not logged again when the app rethrows it. */
   #reported: unknown = undefined;
+  /** Bounds the wait for the client's close frame once the server has sent its own. */
+  #closeTimer: ReturnType<typeof setTimeout> | undefined = undefined;
 
   /**
    * Creates a cycle.
@@ -397,6 +408,7 @@ export abstract class WebSocketCycle {
   /** The connection is over: the closing handshake finished, or the connection was lost. */
   closed(code: number, reason: string): void {
     if (this.#disconnect !== null) return;
+    clearTimeout(this.#closeTimer);
     const server = this.#serverClose;
     this.#disconnect = server ?? {
       type: "websocket.disconnect",
@@ -620,9 +632,23 @@ export abstract class WebSocketCycle {
     this.#serverClose = { type: "websocket.disconnect", code, reason };
     if (wasOpening) {
       void this.#opened!.promise.then(() => {
-        if (this.#disconnect === null) this.closeFrame(code, reason);
+        if (this.#disconnect === null) this.#sendClose(code, reason);
       });
-    } else this.closeFrame(code, reason);
+    } else this.#sendClose(code, reason);
+  }
+
+  /**
+   * Sends the close frame and gives the client `closeTiming.timeoutMs` to answer it. A client
+   * that never does held its connection, the application's pending `receive()` and its place
+   * among the server's open sockets for good on `deno` (WebSocket probe, 2026-11-25).
+   */
+  #sendClose(code: number, reason: string): void {
+    this.closeFrame(code, reason);
+    this.#closeTimer = setTimeout(() => {
+      if (this.#disconnect !== null) return;
+      this.dropConnection();
+      this.closed(ABNORMAL_CLOSURE, "");
+    }, closeTiming.timeoutMs);
   }
 
   #wake(): void {

@@ -6,8 +6,9 @@
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import type { AsgiApplication, ReceiveMessage } from "../asgi.ts";
+import { closeTiming } from "../_asgi/websocket.ts";
 import { pingTiming } from "../_asgi/node_websocket.ts";
-import { bytes, sleep, start } from "./fixtures/asgi_harness.ts";
+import { bytes, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
 
 /** One frame from the server (which never masks). */
@@ -204,3 +205,45 @@ Deno.test("serve() [node] still drops a client that does not answer pings", asyn
     }
   });
 });
+
+for (const transport of TRANSPORTS) {
+  // Regression (WebSocket probe, 2026-11-25, point 2): on deno nothing bounded the wait for the
+  // client's answer to the server's close: a client that never answered kept the app's
+  // receive() pending, and its place among the open sockets, for good (node: 30 s, ws's own).
+  Deno.test(
+    `serve() [${transport}] gives up on a client that never answers the server's close`,
+    async () => {
+      await withTiming(closeTiming, "timeoutMs", 200, async () => {
+        const received: ReceiveMessage[] = [];
+        const done = Promise.withResolvers<void>();
+        const app: AsgiApplication = async (scope, receive, send) => {
+          if (scope.type !== "websocket") return;
+          await receive();
+          await send({ type: "websocket.accept" });
+          await send({ type: "websocket.close", code: 4000, reason: "bye" });
+          received.push(await receive());
+          done.resolve();
+        };
+        await using server = await start(app, transport);
+        const client = await RawSocket.open(server.port);
+        try {
+          assertMatch(client.head, /^HTTP\/1\.1 101 /);
+          const close = await client.frame();
+          assertEquals(close?.opcode, 8);
+          const started = performance.now();
+          await within(done.promise, 3000, "the app's receive() to end");
+          const elapsed = performance.now() - started;
+          assert(elapsed < 2000, `gave up after ${Math.round(elapsed)} ms`);
+          // The application closed, so it hears its own code, as when shutdown drops a socket.
+          assertEquals(received, [{ type: "websocket.disconnect", code: 4000, reason: "bye" }]);
+          if (transport === "node") {
+            // Deno has no way to reset an upgraded connection; ws does.
+            assert(await client.ended(2000), "the server kept the connection");
+          }
+        } finally {
+          client.close();
+        }
+      });
+    },
+  );
+}
