@@ -62,10 +62,10 @@ class DenoWebSocketCycle extends WebSocketCycle {
     // Upgrading aborts the request's signal: that is no longer the client leaving.
     this.#unwatch();
     try {
-      upgrade = Deno.upgradeWebSocket(
-        this.#request,
-        subprotocol === null ? {} : { protocol: subprotocol },
-      );
+      // The subprotocol goes in as a header, not as `protocol`: Deno looks for it in the offer
+      // split at ", " exactly, so "a,b" (as `ws` clients send it) failed with 500 whichever the
+      // application picked. `checkHandshake` has validated the offer, `#accept` the choice.
+      upgrade = Deno.upgradeWebSocket(this.#request);
     } catch (error) {
       // A Request that did not come from Deno.serve (app.fetch(new Request(...)), say).
       this.core.logger.error("Cannot upgrade the WebSocket handshake\n", error);
@@ -74,6 +74,7 @@ class DenoWebSocketCycle extends WebSocketCycle {
       return;
     }
     const { socket, response } = upgrade;
+    if (subprotocol !== null) response.headers.set("sec-websocket-protocol", subprotocol);
     for (const [name, value] of headers) response.headers.append(name, value);
     this.#socket = socket;
     socket.binaryType = "arraybuffer";

@@ -143,17 +143,44 @@ export function webSocketScope(core: Core, head: HandshakeHead): WebSocketScope 
 export function checkHandshake(fields: string[]): { status: number; reason: string } | null {
   let key = "";
   let version = "";
+  let protocols: string[] | null = null;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i];
     if (name === "sec-websocket-key") key = fields[i + 1]!.trim();
     else if (name === "sec-websocket-version") version = fields[i + 1]!.trim();
+    else if (name === "sec-websocket-protocol") (protocols ??= []).push(fields[i + 1]!);
   }
   if (version !== "13") return { status: 426, reason: "Unsupported WebSocket version" };
   // 16 random bytes in base64 (RFC 6455, 4.1).
   if (!/^[A-Za-z0-9+/]{22}==$/.test(key)) {
     return { status: 400, reason: "Invalid Sec-WebSocket-Key" };
   }
+  // Refused here, not after the application accepted: `ws` refuses such an offer with 400 only
+  // once the 101 is due, and Deno answers it 101 (WebSocket probe, 2026-11-25).
+  if (protocols !== null && !validSubprotocols(protocols)) {
+    return { status: 400, reason: "Invalid Sec-WebSocket-Protocol" };
+  }
   return null;
+}
+
+/** A token (RFC 9110, 5.6.2): what each offered subprotocol must be (RFC 6455, 4.1). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * `true` when the `sec-websocket-protocol` values are comma-separated tokens, none empty and none
+ * offered twice (RFC 6455, 4.1): what `ws` parses the header with.
+ */
+function validSubprotocols(values: string[]): boolean {
+  const seen = new Set<string>();
+  for (const value of values) {
+    for (const part of value.split(",")) {
+      // Only SP and HTAB are optional whitespace; trim() would also pass NBSP (0xA0).
+      const protocol = part.replace(/^[ \t]+|[ \t]+$/g, "");
+      if (!TOKEN.test(protocol) || seen.has(protocol)) return false;
+      seen.add(protocol);
+    }
+  }
+  return true;
 }
 
 /**

@@ -8,7 +8,7 @@ import { assert, assertEquals, assertMatch } from "@std/assert";
 import type { AsgiApplication, ReceiveMessage } from "../asgi.ts";
 import { closeTiming } from "../_asgi/websocket.ts";
 import { pingTiming } from "../_asgi/node_websocket.ts";
-import { bytes, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { bytes, rawRequest, sleep, start, text, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
 
 /** One frame from the server (which never masks). */
@@ -244,6 +244,61 @@ for (const transport of TRANSPORTS) {
           client.close();
         }
       });
+    },
+  );
+
+  // Regression (WebSocket probe, 2026-11-25, point 4): node let the app accept an offer `ws`
+  // then refused with 400 (the app saw 1006); deno answered it 101, with "a b" among the scope's
+  // subprotocols. RFC 6455, 4.1: comma-separated tokens, each offered once.
+  Deno.test(
+    `serve() [${transport}] refuses a malformed Sec-WebSocket-Protocol before calling the app`,
+    async (t) => {
+      const called: string[][] = [];
+      const app: AsgiApplication = async (scope, receive, send) => {
+        if (scope.type !== "websocket") return;
+        called.push(scope.subprotocols.slice());
+        await receive();
+        await send({ type: "websocket.accept", subprotocol: text(scope.query_string) || null });
+        await send({ type: "websocket.close" });
+      };
+      await using server = await start(app, transport);
+      const offers = [
+        ["a, a", "offered twice"],
+        ["a\r\nSec-WebSocket-Protocol: a", "offered twice on two lines"],
+        ["a b", "not a token"],
+        ["a;b", "a separator in a token"],
+        ["a,,b", "an empty element"],
+        ["a,", "a trailing comma"],
+        ["", "an empty header"],
+      ];
+      for (const [offer, why] of offers) {
+        await t.step(`${JSON.stringify(offer)}: ${why}`, async () => {
+          const raw = await rawRequest(
+            server.port,
+            handshake("/", `Sec-WebSocket-Protocol: ${offer}\r\n`),
+          );
+          assertMatch(raw, /^HTTP\/1\.1 400 [^]*Invalid Sec-WebSocket-Protocol$/);
+          assertEquals(called, []);
+        });
+      }
+      // Regression (found while writing this test): Deno.upgradeWebSocket looks for the chosen
+      // subprotocol in the offer split at ", " exactly, so on deno these got 500.
+      const valid = [["a,b", "b"], ["a ,\tb", "a"], ["a, b", "b"]];
+      for (const [offer, pick] of valid) {
+        await t.step(`${JSON.stringify(offer)} is served, "${pick}" chosen`, async () => {
+          called.length = 0;
+          const raw = await rawRequest(
+            server.port,
+            handshake(`/?${pick}`, `Sec-WebSocket-Protocol: ${offer}\r\n`),
+          );
+          assertMatch(
+            raw,
+            new RegExp(`^HTTP/1\\.1 101 [^]*\r\nsec-websocket-protocol: ${pick}\r\n`, "i"),
+          );
+          assertEquals(called, [["a", "b"]]);
+          assertEquals(server.logger.lines("error"), []);
+        });
+      }
     },
   );
 }
