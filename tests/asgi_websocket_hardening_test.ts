@@ -247,6 +247,30 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Docs regression (WebSocket probe, 2026-11-25, point 5b): docs/asgi.md said the app sees 1006
+  // for a socket dropped at shutdownTimeout; it sees the 1012 the server closed with.
+  Deno.test(
+    `serve() [${transport}] reports 1012 for a socket dropped at shutdownTimeout`,
+    async () => {
+      const { app, received, done } = recorder();
+      const server = await start(app, transport, { shutdownTimeout: 300 });
+      const client = await RawSocket.open(server.port);
+      try {
+        assertMatch(client.head, /^HTTP\/1\.1 101 /);
+        const stopped = server.server.shutdown();
+        assertEquals((await client.frame())?.opcode, 8);
+        await within(done, 3000, "the app to see the socket dropped");
+        assertEquals(received, [
+          { type: "websocket.disconnect", code: 1012, reason: "Service restart" },
+        ]);
+        client.close();
+        await within(stopped, 5000, "shutdown");
+      } finally {
+        client.close();
+      }
+    },
+  );
+
   // Regression (WebSocket probe, 2026-11-25, point 4): node let the app accept an offer `ws`
   // then refused with 400 (the app saw 1006); deno answered it 101, with "a b" among the scope's
   // subprotocols. RFC 6455, 4.1: comma-separated tokens, each offered once.
