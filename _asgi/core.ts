@@ -907,18 +907,7 @@ export abstract class HttpCycle {
     const discard = this.#discard;
     const declared = this.#declaredLength;
     if (declared >= 0 && !discard) {
-      const total = this.#sentLength + body.length;
-      if (total > declared) {
-        throw new AsgiProtocolError(
-          `Response body is longer than its content-length ${declared}: ${total} bytes sent, fix the header or the body`,
-        );
-      }
-      if (!more && total < declared) {
-        throw new AsgiProtocolError(
-          `Response body is shorter than its content-length ${declared}: ${total} bytes sent, fix the header or the body`,
-        );
-      }
-      this.#sentLength = total;
+      this.#sentLength = checkDeclaredLength(declared, this.#sentLength + body.length, more);
     }
     if (this.#phase === STARTED) {
       if (discard) {
@@ -1144,7 +1133,27 @@ function latin1Text(bytes: Uint8Array): string {
   return text;
 }
 
-function contentLength(value: string): number {
+/**
+ * Checks the body bytes sent so far against the `content-length` a response declared: throws
+ * `AsgiProtocolError` once they exceed it, or when the last chunk leaves them short. Returns
+ * `total`.
+ */
+export function checkDeclaredLength(declared: number, total: number, more: boolean): number {
+  if (total > declared) {
+    throw new AsgiProtocolError(
+      `Response body is longer than its content-length ${declared}: ${total} bytes sent, fix the header or the body`,
+    );
+  }
+  if (!more && total < declared) {
+    throw new AsgiProtocolError(
+      `Response body is shorter than its content-length ${declared}: ${total} bytes sent, fix the header or the body`,
+    );
+  }
+  return total;
+}
+
+/** Parses a response's `content-length`; throws `AsgiProtocolError` unless it is a byte count. */
+export function contentLength(value: string): number {
   // The usual value is a few plain digits: read them without trim() and a regex.
   if (value.length > 0 && value.length <= 15) {
     let n = 0;

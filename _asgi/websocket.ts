@@ -24,10 +24,13 @@ import type {
 } from "./types.ts";
 import {
   AsgiProtocolError,
+  checkDeclaredLength,
+  contentLength,
   type Core,
   EMPTY,
   headerName,
   headerValue,
+  isNullBodyStatus,
   type RequestHead,
 } from "./core.ts";
 import { unquote } from "./percent.ts";
@@ -351,6 +354,9 @@ export abstract class WebSocketCycle {
   #denyStatus = 0;
   #denyHeaders: [string, string][] = [];
   #denyBody: Uint8Array[] = [];
+  /** The denial's `content-length`, or -1: its body is checked against it, as for HTTP. */
+  #denyDeclared = -1;
+  #denySize = 0;
   /** The last error `send` raised, so it is not logged again when the app rethrows it. */
   #reported: unknown = undefined;
   /** Bounds the wait for the client's close frame once the server has sent its own. */
@@ -615,7 +621,16 @@ export abstract class WebSocketCycle {
         } in "websocket.http.response.start": use an integer from 200 to 599`,
       );
     }
-    this.#denyHeaders = validateHeaders(message.headers, "websocket.http.response.start", null);
+    const headers = validateHeaders(message.headers, "websocket.http.response.start", null);
+    let declared = -1;
+    for (const [name, value] of headers) {
+      if (name.length === 14 && name.toLowerCase() === "content-length") {
+        declared = contentLength(value);
+      }
+    }
+    this.#denyHeaders = headers;
+    // A null-body status goes out without the body (and deno without the length) either way.
+    this.#denyDeclared = isNullBodyStatus(status) ? -1 : declared;
     this.#denyStatus = status;
     this.#state = DENYING;
     return undefined;
@@ -635,6 +650,11 @@ export abstract class WebSocketCycle {
           describe(more)
         } in "websocket.http.response.body": use true or false`,
       );
+    }
+    // A wrong length went out as given on node (the client saw a cut or extra bytes) and was
+    // replaced on deno; the HTTP path refuses it (WebSocket probe, 2026-11-25, point 3).
+    if (this.#denyDeclared >= 0) {
+      this.#denySize = checkDeclaredLength(this.#denyDeclared, this.#denySize + body.length, more);
     }
     // Kept until the last chunk, so the denial goes out as one plain response.
     if (body.length > 0) this.#denyBody.push(body.slice());

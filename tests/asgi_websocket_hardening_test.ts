@@ -4,8 +4,8 @@
  * defects depend on are shortened through the bridge's internal knobs, so each test takes
  * about a second.
  */
-import { assert, assertEquals, assertMatch } from "@std/assert";
-import type { AsgiApplication, ReceiveMessage } from "../asgi.ts";
+import { assert, assertEquals, assertInstanceOf, assertMatch } from "@std/assert";
+import { type AsgiApplication, AsgiProtocolError, type ReceiveMessage } from "../asgi.ts";
 import { closeTiming } from "../_asgi/websocket.ts";
 import { pingTiming } from "../_asgi/node_websocket.ts";
 import { bytes, rawRequest, sleep, start, text, TRANSPORTS } from "./fixtures/asgi_harness.ts";
@@ -323,6 +323,60 @@ for (const transport of TRANSPORTS) {
           assertEquals(server.logger.lines("error"), []);
         });
       }
+    },
+  );
+
+  // Regression (WebSocket probe, 2026-11-25, point 3): a denial's content-length went out as the
+  // app gave it on node (100 declared, 5 sent: the client waited for bytes that never came) and
+  // was replaced on deno; the HTTP path refuses the same mismatch with AsgiProtocolError.
+  Deno.test(
+    `serve() [${transport}] checks a denial's content-length against its body, as for HTTP`,
+    async (t) => {
+      let error: unknown = null;
+      const app: AsgiApplication = async (scope, receive, send) => {
+        if (scope.type !== "websocket") return;
+        await receive();
+        const [length, ...chunks] = text(scope.query_string).split(",");
+        try {
+          await send({
+            type: "websocket.http.response.start",
+            status: 401,
+            headers: [[bytes("content-length"), bytes(length!)]],
+          });
+          for (const [i, chunk] of chunks.entries()) {
+            await send({
+              type: "websocket.http.response.body",
+              body: bytes(chunk),
+              more_body: i < chunks.length - 1,
+            });
+          }
+        } catch (caught) {
+          error = caught;
+          throw caught;
+        }
+      };
+      await using server = await start(app, transport);
+      const cases = [
+        ["100,short", "shorter than its content-length 100: 5 bytes sent"],
+        ["2,short", "longer than its content-length 2: 5 bytes sent"],
+        ["6,abc,defg", "longer than its content-length 6: 7 bytes sent"],
+        ["x1,short", 'Invalid value "x1" for header "content-length"'],
+      ];
+      for (const [query, message] of cases) {
+        await t.step(`${query}: ${message}`, async () => {
+          error = null;
+          const raw = await rawRequest(server.port, handshake(`/?${query}`));
+          assertMatch(raw, /^HTTP\/1\.1 500 [^]*\r\n\r\nInternal Server Error$/);
+          assertInstanceOf(error, AsgiProtocolError);
+          assertMatch((error as AsgiProtocolError).message, new RegExp(message!));
+        });
+      }
+      await t.step("a body that matches goes out as given", async () => {
+        error = null;
+        const raw = await rawRequest(server.port, handshake("/?7,abc,defg"));
+        assertMatch(raw, /^HTTP\/1\.1 401 [^]*\r\ncontent-length: 7\r\n[^]*\r\n\r\nabcdefg$/i);
+        assertEquals(error, null);
+      });
     },
   );
 }
