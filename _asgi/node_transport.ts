@@ -10,6 +10,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import { type AddressInfo, connect, Server as NetServer, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import type { HttpScope } from "./types.ts";
 import {
   type ConnectionLimits,
@@ -29,7 +30,98 @@ interface ServerState {
   closing: boolean;
   /** `"https"` over TLS. */
   scheme: string;
-  closeIdle(): void;
+  connections: Connections;
+}
+
+/**
+ * The open connections of one server, each with how many of its requests are in progress: from
+ * the request's "request" event until its response closes.
+ *
+ * Node's `closeIdleConnections()` counts a connection whose request head is half read as busy, so
+ * one client that stopped in the middle of a head held graceful shutdown for the whole
+ * `shutdownTimeout` (5010 ms of 5000 measured, where uvicorn and the deno transport close such a
+ * connection at once). Here it counts as idle: no application has seen it. So does a TLS
+ * connection still in its handshake, which `node:http` does not see at all: one held shutdown for
+ * twice `shutdownTimeout`, and `closeAllConnections()` left it open.
+ */
+class Connections {
+  /** Connections the HTTP server serves (upgraded ones are the WebSocket layer's). */
+  readonly #busy = new Map<Socket, number>();
+  /**
+   * TCP connections of a TLS server until their handshake ends, by address pair: the TLS socket
+   * that follows reports the same pair, and Node offers no public link from one to the other.
+   */
+  readonly #handshaking = new Map<string, Socket>();
+  /** Set by `closeWhenIdle()`: from then on a connection closes once its last request is done. */
+  #closing = false;
+
+  /** Starts tracking a connection requests come on, until it closes or is upgraded. */
+  add(socket: Socket): void {
+    this.#busy.set(socket, 0);
+    socket.once("close", () => this.#busy.delete(socket));
+  }
+
+  /** Tracks a TCP connection of a TLS server until `secured` reports its TLS socket. */
+  addHandshake(socket: Socket): void {
+    const key = addressPair(socket);
+    const handshaking = this.#handshaking;
+    handshaking.set(key, socket);
+    socket.once("close", () => {
+      if (handshaking.get(key) === socket) handshaking.delete(key);
+    });
+  }
+
+  /** A TLS handshake has ended: its connection is tracked as its TLS socket from now on. */
+  secured(socket: Socket): void {
+    this.#handshaking.delete(addressPair(socket));
+    this.add(socket);
+  }
+
+  /** Stops tracking an upgraded connection: closing WebSockets is not the HTTP server's job. */
+  forget(socket: Duplex): void {
+    // node:http hands the upgraded connection over as a Duplex; it is the Socket added.
+    this.#busy.delete(socket as Socket);
+  }
+
+  /** A request of `socket` is in progress until `end` is called for it, when its response closes. */
+  begin(socket: Socket): void {
+    const count = this.#busy.get(socket);
+    if (count !== undefined) this.#busy.set(socket, count + 1);
+  }
+
+  /** A request of `socket` is done. */
+  end(socket: Socket): void {
+    const busy = this.#busy;
+    const count = busy.get(socket);
+    if (count === undefined) return;
+    busy.set(socket, count - 1);
+    // A response whose head said keep-alive before shutdown began: Deno's node:http then closes
+    // the connection by itself, Node.js 20 keeps it until shutdownTimeout (measured: 3004 ms).
+    if (count === 1 && this.#closing) {
+      // On the next turn: Node may first take a request it holds (pipelined) off the connection.
+      setImmediate(() => {
+        if (busy.get(socket) === 0) socket.destroySoon();
+      });
+    }
+  }
+
+  /**
+   * Closes every connection with no request in progress now (idle, or in the middle of a head or
+   * of a TLS handshake), and each other one once its requests are done.
+   */
+  closeWhenIdle(): void {
+    this.#closing = true;
+    for (const [socket, count] of this.#busy) {
+      // destroySoon, not destroy: the end of a response that just finished may still be queued.
+      if (count === 0) socket.destroySoon();
+    }
+    for (const socket of this.#handshaking.values()) socket.destroy();
+  }
+}
+
+/** Both ends of a connection, which identify it among the open ones. */
+function addressPair(socket: Socket): string {
+  return `${socket.remoteAddress} ${socket.remotePort} ${socket.localAddress} ${socket.localPort}`;
 }
 
 function flatten(headers: [string, string][]): string[] {
@@ -60,11 +152,13 @@ class NodeCycle extends HttpCycle {
     this.#response = response;
     this.#state = state;
     response.on("drain", () => this.#wakeWriter());
+    const socket = request.socket;
     response.on("close", () => {
+      // Here rather than in a "close" listener of its own: one fewer per request on the hot path.
+      state.connections.end(socket);
       this.#wakeWriter();
       // "close" follows "finish" after a complete response; without it the client went away.
       if (!response.writableFinished) this.clientGone();
-      else if (state.closing) setImmediate(state.closeIdle);
     });
   }
 
@@ -210,7 +304,7 @@ export async function listenNode(
   const state: ServerState = {
     closing: false,
     scheme: tls === undefined ? "http" : "https",
-    closeIdle: () => {},
+    connections: new Connections(),
   };
   const { headersTimeout, keepAliveTimeout } = limits;
   const maxConnections = limits.maxConnections ?? defaultMaxConnections(softFdLimit());
@@ -226,18 +320,30 @@ export async function listenNode(
       ? Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4)))
       : 30_000,
   };
-  const handler = (request: IncomingMessage, response: ServerResponse) =>
+  const { connections } = state;
+  const handler = (request: IncomingMessage, response: ServerResponse) => {
+    connections.begin(request.socket);
     handleNode(core, state, request, response);
+  };
   const server = tls === undefined
     ? createServer(serverOptions, handler)
     : createTlsServer({ ...serverOptions, ...tls }, handler);
+  if (tls === undefined) {
+    server.on("connection", (socket: Socket) => connections.add(socket));
+  } else {
+    // Requests come on the TLS socket, which exists once the handshake on the TCP one has ended.
+    server.on("connection", (socket: Socket) => connections.addHandshake(socket));
+    server.on("secureConnection", (socket: Socket) => connections.secured(socket));
+  }
   const upgrade = await nodeUpgradeHandler(
     core,
     maxMessageSizeOf(core),
     tls === undefined ? "ws" : "wss",
   );
-  server.on("upgrade", upgrade);
-  state.closeIdle = () => server.closeIdleConnections();
+  server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Uint8Array) => {
+    connections.forget(socket);
+    upgrade(request, socket, head);
+  });
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
   // node:http stops accepting for good (measured on Deno 2.9.6): hence a default from the fd limit.
   // It is not proof on a busy machine, so watchListener() below binds a dead listener again.
@@ -269,7 +375,7 @@ export async function listenNode(
         state.closing = true;
         watchdog.stop();
         server.close(() => resolve());
-        server.closeIdleConnections();
+        connections.closeWhenIdle();
       }),
     forceClose: () => server.closeAllConnections(),
     failed: new Promise(() => {}),
