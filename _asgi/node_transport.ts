@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import { type AddressInfo, connect, Server as NetServer, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
@@ -32,6 +32,14 @@ interface ServerState {
   scheme: string;
   connections: Connections;
 }
+
+/**
+ * The most request header fields the node transport passes on; a request with more gets 431.
+ * Node's own default (`maxHeadersCount`), far above what browsers send (the deno transport's
+ * `Deno.serve` refuses more than 128 with 400). Node does not refuse more: it drops those past
+ * the limit, so a `content-length` after them was lost and the application read an empty body.
+ */
+const MAX_HEADER_FIELDS = 1000;
 
 /**
  * The open connections of one server, each with how many of its requests are in progress: from
@@ -244,6 +252,26 @@ class NodeCycle extends HttpCycle {
   }
 }
 
+/** Answers a request the application must not see, and closes its connection. */
+function refuse(
+  state: ServerState,
+  request: IncomingMessage,
+  response: ServerResponse,
+  status: number,
+): void {
+  const socket = request.socket;
+  response.once("close", () => state.connections.end(socket));
+  const text = STATUS_CODES[status]!;
+  response.shouldKeepAlive = false;
+  response.writeHead(status, [
+    "content-type",
+    "text/plain; charset=utf-8",
+    "content-length",
+    String(text.length),
+  ]);
+  response.end(text);
+}
+
 function handleNode(
   core: Core,
   state: ServerState,
@@ -253,6 +281,9 @@ function handleNode(
   const target = originForm(request.url ?? "/");
   const queryStart = target.indexOf("?");
   const raw = request.rawHeaders;
+  // Node drops the fields past maxHeadersCount, set one above the limit: a request over it may
+  // have lost some, so it never reaches the application.
+  if (raw.length > 2 * MAX_HEADER_FIELDS) return refuse(state, request, response, 431);
   const fields: string[] = [];
   let expectedLength = -1;
   let hasBody = false;
@@ -328,6 +359,8 @@ export async function listenNode(
   const server = tls === undefined
     ? createServer(serverOptions, handler)
     : createTlsServer({ ...serverOptions, ...tls }, handler);
+  // One above the limit, so that a request Node cut short is over it, never exactly at it.
+  server.maxHeadersCount = MAX_HEADER_FIELDS + 1;
   if (tls === undefined) {
     server.on("connection", (socket: Socket) => connections.add(socket));
   } else {

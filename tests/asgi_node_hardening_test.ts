@@ -285,3 +285,48 @@ Deno.test("serve() [node] finishes the requests in progress at shutdown and clos
   await shutdown;
   assertEquals(s.logger.lines("warn"), []);
 });
+
+// node_header_truncation.ts: node:http kept the first 1000 fields and dropped the rest without a
+// word, so a POST with 1100 fields, then "content-length: 5", read as an empty body.
+Deno.test("serve() [node] answers 431 to more than 1000 header fields instead of dropping some", async (t) => {
+  let calls = 0;
+  await using s = await start((scope, receive, send) => {
+    calls++;
+    return echoHead(scope, receive, send);
+  }, "node");
+  const post = (extra: number) =>
+    `POST / HTTP/1.1\r\nHost: x\r\n${
+      Array.from({ length: extra }, (_, i) => `a${i}: b\r\n`).join("")
+    }Content-Length: 5\r\n\r\nhello`;
+
+  await t.step("1001 fields: 431, the connection closed, no call of the app", async () => {
+    using client = await RawConnection.open(s.port);
+    await client.write(post(999));
+    const head = await client.head();
+    assertMatch(head, /^HTTP\/1\.1 431 /);
+    assertEquals(
+      await client.body(Number(field(head, "content-length"))),
+      "Request Header Fields Too Large",
+    );
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+    assertEquals(calls, 0);
+  });
+
+  await t.step("1100 fields and a content-length last: 431, not an empty body", async () => {
+    using client = await RawConnection.open(s.port);
+    await client.write(post(1098));
+    assertMatch(await client.head(), /^HTTP\/1\.1 431 /);
+    assertEquals(calls, 0);
+  });
+
+  await t.step("1000 fields: every one reaches the app, and the body", async () => {
+    using client = await RawConnection.open(s.port);
+    await client.write(post(998));
+    const head = await client.head();
+    assertMatch(head, /^HTTP\/1\.1 200 /);
+    const answer = JSON.parse(await client.body(Number(field(head, "content-length"))));
+    assertEquals(answer.names.length, 1000);
+    assertEquals(answer.names.at(-1), "content-length");
+    assertEquals(answer.body, "hello");
+  });
+});
