@@ -287,6 +287,7 @@ function handleNode(
   const fields: string[] = [];
   let expectedLength = -1;
   let hasBody = false;
+  let hosts = 0;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
@@ -295,9 +296,14 @@ function handleNode(
       hasBody = true;
     } else if (name === "transfer-encoding") {
       hasBody = true;
+    } else if (name === "host") {
+      hosts++;
     }
     fields.push(name, value);
   }
+  // RFC 9112 §3.2 requires 400 for more than one Host, as uvicorn and Deno.serve answer: node:http
+  // passes them on, and two parties that each read a different one disagree on the target.
+  if (hosts > 1) return refuse(state, request, response, 400);
   const socket = request.socket;
   const scope = httpScope(
     core,

@@ -6,7 +6,7 @@
  * after the behaviour; the comment above it names the probe's reproduction. Raw sockets throughout,
  * where `fetch` would hide the behaviour.
  */
-import { assert, assertEquals, assertMatch } from "@std/assert";
+import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import type { AsgiApplication } from "../asgi.ts";
 import { bytes, readBody, start, text } from "./fixtures/asgi_harness.ts";
 
@@ -329,4 +329,37 @@ Deno.test("serve() [node] answers 431 to more than 1000 header fields instead of
     assertEquals(answer.names.at(-1), "content-length");
     assertEquals(answer.body, "hello");
   });
+});
+
+// node_header_truncation.ts, second case: RFC 9112 §3.2 requires 400 for more than one Host;
+// uvicorn and the deno transport answer it, node:http passed both fields to the app.
+Deno.test("serve() [node] answers 400 to two Host fields without calling the app", async (t) => {
+  let calls = 0;
+  await using s = await start((scope, receive, send) => {
+    calls++;
+    return echoHead(scope, receive, send);
+  }, "node");
+  for (
+    const [label, hosts] of [
+      ["two Host fields", "Host: x\r\nHost: y\r\n"],
+      ["the same Host twice, spelt differently", "Host: x\r\nhost: x\r\n"],
+    ]
+  ) {
+    await t.step(label!, async () => {
+      using client = await RawConnection.open(s.port);
+      await client.write(`POST / HTTP/1.1\r\n${hosts}Content-Length: 2\r\n\r\nhi`);
+      const head = await client.head();
+      assertMatch(head, /^HTTP\/1\.1 400 /);
+      assertEquals(await client.body(Number(field(head, "content-length"))), "Bad Request");
+      assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is open");
+    });
+  }
+  await t.step("one Host still reaches the app", async () => {
+    using client = await RawConnection.open(s.port);
+    await client.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+    const head = await client.head();
+    assertMatch(head, /^HTTP\/1\.1 200 /);
+    assertStringIncludes(await client.body(Number(field(head, "content-length"))), '"hi"');
+  });
+  assertEquals(calls, 1);
 });
