@@ -132,10 +132,49 @@ function addressPair(socket: Socket): string {
   return `${socket.remoteAddress} ${socket.remotePort} ${socket.localAddress} ${socket.localPort}`;
 }
 
-function flatten(headers: [string, string][]): string[] {
-  const flat: string[] = [];
-  for (const [name, value] of headers) flat.push(name, value);
-  return flat;
+/** The application framed its response with neither `content-length` nor `transfer-encoding`. */
+const UNFRAMED = 0;
+/** By a `content-length`. */
+const BY_LENGTH = 1;
+/** By a `transfer-encoding` whose final coding is chunked, which Node then applies itself. */
+const BY_CHUNKS = 2;
+/** By a `transfer-encoding` with another final coding: RFC 9112 §6.3 ends the body at close. */
+const BY_CLOSE = 3;
+
+/**
+ * Copies an application's response head into `flat` as `writeHead()` takes it, with at most one
+ * framing, and says which. A `content-length` beside a `transfer-encoding` is dropped (RFC 9112
+ * §6.2 forbids sending both; uvicorn's h11 and Deno.serve drop it too and send the body chunked);
+ * so is a `transfer-encoding` to an HTTP/1.0 client (§6.1: it cannot decode one; h11 drops it too).
+ */
+function flattenFramed(
+  headers: [string, string][],
+  flat: string[],
+  chunkable: boolean,
+): typeof UNFRAMED | typeof BY_LENGTH | typeof BY_CHUNKS | typeof BY_CLOSE {
+  let length = false;
+  let coding: string | null = null;
+  for (const [name, value] of headers) {
+    if (name.length === 17 && name.toLowerCase() === "transfer-encoding") {
+      if (!chunkable) continue;
+      coding = value.slice(value.lastIndexOf(",") + 1).trim().toLowerCase();
+    } else if (name.length === 14 && name.toLowerCase() === "content-length") {
+      length = true;
+    }
+    flat.push(name, value);
+  }
+  if (coding === null) return length ? BY_LENGTH : UNFRAMED;
+  if (length) {
+    let kept = 0;
+    for (let i = 0; i < flat.length; i += 2) {
+      const name = flat[i]!;
+      if (name.length === 14 && name.toLowerCase() === "content-length") continue;
+      flat[kept++] = name;
+      flat[kept++] = flat[i + 1]!;
+    }
+    flat.length = kept;
+  }
+  return coding === "chunked" ? BY_CHUNKS : BY_CLOSE;
 }
 
 /** A cycle whose exchange is a Node.js request and response. */
@@ -178,13 +217,22 @@ class NodeCycle extends HttpCycle {
     }
   }
 
-  /** Writes the head; `length`, when given, is added as its `content-length`. */
+  /**
+   * Writes the head. `length`, when given, is the length of the whole body, stated as its
+   * `content-length` unless the application framed the response with one or with a
+   * `transfer-encoding`.
+   */
   #writeHead(status: number, headers: [string, string][], length?: number): void {
-    if (this.#state.closing) this.#response.shouldKeepAlive = false;
+    const response = this.#response;
+    if (this.#state.closing) response.shouldKeepAlive = false;
     // The core may hand the same list to several responses: extend a copy, never the list.
-    const flat = flatten(headers);
-    if (length !== undefined) flat.push("content-length", String(length));
-    this.#response.writeHead(status, flat);
+    const flat: string[] = [];
+    const framing = flattenFramed(headers, flat, this.#request.httpVersion !== "1.0");
+    if (framing === BY_CLOSE) response.shouldKeepAlive = false;
+    else if (framing === UNFRAMED && length !== undefined) {
+      flat.push("content-length", String(length));
+    }
+    response.writeHead(status, flat);
   }
 
   protected override sendWhole(
@@ -193,11 +241,7 @@ class NodeCycle extends HttpCycle {
     body: Uint8Array | null,
   ): void {
     // writeHead() fixes the head, so Node would otherwise chunk even a body it holds whole.
-    const length = body !== null &&
-        !headers.some(([name]) => name.toLowerCase() === "content-length")
-      ? body.length
-      : undefined;
-    this.#writeHead(status, headers, length);
+    this.#writeHead(status, headers, body?.length);
     this.#response.end(body ?? undefined);
   }
 

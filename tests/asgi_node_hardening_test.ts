@@ -363,3 +363,56 @@ Deno.test("serve() [node] answers 400 to two Host fields without calling the app
   });
   assertEquals(calls, 1);
 });
+
+// node_framing.ts, case a: an application's "transfer-encoding: chunked" with a whole body went
+// out with a content-length too (RFC 9112 §6.2: a sender MUST NOT), so a proxy that framed the
+// response by the length read the chunk sizes as the body and the rest as the next response.
+Deno.test("serve() [node] sends no content-length beside the application's transfer-encoding", async (t) => {
+  await using s = await start(async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    const path = scope.path;
+    const headers: [Uint8Array, Uint8Array][] = [
+      [bytes("transfer-encoding"), bytes(path === "/gzip" ? "gzip" : "chunked")],
+    ];
+    if (path === "/length") headers.push([bytes("content-length"), bytes("2")]);
+    await send({ type: "http.response.start", status: 200, headers });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, "node");
+
+  await t.step("a whole body goes out chunked, and the connection serves on", async () => {
+    using client = await RawConnection.open(s.port);
+    for (const path of ["/", "/length"]) {
+      await client.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const head = await client.head();
+      assertEquals(field(head, "transfer-encoding"), "chunked", head);
+      // The application's content-length too goes, as uvicorn (h11) and Deno.serve drop it.
+      assertEquals(field(head, "content-length"), undefined, head);
+      assertEquals(await client.chunked(), "2\r\nok\r\n0\r\n\r\n");
+    }
+    await client.write("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n");
+    const head = await client.head();
+    assertEquals(field(head, "content-length"), undefined, head);
+    assertEquals(field(head, "connection"), "keep-alive", head);
+  });
+
+  await t.step("a final coding other than chunked: the body ends with the connection", async () => {
+    using client = await RawConnection.open(s.port);
+    await client.write("GET /gzip HTTP/1.1\r\nHost: x\r\n\r\n");
+    const head = await client.head();
+    assertEquals(field(head, "content-length"), undefined, head);
+    assertEquals(field(head, "connection"), "close", head);
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+    assertEquals(client.pending, "ok");
+  });
+  // Found beside node_framing.ts: Node chunked the body for an HTTP/1.0 client too, which would
+  // read the chunk sizes as part of it (RFC 9112 §6.1); uvicorn (h11) drops the field.
+  await t.step("no transfer-encoding to an HTTP/1.0 client, which cannot decode one", async () => {
+    using client = await RawConnection.open(s.port);
+    await client.write("GET / HTTP/1.0\r\nHost: x\r\n\r\n");
+    const head = await client.head();
+    assertEquals(field(head, "transfer-encoding"), undefined, head);
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+    assertEquals(client.pending, "ok");
+  });
+  assertEquals(s.logger.lines("error"), []);
+});
