@@ -22,7 +22,7 @@ import {
   parseContentLength,
 } from "./core.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
-import { nodeUpgradeHandler } from "./node_websocket.ts";
+import { isWebSocketUpgrade, nodeUpgradeHandler } from "./node_websocket.ts";
 import { maxMessageSizeOf } from "./websocket.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
@@ -392,6 +392,8 @@ export async function listenNode(
   const serverOptions = {
     headersTimeout,
     keepAliveTimeout,
+    // Any other Upgrade is a plain HTTP request, as on deno (RFC 9110 §7.8), not a 501.
+    shouldUpgradeCallback: isWebSocketUpgrade,
     // Node's 300 s cap on a whole request would cut long uploads off; uvicorn and the deno
     // transport have none: the application bounds how long it reads.
     requestTimeout: 0,

@@ -202,6 +202,19 @@ class NodeWebSocketCycle extends WebSocketCycle {
 
 function noop(): void {}
 
+/**
+ * `true` for a request the node transport upgrades: a GET asking for a WebSocket, as the deno
+ * transport decides. Given to `node:http` as `shouldUpgradeCallback`, so any other `Upgrade`
+ * (`h2c` from `curl --http2`, say) is served as plain HTTP, as RFC 9110 §7.8 allows.
+ */
+export function isWebSocketUpgrade(request: IncomingMessage): boolean {
+  if (request.method !== "GET") return false;
+  const raw = request.rawHeaders;
+  const fields: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) fields.push(raw[i]!.toLowerCase(), raw[i + 1]!);
+  return isUpgrade(fields);
+}
+
 /** Takes the `upgrade` requests of one node-transport server. */
 export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Uint8Array) => void;
 
@@ -278,6 +291,7 @@ export async function nodeUpgradeHandler(
   });
   return (request, socket, head) => {
     const handshake = handshakeHead(request, scheme);
+    // Only where node:http ignores shouldUpgradeCallback (Deno before it had the option).
     if (request.method !== "GET" || !isUpgrade(handshake.fields)) {
       return refuse(socket, 501, "Only WebSocket upgrades are served");
     }

@@ -379,4 +379,20 @@ for (const transport of TRANSPORTS) {
       });
     },
   );
+
+  // Regression (WebSocket probe, 2026-11-25, point 6): node answered 501 to any Upgrade but a
+  // WebSocket one (`curl --http2` on http:// offers h2c), where deno serves plain HTTP, as RFC
+  // 9110 §7.8 lets a server that ignores Upgrade do.
+  Deno.test(`serve() [${transport}] serves a request with another Upgrade as HTTP`, async () => {
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await receive();
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes(`plain ${scope.method}`) });
+    };
+    await using server = await start(app, transport);
+    const h2c = "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\n" +
+      "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n";
+    assertMatch(await rawRequest(server.port, h2c), /^HTTP\/1\.1 200 [^]*plain GET$/);
+  });
 }
