@@ -654,14 +654,13 @@ export function listenDeno(
     //
     // Deno.serve's shutdown also fails the body reads of requests in flight (an upload still
     // arriving got http.disconnect and its client a 500), and it stops accepting only when it
-    // runs. So while a request is still receiving its body, it runs once the requests in flight
-    // are done; until then, and while sockets close, new requests (and handshakes) get 503 with
-    // the connection closed.
+    // runs. So it also waits until no request is still receiving its body (not for every request
+    // in flight: a long poll would have held the sockets' 1012 back); until then, and while
+    // sockets close, new requests (and handshakes) get 503 with the connection closed.
     close: () => {
       closing = true;
       clearTimeout(retry);
-      return (core.receivingBodies() ? core.idle() : Promise.resolve())
-        .then(() => closeWebSockets(core))
+      return Promise.all([closeWebSockets(core), bodiesReceived(core)])
         .then(() => Promise.all([...servers].map((s) => s.shutdown())))
         .then(() => {});
     },
@@ -669,6 +668,25 @@ export function listenDeno(
     forceClose() {},
     failed: failed.promise,
   };
+}
+
+/** How often shutdown looks whether the uploads in flight are in (see `listenDeno`'s close). */
+const UPLOAD_POLL_MS = 20;
+
+/**
+ * Resolves once no request in flight is still receiving its body. Polled, so that the request
+ * path pays nothing for it; shutdown waits at most one period more, and serve()'s
+ * `shutdownTimeout` ends the requests (and so the wait) if they take too long.
+ */
+function bodiesReceived(core: Core): Promise<void> {
+  if (!core.receivingBodies()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {
+      if (core.receivingBodies()) return;
+      clearInterval(timer);
+      resolve();
+    }, UPLOAD_POLL_MS);
+  });
 }
 
 function hostForLog(hostname: string): string {

@@ -22,7 +22,7 @@ import {
   parseContentLength,
 } from "./core.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
-import { isWebSocketUpgrade, nodeUpgradeHandler } from "./node_websocket.ts";
+import { isWebSocketUpgrade, MAX_HEADER_FIELDS, nodeUpgradeHandler } from "./node_websocket.ts";
 import { maxMessageSizeOf } from "./websocket.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
@@ -32,14 +32,6 @@ interface ServerState {
   scheme: string;
   connections: Connections;
 }
-
-/**
- * The most request header fields the node transport passes on; a request with more gets 431.
- * Node's own default (`maxHeadersCount`), far above what browsers send (the deno transport's
- * `Deno.serve` refuses more than 128 with 400). Node does not refuse more: it drops those past
- * the limit, so a `content-length` after them was lost and the application read an empty body.
- */
-const MAX_HEADER_FIELDS = 1000;
 
 /**
  * The open connections of one server, each with how many of its requests are in progress: from

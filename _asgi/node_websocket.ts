@@ -215,6 +215,15 @@ export function isWebSocketUpgrade(request: IncomingMessage): boolean {
   return isUpgrade(fields);
 }
 
+/**
+ * The most request header fields the node transport passes on; a request with more gets 431.
+ * Node's own default (`maxHeadersCount`), far above what browsers send (the deno transport's
+ * `Deno.serve` refuses more than 128 with 400). Node does not refuse more: it drops those past
+ * the limit, so a `content-length` after them was lost and the application read an empty body.
+ * Shared by the HTTP side and the upgrade handler, which check it alike.
+ */
+export const MAX_HEADER_FIELDS = 1000;
+
 /** Takes the `upgrade` requests of one node-transport server. */
 export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Uint8Array) => void;
 
@@ -290,7 +299,17 @@ export async function nodeUpgradeHandler(
     }
   });
   return (request, socket, head) => {
+    // The HTTP side's checks hold for handshakes too: Node dropped the fields past its count (a
+    // key or version among them, misread as 426), and two Hosts are refused as on deno (400).
+    if (request.rawHeaders.length > 2 * MAX_HEADER_FIELDS) {
+      return refuse(socket, 431, "Too many header fields");
+    }
     const handshake = handshakeHead(request, scheme);
+    let hosts = 0;
+    for (let i = 0; i < handshake.fields.length; i += 2) {
+      if (handshake.fields[i] === "host") hosts++;
+    }
+    if (hosts > 1) return refuse(socket, 400, "More than one Host field");
     // Only where node:http ignores shouldUpgradeCallback (Deno before it had the option).
     if (request.method !== "GET" || !isUpgrade(handshake.fields)) {
       return refuse(socket, 501, "Only WebSocket upgrades are served");

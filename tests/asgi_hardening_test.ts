@@ -743,3 +743,61 @@ for (const transport of TRANSPORTS) {
     await stopped;
   });
 }
+
+// Regression (review of 5f3feef): waiting for an upload in flight at shutdown held back every
+// WebSocket's 1012 (and, waiting for every request, a long poll did too) until shutdownTimeout,
+// when the sockets were dropped with 1001. Only Deno.serve's own shutdown must wait.
+Deno.test("serve() [deno] closes WebSockets with 1012 at once while an upload finishes", async () => {
+  await using served = await start(async (scope, receive, send) => {
+    if (scope.type === "http") return await countBody(send, receive);
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    while ((await receive()).type !== "websocket.disconnect");
+  }, "deno");
+  const socket = new WebSocket(`ws://127.0.0.1:${served.port}/ws`);
+  await new Promise((resolve, reject) => {
+    socket.onopen = resolve;
+    socket.onerror = reject;
+  });
+  const closed = new Promise<number>((resolve) => socket.onclose = (event) => resolve(event.code));
+  const client = await RawClient.connect(served.port);
+  await client.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello");
+  await sleep(100);
+  const started = performance.now();
+  const stopped = served.server.shutdown();
+  const code = await closed;
+  const took = performance.now() - started;
+  assertEquals(code, 1012);
+  assert(took < 1000, `the 1012 came ${took} ms into shutdown`);
+  await client.write("world");
+  const { head, body } = await client.response();
+  assertMatch(head, /^HTTP\/1\.1 200 /);
+  assertEquals(body, "got 10");
+  client.close();
+  await stopped;
+});
+
+// Regression (review, 2026-11-25): the checks of the HTTP side (two Hosts: 400; more than 1000
+// fields: 431) did not apply to WebSocket handshakes on node: two Hosts got 101, and too many
+// fields a misleading 426.
+Deno.test("serve() [node] refuses handshakes with two Hosts or over 1000 fields, as requests", async () => {
+  await using served = await start(async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+  }, "node");
+  const handshake = (extra: string) =>
+    "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+    `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`;
+  const many = Array.from({ length: 1001 }, (_, i) => `x-f${i}: 1\r\n`).join("");
+  for (
+    const [extra, status] of [["Host: y\r\n", 400], [many, 431], ["", 101]] as const
+  ) {
+    const client = await RawClient.connect(served.port);
+    await client.write(handshake(extra));
+    const { head } = await client.response({ bodiless: status === 101 });
+    assertMatch(head, new RegExp(`^HTTP/1\\.1 ${status} `));
+    client.close();
+  }
+});
