@@ -7,7 +7,11 @@
  * The parser reads the ECMAScript `u`-mode syntax only after `new RegExp(source, "u")` accepted
  * the source, so it never has to report syntax errors of its own. Character sets are
  * over-approximated where exactness would cost a Unicode table (`\p{…}`, case-insensitive
- * modifiers): an over-approximation can only make the router more careful, never wrong.
+ * modifiers): an over-approximation can only make the router more careful, never wrong, as long
+ * as nothing complements it. The complement of a too-large set is a too-small one (`[^\p{L}]`
+ * would match nothing, so the guard would miss every ambiguity and the tree would cut the
+ * variable at a `/` it can match), so such sets carry `approximate` and a negated class holding
+ * one is taken as any character.
  *
  * @module
  */
@@ -72,7 +76,11 @@ interface Span {
 
 /** A parsed regex. Positions index the source, shifted by the parser's offset. */
 export type RegexNode =
-  | Span & { readonly type: "set"; readonly ranges: Ranges }
+  /**
+   * Characters: `ranges` holds every code point the set matches; `approximate` says it may
+   * hold more, so it must never be complemented or intersected (the result could miss some).
+   */
+  | Span & { readonly type: "set"; readonly ranges: Ranges; readonly approximate?: boolean }
   | Span & { readonly type: "seq"; readonly items: readonly RegexNode[] }
   | Span & { readonly type: "alt"; readonly alts: readonly RegexNode[] }
   | Span & {
@@ -246,22 +254,35 @@ class Parser {
       this.#i++;
     }
     const ranges: number[] = [];
+    // The members known exactly: a negated class excludes at least these.
+    const exact: number[] = [];
+    let approximate = false;
     while (src[this.#i] !== "]") {
       const lo = this.#classAtom();
       if (typeof lo === "number" && src[this.#i] === "-" && src[this.#i + 1] !== "]") {
         this.#i++;
         const hi = this.#classAtom() as number;
         ranges.push(lo, hi);
-      } else if (typeof lo === "number") ranges.push(lo, lo);
-      else ranges.push(...lo);
+        exact.push(lo, hi);
+      } else if (typeof lo === "number") {
+        ranges.push(lo, lo);
+        exact.push(lo, lo);
+      } else {
+        ranges.push(...lo.ranges);
+        if (lo.approximate) approximate = true;
+        else exact.push(...lo.ranges);
+      }
     }
     this.#i++;
-    const set = negate ? complement(ranges) : normalize(ranges);
-    return { type: "set", ranges: set, ...this.#span(start) };
+    // The complement of an over-approximation is an under-approximation: [^\p{L}] would become
+    // the empty set. Without the Unicode tables, the safe answer is the complement of the
+    // members known exactly: [^\p{L}/] cannot match "/", [^\p{L}] may match anything.
+    const set = negate ? complement(approximate ? exact : ranges) : normalize(ranges);
+    return { type: "set", ranges: set, approximate, ...this.#span(start) };
   }
 
   /** One class member: a code point, or a set for class escapes like `\d`. */
-  #classAtom(): number | Ranges {
+  #classAtom(): number | { ranges: Ranges; approximate: boolean } {
     const src = this.#src;
     const c = src[this.#i]!;
     if (c !== "\\") {
@@ -271,9 +292,10 @@ class Parser {
     }
     this.#i++;
     const node = this.#escape(true);
-    if (node.type !== "set") return ANY;
+    if (node.type !== "set") return { ranges: ANY, approximate: true };
     const r = node.ranges;
-    return r.length === 2 && r[0] === r[1] ? r[0]! : r;
+    const approximate = node.approximate ?? false;
+    return r.length === 2 && r[0] === r[1] && !approximate ? r[0]! : { ranges: r, approximate };
   }
 
   /** Reads the escape after a backslash (already consumed). */
@@ -283,6 +305,12 @@ class Parser {
     const c = src[this.#i++]!;
     const set = (ranges: Ranges): RegexNode => ({ type: "set", ranges, ...this.#span(start) });
     const one = (code: number): RegexNode => set([code, code]);
+    const unknown = (): RegexNode => ({
+      type: "set",
+      ranges: ANY,
+      approximate: true,
+      ...this.#span(start),
+    });
     switch (c) {
       case "d":
         return set(DIGIT);
@@ -299,7 +327,7 @@ class Parser {
       case "p":
       case "P":
         this.#i = src.indexOf("}", this.#i) + 1;
-        return set(ANY);
+        return unknown();
       case "b":
       case "B":
         if (inClass) return one(0x08);
@@ -332,7 +360,8 @@ class Parser {
         }
         const hex = src.slice(this.#i, this.#i + 4);
         this.#i += 4;
-        return HEX.test(hex) ? one(parseInt(hex, 16)) : set(ANY);
+        if (!HEX.test(hex)) return unknown();
+        return one(parseInt(hex, 16));
       }
       case "k":
       default: {
@@ -356,7 +385,7 @@ class Parser {
 function widen(node: RegexNode): RegexNode {
   switch (node.type) {
     case "set":
-      return { ...node, ranges: ANY };
+      return { ...node, ranges: ANY, approximate: true };
     case "seq":
       return { ...node, items: node.items.map(widen) };
     case "alt":
