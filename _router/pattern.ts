@@ -353,10 +353,12 @@ export function suffixTree(
   const items: RegexNode[] = [];
   for (const token of tokens.slice(from)) {
     if (token.kind === LITERAL) {
-      for (let k = 0; k < token.text.length; k++) {
-        const code = token.text.charCodeAt(k);
+      // By code point, as the engine reads the suffix (flag u): "😀" is one character.
+      for (let k = 0; k < token.text.length;) {
+        const code = token.text.codePointAt(k)!;
         const at = token.position + k;
-        items.push({ type: "set", ranges: [code, code], start: at, end: at + 1 });
+        k += code > 0xffff ? 2 : 1;
+        items.push({ type: "set", ranges: [code, code], start: at, end: token.position + k });
       }
       continue;
     }
@@ -412,7 +414,8 @@ function exclusiveVariable(
     const token = tokens[k]!;
     const before = tokens[k - 1]!;
     if (token.kind !== PLAIN || before.kind !== LITERAL) continue;
-    const char = escapeRegex(before.text.slice(-1));
+    // The last code point: half of a pair would make a pattern Route() refuses.
+    const char = escapeRegex(Array.from(before.text).at(-1)!);
     const written = `{${token.name}}`;
     const narrowed = `{${token.name}:[^/${char}]+}`;
     const fixed = pattern.slice(0, token.position) + narrowed +

@@ -361,7 +361,22 @@ class Parser {
         const hex = src.slice(this.#i, this.#i + 4);
         this.#i += 4;
         if (!HEX.test(hex)) return unknown();
-        return one(parseInt(hex, 16));
+        const code = parseInt(hex, 16);
+        // In u-mode an escaped pair (\uD83D\uDE00) is one code point (U+1F600), in a class too:
+        // read as two characters, (?:\uD83D\uDE00|😀)+ would look unambiguous.
+        const trail = src.slice(this.#i + 2, this.#i + 6);
+        if (
+          code >= 0xd800 && code <= 0xdbff && src.startsWith("\\u", this.#i) &&
+          trail.length === 4 &&
+          HEX.test(trail)
+        ) {
+          const low = parseInt(trail, 16);
+          if (low >= 0xdc00 && low <= 0xdfff) {
+            this.#i += 6;
+            return one(0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00));
+          }
+        }
+        return one(code);
       }
       case "k":
       default: {

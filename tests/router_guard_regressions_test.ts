@@ -4,6 +4,8 @@
 // the guard got wrong, routes of one shape that swapped variable names, and lone surrogates.
 import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import { AsgiRouter, InvalidRoutePattern, Route } from "@stellarator/stellarator/router";
+import { parsePattern, suffixTree } from "../_router/pattern.ts";
+import { measure } from "../_router/redos.ts";
 import { consumed, hasCode, normalize, parseRegex } from "../_router/regex_syntax.ts";
 
 const noop = () => {};
@@ -62,4 +64,40 @@ Deno.test("AsgiRouter() refuses exponential and cubic regexes hidden behind a ne
       assertStringIncludes(guardRefusal(pattern).message, "allowUnsafeRegex: true");
     });
   }
+});
+
+// Probe defect 2a: in u-mode "\uD83D\uDE00" is one code point, U+1F600, read as two.
+Deno.test("parseRegex() reads an escaped surrogate pair as one code point, in a class too", async (t) => {
+  for (const source of ["\\uD83D\\uDE00", "[\\uD83D\\uDE00]", "[\\uD83D\\uDE00-\\uD83D\\uDE4F]"]) {
+    await t.step(source, () => {
+      const set = normalize(consumed(parseRegex(source)));
+      assertEquals(hasCode(set, 0x1f600), true);
+      assertEquals(hasCode(set, 0xd83d), false);
+    });
+  }
+  // An escaped lead surrogate alone stays one (lone) code point.
+  assertEquals(normalize(consumed(parseRegex("\\uD83Da"))), [0x61, 0x61, 0xd83d, 0xd83d]);
+});
+
+Deno.test("AsgiRouter() refuses (😀|😀)+x spelled with an escaped surrogate pair", async (t) => {
+  // Both took 208 ms on 24 emoji, growing twice per emoji.
+  for (const pattern of ["/p/{a:(?:\\uD83D\\uDE00|😀)+x}", "/p/{a:(?:[\\uD83D\\uDE00]|😀)+x}"]) {
+    await t.step(pattern, () => {
+      assertStringIncludes(guardRefusal(pattern).message, "in too many ways");
+    });
+  }
+  // Literal text of a route's suffix is read by code point too.
+  assertEquals(measure(parseRegex("(?:😀|\\uD83D\\uDE00)+")).kind, "ambiguous");
+});
+
+Deno.test("suffixTree() reads a route's literal text by code point, as the engine does", () => {
+  const pattern = "/{a:[^/]+}😀{b}";
+  const tree = suffixTree(pattern, parsePattern(pattern))!.tree;
+  assertEquals(tree.type === "seq" && tree.items.map((item) => item.type), ["seq", "set", "quant"]);
+  assertEquals(tree.type === "seq" && tree.items[1], {
+    type: "set",
+    ranges: [0x1f600, 0x1f600],
+    start: 10,
+    end: 12,
+  });
 });
