@@ -128,6 +128,8 @@ class Parser {
   #src: string;
   #i = 0;
   #offset: number;
+  /** Whether `.` matches line terminators here: inside an `(?s:…)` group. */
+  #dotAll = false;
   constructor(src: string, offset: number) {
     this.#src = src;
     this.#offset = offset;
@@ -191,7 +193,8 @@ class Parser {
     if (c === "[") return this.#class();
     this.#i++;
     if (c === ".") {
-      return { type: "set", ranges: complement(LINE_TERMINATORS), ...this.#span(start) };
+      const ranges = this.#dotAll ? ANY : complement(LINE_TERMINATORS);
+      return { type: "set", ranges, ...this.#span(start) };
     }
     if (c === "^" || c === "$") return { type: "assert", kind: c, ...this.#span(start) };
     if (c === "\\") return this.#escape(false);
@@ -216,6 +219,7 @@ class Parser {
     const start = this.#i;
     let look: "ahead" | "behind" | undefined;
     let caseless = false;
+    const dotAll = this.#dotAll;
     if (src.startsWith("(?:", start)) this.#i += 3;
     else if (src.startsWith("(?=", start) || src.startsWith("(?!", start)) {
       this.#i += 3;
@@ -232,12 +236,29 @@ class Parser {
         false,
       );
     } else if (src.startsWith("(?", start)) {
-      // Modifiers such as (?i:...) or (?-i:...).
+      // Modifiers such as (?i:...), (?s-i:...). Each changes which characters the body matches,
+      // so one the analyses do not model would make them reason about another regex.
       const colon = src.indexOf(":", start);
-      caseless = src.slice(start + 2, colon).split("-")[0]!.includes("i");
+      const [on = "", off = ""] = src.slice(start + 2, colon).split("-");
+      const unknown = [...on + off].find((flag) => flag !== "i" && flag !== "s");
+      if (unknown !== undefined) {
+        throw new RegexProblem(
+          `has the modifier "${unknown}" in "${src.slice(start, colon + 1)}", which the router ` +
+            `does not support` + (unknown === "m"
+              ? ` ("^" and "$" already mean the start and the end of the variable); remove it`
+              : `; remove it`),
+          start + this.#offset,
+          false,
+        );
+      }
+      // Case folding is over-approximated below; "s" is exact: it only widens ".".
+      caseless = on.includes("i");
+      if (on.includes("s")) this.#dotAll = true;
+      else if (off.includes("s")) this.#dotAll = false;
       this.#i = colon + 1;
     } else this.#i++;
     const body = this.#alternation();
+    this.#dotAll = dotAll;
     this.#i++; // ")"
     const span = this.#span(start);
     if (look !== undefined) return { type: "look", behind: look === "behind", body, ...span };

@@ -101,3 +101,23 @@ Deno.test("suffixTree() reads a route's literal text by code point, as the engin
     end: 12,
   });
 });
+
+// Probe defect 2b: (?s:.) also matches line terminators, but the modifier was ignored.
+Deno.test("AsgiRouter() refuses (?:(?s:.)|\\n)+x, where the s modifier lets . match \\n", () => {
+  // Took ~200 ms on 24 newlines.
+  guardRefusal("/p/{a:(?:(?s:.)|\\n)+x}");
+  // Without s, or with it switched off again inside, "." and "\n" never overlap.
+  new AsgiRouter({ routes: [new Route("/p/{a:(?:.|\\n)+x}", { handler: noop })] });
+  new AsgiRouter({ routes: [new Route("/p/{a:(?s:(?:(?-s:.)|\\n)+x)}", { handler: noop })] });
+});
+
+Deno.test("Route() refuses a modifier the router's analyses do not understand", () => {
+  const error = assertThrows(
+    () => new Route("/p/{a:(?m:^x)y}", { handler: noop }),
+    InvalidRoutePattern,
+  ) as InvalidRoutePattern;
+  assertEquals(error.position, 6);
+  assertStringIncludes(error.message, 'has the modifier "m" in "(?m:", which the router does not');
+  // i and s (on or off) are understood.
+  new Route("/p/{a:(?i-s:x)(?s:.)(?-i:y)}", { handler: noop });
+});
