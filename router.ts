@@ -90,7 +90,9 @@
  *    that route. Test keys with `Object.hasOwn`, since a route without a `constructor`
  *    variable still inherits `ctx.constructor`. Routes of one shape share an endpoint whose
  *    context is made before the method picks a route: when they name the variables differently
- *    (`/x/{a}` for GET, `/x/{b}` for POST), the context holds each value under every name.
+ *    (`/x/{a}` for GET, `/x/{b}` for POST), the context holds each value under every name. A
+ *    name must keep its place across the shape's routes: `/x/{b}/{a}` next to `/x/{a}/{b}`
+ *    would give one of them the other's values, so it is refused with a `RouteConflict`.
  *
  * ## The tree
  *
@@ -500,7 +502,8 @@ export class MethodNotAllowed extends RouterError {
 
 /**
  * A route has the same shape as one already added (variable names aside) and shares a method
- * with it.
+ * with it, or puts one of that route's variable names in another place (the routes of a shape
+ * share one context, which cannot hold two values under one name).
  *
  * @example Two GET routes for one shape
  * ```ts
@@ -523,24 +526,38 @@ export class RouteConflict extends RouterError {
   readonly route: Route;
   /** The route already registered. */
   readonly conflictsWith: Route;
-  /** The methods both serve, upper-case and sorted. */
+  /** The methods both serve, upper-case and sorted; empty for a clash of {@linkcode variable}. */
   readonly methods: readonly string[];
+  /** The variable both routes name, in different places; undefined for shared methods. */
+  readonly variable: string | undefined;
   /**
    * Creates the error.
    *
    * @param route The route being added.
    * @param conflictsWith The route already registered.
-   * @param methods The shared methods.
+   * @param methods The shared methods (none for a clash of variable names).
+   * @param variable The variable the two routes name in different places, if that is the clash.
    */
-  constructor(route: Route, conflictsWith: Route, methods: readonly string[]) {
+  constructor(
+    route: Route,
+    conflictsWith: Route,
+    methods: readonly string[],
+    variable?: string,
+  ) {
     super(
-      `Cannot add route "${route.path}" for ${methods.join(", ")}: it conflicts with ` +
-        `"${conflictsWith.path}", which already serves ${methods.length > 1 ? "them" : "it"}; ` +
-        `give one of them other methods or another path`,
+      variable === undefined
+        ? `Cannot add route "${route.path}" for ${methods.join(", ")}: it conflicts with ` +
+          `"${conflictsWith.path}", which already serves ${methods.length > 1 ? "them" : "it"}; ` +
+          `give one of them other methods or another path`
+        : `Cannot add route "${route.path}": it has the shape of "${conflictsWith.path}", ` +
+          `whose routes share one context, but puts the variable "${variable}" in another ` +
+          `place, so one of them would read the other's value; use the same names in the same ` +
+          `places, or names the other route does not use`,
     );
     this.route = route;
     this.conflictsWith = conflictsWith;
     this.methods = methods;
+    this.variable = variable;
   }
 }
 
@@ -834,7 +851,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *
    * @param route The route.
    * @throws {TypeError} If `route` is not a {@linkcode Route}.
-   * @throws {RouteConflict} If a route of the same shape serves one of its methods.
+   * @throws {RouteConflict} If a route of the same shape serves one of its methods, or names
+   * one of its variables in another place.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses it (see `allowUnsafeRegex`).
    *
    * @example Adding routes
@@ -866,6 +884,14 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
       for (const other of endpoint.routes) {
         const shared = other.methods.filter((method) => route.methods.includes(method));
         if (shared.length > 0) throw new RouteConflict(route, other, shared.sort());
+      }
+      // The endpoint builds one context for all its routes, before a method picks one.
+      const name = endpoint.misplacedName(tokens);
+      if (name !== undefined) {
+        const other = endpoint.routes.find((other) =>
+          tokensOf(other)!.some((token) => token.kind !== LITERAL && token.name === name)
+        )!;
+        throw new RouteConflict(route, other, [], name);
       }
     } else {
       endpoint = node.endpoint = new Endpoint<Route<H>>(tokens, this.#routes.length);

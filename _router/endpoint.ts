@@ -91,6 +91,21 @@ export class Endpoint<R extends RouteLike> {
     this.context = this.keys.length === 0 ? emptyContext : compileContextOnFirstUse;
   }
 
+  /**
+   * A variable of `tokens` that a route already here names in another place, if any: the
+   * context is built for all the routes at once, so that name could hold only one value.
+   */
+  misplacedName(tokens: readonly Token[]): string | undefined {
+    let slot = 0;
+    for (const token of tokens) {
+      if (token.kind === LITERAL) continue;
+      const k = this.keys.indexOf(token.name);
+      if (k !== -1 && this.slots[k] !== slot) return token.name;
+      slot++;
+    }
+    return undefined;
+  }
+
   routeFor(method: string): R | undefined {
     // Most endpoints serve one method: answered from the endpoint itself, without touching the
     // arrays (three objects scattered over the heap, so cache misses in large routers).

@@ -3,7 +3,12 @@
 // route's pattern read as one anchored regex, flag u) and by its ReDoS probes: character sets
 // the guard got wrong, routes of one shape that swapped variable names, and lone surrogates.
 import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
-import { AsgiRouter, InvalidRoutePattern, Route } from "@stellarator/stellarator/router";
+import {
+  AsgiRouter,
+  InvalidRoutePattern,
+  Route,
+  RouteConflict,
+} from "@stellarator/stellarator/router";
 import { parsePattern, suffixTree } from "../_router/pattern.ts";
 import { measure } from "../_router/redos.ts";
 import { consumed, hasCode, normalize, parseRegex } from "../_router/regex_syntax.ts";
@@ -120,4 +125,41 @@ Deno.test("Route() refuses a modifier the router's analyses do not understand", 
   assertStringIncludes(error.message, 'has the modifier "m" in "(?m:", which the router does not');
   // i and s (on or off) are understood.
   new Route("/p/{a:(?i-s:x)(?s:.)(?-i:y)}", { handler: noop });
+});
+
+// Probe defect 3: the second route of a shape got the first route's value for a shared name.
+Deno.test("AsgiRouter.addRoute() refuses a route of the same shape that puts a variable name in another place", async (t) => {
+  const cases: [first: string, second: string, variable: string][] = [
+    ["/x/{a}/{b}", "/x/{b}/{a}", "b"],
+    ["/u/{id}/{sub}", "/u/{sub}/{id}", "sub"],
+    ["/x/{a}/{b}", "/x/{c}/{a}", "a"],
+    ["/f/{name}.{ext}", "/f/{ext}.{name}", "ext"],
+  ];
+  for (const [first, second, variable] of cases) {
+    await t.step(`${first} then ${second}`, () => {
+      const existing = new Route(first, { handler: noop });
+      const router = new AsgiRouter({ routes: [existing] });
+      const route = new Route(second, { handler: noop, methods: ["POST"] });
+      const error = assertThrows(() => router.addRoute(route), RouteConflict) as RouteConflict;
+      assertEquals(error.conflictsWith, existing);
+      assertEquals(error.variable, variable);
+      assertEquals(error.methods, []);
+      assertStringIncludes(
+        error.message,
+        `Cannot add route "${second}": it has the shape of "${first}", whose routes share one ` +
+          `context, but puts the variable "${variable}" in another place`,
+      );
+      // The router is left as it was.
+      assertEquals(router.routes, [existing]);
+    });
+  }
+  // Names in the same places, or names of their own, still share the shape.
+  const router = new AsgiRouter({
+    routes: [
+      new Route("/x/{a}/{b}", { handler: noop }),
+      new Route("/x/{a}/{b}", { handler: noop, methods: ["PUT"] }),
+      new Route("/x/{c}/{b}", { handler: noop, methods: ["POST"] }),
+    ],
+  });
+  assertEquals(router.match("/x/1/2")?.context, { a: "1", b: "2", c: "1" });
 });

@@ -6,6 +6,7 @@ import {
   type AsgiRouterOptions,
   MethodNotAllowed,
   Route,
+  RouteConflict,
   type RouteMatch,
   UnknownEndpoint,
 } from "../router.ts";
@@ -340,11 +341,17 @@ Deno.test("AsgiRouter.match() [rule 9, context objects] fills a shared shape's c
   const router = new AsgiRouter({
     routes: [
       new Route("/x/{a}/{b}", { handler: noop }),
-      new Route("/x/{b}/{c}", { handler: noop, methods: ["POST"] }),
+      new Route("/x/{c}/{b}", { handler: noop, methods: ["POST"] }),
     ],
   });
-  // The first route's names win a clash: "b" is its second variable.
-  assertEquals(router.match("/x/1/2")!.context, { a: "1", b: "2", c: "2" });
+  assertEquals(router.match("/x/1/2")!.context, { a: "1", b: "2", c: "1" });
+  // A name in another place would need two values in one context: refused when added (it used
+  // to give "/x/{b}/{c}" the first route's "b"; tests/router_guard_regressions_test.ts).
+  assertThrows(
+    () => router.addRoute(new Route("/x/{b}/{d}", { handler: noop, methods: ["PUT"] })),
+    RouteConflict,
+    'puts the variable "b" in another place',
+  );
 });
 
 Deno.test("AsgiRouter.match() sees routes added after earlier lookups", () => {
