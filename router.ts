@@ -142,8 +142,9 @@
  * ## Errors
  *
  * Everything is checked when a route is added, never while serving: {@linkcode RouteConflict}
- * for the same shape with overlapping methods, {@linkcode InvalidRoutePattern} for malformed
- * patterns and ReDoS-prone regexes, `TypeError` for missing handlers and unknown methods.
+ * for the same shape with overlapping methods or a variable name in another place (rule 9),
+ * {@linkcode InvalidRoutePattern} for malformed patterns (lone surrogates included) and
+ * ReDoS-prone regexes, `TypeError` for missing handlers and unknown methods.
  *
  * @module
  */

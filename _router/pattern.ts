@@ -68,6 +68,8 @@ export class PatternError extends Error {
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** In u-mode, `\p{Cs}` matches only a surrogate that is not half of a pair. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
  * Parses a route pattern.
@@ -80,6 +82,18 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function parsePattern(pattern: string): Token[] {
   if (pattern[0] !== "/") {
     throw new PatternError('it must start with "/"', 0);
+  }
+  // The tree compares literal text code unit by code unit, so "/\uD83D{v}" would match "/😀"
+  // with v = "\uDE00", cutting a character in two; rule 1 (flag u) reads "😀" as one code point
+  // and never matches it.
+  const lone = pattern.search(LONE_SURROGATE);
+  if (lone !== -1) {
+    const hex = pattern.charCodeAt(lone).toString(16).toUpperCase();
+    throw new PatternError(
+      `the lone surrogate "\\u${hex}" (half of a UTF-16 pair) would match half of a character ` +
+        `such as "😀" in the path; write whole characters`,
+      lone,
+    );
   }
   const tokens: Token[] = [];
   // Routes have few variables: an array is cheaper to make and search than a Set.

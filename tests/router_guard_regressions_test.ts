@@ -163,3 +163,32 @@ Deno.test("AsgiRouter.addRoute() refuses a route of the same shape that puts a v
   });
   assertEquals(router.match("/x/1/2")?.context, { a: "1", b: "2", c: "1" });
 });
+
+// Probe defect 4: "/\uD83D{v}" matched "/😀" with v = "\uDE00", which rule 1 never matches.
+Deno.test("Route() refuses a pattern holding a lone surrogate", async (t) => {
+  const cases: [pattern: string, position: number, hex: string][] = [
+    ["/\uD83D{v}", 1, "D83D"],
+    ["/a/\uDE00", 3, "DE00"],
+    ["/{v:x\uD83D}", 5, "D83D"],
+    ["/😀/\uDE00😀", 4, "DE00"],
+  ];
+  for (const [pattern, position, hex] of cases) {
+    await t.step(JSON.stringify(pattern), () => {
+      const error = assertThrows(
+        () => new Route(pattern, { handler: noop }),
+        InvalidRoutePattern,
+      ) as InvalidRoutePattern;
+      assertEquals(error.position, position);
+      assertStringIncludes(error.message, `the lone surrogate "\\u${hex}"`);
+    });
+  }
+  // Whole characters, and escapes in a regex, are fine.
+  const router = new AsgiRouter({
+    routes: [
+      new Route("/😀{v}", { handler: noop }),
+      new Route("/e/{v:\\uD83D}", { handler: noop }),
+    ],
+  });
+  assertEquals(router.match("/😀x")?.context, { v: "x" });
+  assertEquals(router.match("/😀"), undefined);
+});
