@@ -8,6 +8,7 @@ import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/as
 import { type Receive, ResponseCutOffError, type Scope, type Send } from "../asgi.ts";
 import { bytes, readBody, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
+import { latin1, RawClient } from "./fixtures/raw_client.ts";
 
 /** Answers 200 with the number of body bytes the app received. */
 async function countBody(send: Send, receive: Receive): Promise<void> {
@@ -19,131 +20,6 @@ async function countBody(send: Send, receive: Receive): Promise<void> {
     headers: [[bytes("content-type"), bytes("text/plain")]],
   });
   await send({ type: "http.response.body", body: bytes(`got ${length}`) });
-}
-
-const latin1 = (data: Uint8Array): string => String.fromCharCode(...data);
-
-/**
- * A raw HTTP/1.1 client on one TCP connection, for what `fetch` would smooth over: when bytes are
- * written, whether the connection is reused, and when the server closes it.
- */
-class RawClient {
-  readonly #conn: Deno.TcpConn;
-  #buffered = "";
-  #closed = false;
-
-  private constructor(conn: Deno.TcpConn) {
-    this.#conn = conn;
-  }
-
-  static async connect(port: number): Promise<RawClient> {
-    return new RawClient(await Deno.connect({ hostname: "127.0.0.1", port }));
-  }
-
-  async write(text: string): Promise<void> {
-    const data = Uint8Array.from(text, (c) => c.charCodeAt(0));
-    for (let written = 0; written < data.length;) {
-      written += await this.#conn.write(data.subarray(written));
-    }
-  }
-
-  /** Writes what it can: a server that refuses the upload may close the connection midway. */
-  async writeUntilClosed(text: string): Promise<void> {
-    try {
-      await this.write(text);
-    } catch (error) {
-      if (
-        !(error instanceof Deno.errors.BrokenPipe || error instanceof Deno.errors.ConnectionReset)
-      ) {
-        throw error;
-      }
-    }
-  }
-
-  /** Reads more bytes; `false` once the server has closed (or reset) the connection. */
-  async #fill(timeoutMs: number): Promise<boolean> {
-    if (this.#closed) return false;
-    const buffer = new Uint8Array(65536);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<"expired">((resolve) => {
-      timer = setTimeout(() => resolve("expired"), timeoutMs);
-    });
-    try {
-      const n = await Promise.race([this.#conn.read(buffer), expired]);
-      if (n === "expired") throw new Error(`Nothing arrived within ${timeoutMs} ms`);
-      if (n === null) {
-        this.#closed = true;
-        return false;
-      }
-      this.#buffered += latin1(buffer.subarray(0, n));
-      return true;
-    } catch (error) {
-      if (error instanceof Deno.errors.ConnectionReset) {
-        this.#closed = true;
-        return false;
-      }
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /**
-   * Reads one response with a `content-length` body (or none), within `timeoutMs`. `bodiless`
-   * for the answer to HEAD, and for 204 and 304, whose content-length is not followed by bytes.
-   */
-  async response(
-    { timeoutMs = 5000, bodiless = false } = {},
-  ): Promise<{ head: string; body: string }> {
-    const until = performance.now() + timeoutMs;
-    for (;;) {
-      const end = this.#buffered.indexOf("\r\n\r\n");
-      if (end !== -1) {
-        const head = this.#buffered.slice(0, end);
-        const length = bodiless || /^HTTP\/1\.1 (204|304) /.test(head)
-          ? 0
-          : Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-        if (this.#buffered.length >= end + 4 + length) {
-          const body = this.#buffered.slice(end + 4, end + 4 + length);
-          this.#buffered = this.#buffered.slice(end + 4 + length);
-          return { head, body };
-        }
-      }
-      if (!await this.#fill(Math.max(1, until - performance.now()))) {
-        throw new Error(`Connection closed before a whole response: ${this.#buffered}`);
-      }
-    }
-  }
-
-  /** Milliseconds until the server closes the connection, or `Infinity` after `timeoutMs`. */
-  async closedWithin(timeoutMs: number): Promise<number> {
-    const start = performance.now();
-    try {
-      while (await this.#fill(Math.max(1, timeoutMs - (performance.now() - start)))) {
-        // Bytes after the response (there should be none) are kept for the assertion message.
-      }
-    } catch {
-      return Infinity;
-    }
-    return performance.now() - start;
-  }
-
-  /** Bytes received but not yet read as part of a response. */
-  get pending(): string {
-    return this.#buffered;
-  }
-
-  close(): void {
-    try {
-      this.#conn.close();
-    } catch {
-      // Closed by the server already.
-    }
-  }
-
-  [Symbol.dispose](): void {
-    this.close();
-  }
 }
 
 for (const transport of TRANSPORTS) {
@@ -708,6 +584,23 @@ for (const transport of TRANSPORTS) {
   });
 }
 
+/** Starts a 10-byte upload and sends its first half. */
+async function startUpload(port: number): Promise<RawClient> {
+  const client = await RawClient.connect(port);
+  await client.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello");
+  await sleep(100);
+  return client;
+}
+
+/** Sends the upload's second half and checks the application got all of it. */
+async function finishUpload(client: RawClient): Promise<void> {
+  await client.write("world");
+  const { head, body } = await client.response();
+  assertMatch(head, /^HTTP\/1\.1 200 /);
+  assertEquals(body, "got 10");
+  client.close();
+}
+
 // Regression (review, 2026-11-25): on deno, graceful shutdown failed the body read of an upload
 // still arriving (Deno.serve's own shutdown does that): the application saw http.disconnect and
 // the client got a 500. Meanwhile new requests were still served.
@@ -716,9 +609,7 @@ for (const transport of TRANSPORTS) {
     await using served = await start(async (scope, receive, send) => {
       if (scope.type === "http") await countBody(send, receive);
     }, transport);
-    const client = await RawClient.connect(served.port);
-    await client.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello");
-    await sleep(100);
+    const client = await startUpload(served.port);
     const stopped = served.server.shutdown();
     await sleep(200);
     // A request that arrives now is refused: 503 on deno, the connection on node.
@@ -735,11 +626,7 @@ for (const transport of TRANSPORTS) {
     );
     if (transport === "deno") assertEquals(late, "HTTP/1.1 503 Service Unavailable");
     else assert(late === "refused" || late === "closed", late);
-    await client.write("world");
-    const { head, body } = await client.response();
-    assertMatch(head, /^HTTP\/1\.1 200 /);
-    assertEquals(body, "got 10");
-    client.close();
+    await finishUpload(client);
     await stopped;
   });
 }
@@ -761,20 +648,14 @@ Deno.test("serve() [deno] closes WebSockets with 1012 at once while an upload fi
     socket.onerror = reject;
   });
   const closed = new Promise<number>((resolve) => socket.onclose = (event) => resolve(event.code));
-  const client = await RawClient.connect(served.port);
-  await client.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello");
-  await sleep(100);
+  const client = await startUpload(served.port);
   const started = performance.now();
   const stopped = served.server.shutdown();
   const code = await closed;
   const took = performance.now() - started;
   assertEquals(code, 1012);
   assert(took < 1000, `the 1012 came ${took} ms into shutdown`);
-  await client.write("world");
-  const { head, body } = await client.response();
-  assertMatch(head, /^HTTP\/1\.1 200 /);
-  assertEquals(body, "got 10");
-  client.close();
+  await finishUpload(client);
   await stopped;
 });
 

@@ -9,126 +9,10 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import type { AsgiApplication } from "../asgi.ts";
 import { bytes, readBody, start, text } from "./fixtures/asgi_harness.ts";
+import { RawClient } from "./fixtures/raw_client.ts";
 
 /** How long a test waits for bytes that should come at once: generous for a busy machine. */
 const PATIENCE_MS = 2000;
-
-/**
- * A raw HTTP/1.1 client on one TCP connection, for what `fetch` would smooth over: several
- * requests on one connection, a head sent in parts, and when the server closes.
- */
-class RawConnection {
-  readonly #conn: Deno.TcpConn;
-  #buffered = "";
-  #closed = false;
-
-  private constructor(conn: Deno.TcpConn) {
-    this.#conn = conn;
-  }
-
-  static async open(port: number): Promise<RawConnection> {
-    return new RawConnection(await Deno.connect({ hostname: "127.0.0.1", port }));
-  }
-
-  async write(data: string): Promise<void> {
-    const encoded = Uint8Array.from(data, (c) => c.charCodeAt(0));
-    for (let written = 0; written < encoded.length;) {
-      written += await this.#conn.write(encoded.subarray(written));
-    }
-  }
-
-  /** Reads more bytes; `false` once the server has closed (or reset) the connection. */
-  async #fill(timeoutMs: number): Promise<boolean> {
-    if (this.#closed) return false;
-    const buffer = new Uint8Array(65536);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<"expired">((resolve) => {
-      timer = setTimeout(() => resolve("expired"), timeoutMs);
-    });
-    try {
-      const n = await Promise.race([this.#conn.read(buffer), expired]);
-      if (n === "expired") throw new Error(`Nothing arrived within ${timeoutMs} ms`);
-      if (n === null) {
-        this.#closed = true;
-        return false;
-      }
-      for (let i = 0; i < n; i++) this.#buffered += String.fromCharCode(buffer[i]!);
-      return true;
-    } catch (error) {
-      if (error instanceof Deno.errors.ConnectionReset) {
-        this.#closed = true;
-        return false;
-      }
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Reads until `complete` finds the end of what was sent, which is consumed and returned. */
-  async #until(complete: (buffered: string) => number, what: string): Promise<string> {
-    const until = performance.now() + PATIENCE_MS;
-    for (;;) {
-      const end = complete(this.#buffered);
-      if (end !== -1) {
-        const taken = this.#buffered.slice(0, end);
-        this.#buffered = this.#buffered.slice(end);
-        return taken;
-      }
-      if (!await this.#fill(Math.max(1, until - performance.now()))) {
-        throw new Error(`Connection closed before ${what}: ${JSON.stringify(this.#buffered)}`);
-      }
-    }
-  }
-
-  /** One response head, without its blank line. */
-  async head(): Promise<string> {
-    const head = await this.#until((b) => {
-      const end = b.indexOf("\r\n\r\n");
-      return end === -1 ? -1 : end + 4;
-    }, "a whole head");
-    return head.slice(0, -4);
-  }
-
-  /** A body of `length` bytes. */
-  body(length: number): Promise<string> {
-    return this.#until((b) => b.length >= length ? length : -1, `${length} body bytes`);
-  }
-
-  /** A chunked body, up to and with its last chunk, as sent (chunk sizes included). */
-  chunked(): Promise<string> {
-    return this.#until((b) => {
-      const end = b.indexOf("\r\n0\r\n\r\n");
-      return b.startsWith("0\r\n\r\n") ? 5 : end === -1 ? -1 : end + 7;
-    }, "the last chunk");
-  }
-
-  /** Milliseconds until the server closes the connection, or `Infinity` after `timeoutMs`. */
-  async closedWithin(timeoutMs: number): Promise<number> {
-    const started = performance.now();
-    try {
-      while (await this.#fill(Math.max(1, timeoutMs - (performance.now() - started)))) {
-        // Bytes after the last response (there should be none) stay for the assertion message.
-      }
-    } catch {
-      return Infinity;
-    }
-    return performance.now() - started;
-  }
-
-  /** Bytes received but not read as part of a response. */
-  get pending(): string {
-    return this.#buffered;
-  }
-
-  [Symbol.dispose](): void {
-    try {
-      this.#conn.close();
-    } catch {
-      // Closed by the server already.
-    }
-  }
-}
 
 /** A header field of a response head, or `undefined`. */
 function field(head: string, name: string): string | undefined {
@@ -153,7 +37,7 @@ const echoHead: AsgiApplication = async (scope, receive, send) => {
 // that it was "closing the requests in flight" though none had begun.
 Deno.test("serve() [node] shuts down at once beside a connection that sent half a request head", async () => {
   await using s = await start(echoHead, "node", { shutdownTimeout: 3000 });
-  using partial = await RawConnection.open(s.port);
+  using partial = await RawClient.connect(s.port);
   await partial.write("GET / HTTP/1.1\r\nHost: x\r\n");
   // Let the server read it, so the connection is in the middle of a head, not merely open.
   await new Promise((resolve) => setTimeout(resolve, 100));
@@ -250,10 +134,10 @@ Deno.test("serve() [node] finishes the requests in progress at shutdown and clos
     }
     await send({ type: "http.response.body", body: bytes("done") });
   }, "node");
-  using idle = await RawConnection.open(s.port);
-  using partial = await RawConnection.open(s.port);
-  using slow = await RawConnection.open(s.port);
-  using streaming = await RawConnection.open(s.port);
+  using idle = await RawClient.connect(s.port);
+  using partial = await RawClient.connect(s.port);
+  using slow = await RawClient.connect(s.port);
+  using streaming = await RawClient.connect(s.port);
   await idle.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   assertMatch(await idle.head(), /^HTTP\/1\.1 200 /);
   assertEquals(await idle.body(4), "done");
@@ -300,7 +184,7 @@ Deno.test("serve() [node] answers 431 to more than 1000 header fields instead of
     }Content-Length: 5\r\n\r\nhello`;
 
   await t.step("1001 fields: 431, the connection closed, no call of the app", async () => {
-    using client = await RawConnection.open(s.port);
+    using client = await RawClient.connect(s.port);
     await client.write(post(999));
     const head = await client.head();
     assertMatch(head, /^HTTP\/1\.1 431 /);
@@ -313,14 +197,14 @@ Deno.test("serve() [node] answers 431 to more than 1000 header fields instead of
   });
 
   await t.step("1100 fields and a content-length last: 431, not an empty body", async () => {
-    using client = await RawConnection.open(s.port);
+    using client = await RawClient.connect(s.port);
     await client.write(post(1098));
     assertMatch(await client.head(), /^HTTP\/1\.1 431 /);
     assertEquals(calls, 0);
   });
 
   await t.step("1000 fields: every one reaches the app, and the body", async () => {
-    using client = await RawConnection.open(s.port);
+    using client = await RawClient.connect(s.port);
     await client.write(post(998));
     const head = await client.head();
     assertMatch(head, /^HTTP\/1\.1 200 /);
@@ -346,7 +230,7 @@ Deno.test("serve() [node] answers 400 to two Host fields without calling the app
     ]
   ) {
     await t.step(label!, async () => {
-      using client = await RawConnection.open(s.port);
+      using client = await RawClient.connect(s.port);
       await client.write(`POST / HTTP/1.1\r\n${hosts}Content-Length: 2\r\n\r\nhi`);
       const head = await client.head();
       assertMatch(head, /^HTTP\/1\.1 400 /);
@@ -355,7 +239,7 @@ Deno.test("serve() [node] answers 400 to two Host fields without calling the app
     });
   }
   await t.step("one Host still reaches the app", async () => {
-    using client = await RawConnection.open(s.port);
+    using client = await RawClient.connect(s.port);
     await client.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
     const head = await client.head();
     assertMatch(head, /^HTTP\/1\.1 200 /);
@@ -380,7 +264,7 @@ Deno.test("serve() [node] sends no content-length beside the application's trans
   }, "node");
 
   await t.step("a whole body goes out chunked, and the connection serves on", async () => {
-    using client = await RawConnection.open(s.port);
+    using client = await RawClient.connect(s.port);
     for (const path of ["/", "/length"]) {
       await client.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
       const head = await client.head();
@@ -396,7 +280,7 @@ Deno.test("serve() [node] sends no content-length beside the application's trans
   });
 
   await t.step("a final coding other than chunked: the body ends with the connection", async () => {
-    using client = await RawConnection.open(s.port);
+    using client = await RawClient.connect(s.port);
     await client.write("GET /gzip HTTP/1.1\r\nHost: x\r\n\r\n");
     const head = await client.head();
     assertEquals(field(head, "content-length"), undefined, head);
@@ -407,7 +291,7 @@ Deno.test("serve() [node] sends no content-length beside the application's trans
   // Found beside node_framing.ts: Node chunked the body for an HTTP/1.0 client too, which would
   // read the chunk sizes as part of it (RFC 9112 §6.1); uvicorn (h11) drops the field.
   await t.step("no transfer-encoding to an HTTP/1.0 client, which cannot decode one", async () => {
-    using client = await RawConnection.open(s.port);
+    using client = await RawClient.connect(s.port);
     await client.write("GET / HTTP/1.0\r\nHost: x\r\n\r\n");
     const head = await client.head();
     assertEquals(field(head, "transfer-encoding"), undefined, head);
