@@ -91,7 +91,8 @@ export function parsePattern(pattern: string): Token[] {
     const hex = pattern.charCodeAt(lone).toString(16).toUpperCase();
     throw new PatternError(
       `the lone surrogate "\\u${hex}" (half of a UTF-16 pair) would match half of a character ` +
-        `such as "😀" in the path; write whole characters`,
+        `such as "😀" in the path; write whole characters (inside a variable's regex, the ` +
+        `escape "\\u${hex}" stands for a lone surrogate in the path)`,
       lone,
     );
   }

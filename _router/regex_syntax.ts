@@ -240,7 +240,8 @@ class Parser {
       // so one the analyses do not model would make them reason about another regex.
       const colon = src.indexOf(":", start);
       const [on = "", off = ""] = src.slice(start + 2, colon).split("-");
-      const unknown = [...on + off].find((flag) => flag !== "i" && flag !== "s");
+      // Turning "m" off changes nothing: the router never sets it.
+      const unknown = [...on + off.replace("m", "")].find((flag) => flag !== "i" && flag !== "s");
       if (unknown !== undefined) {
         throw new RegexProblem(
           `has the modifier "${unknown}" in "${src.slice(start, colon + 1)}", which the router ` +
@@ -417,11 +418,19 @@ class Parser {
   }
 }
 
-/** Case-insensitive parts: rather than fold cases, assume any character. */
+/**
+ * Case-insensitive parts: a set of ASCII characters is folded exactly (the other case of its
+ * letters, and the two non-ASCII characters that fold to ASCII ones); any other set is assumed to
+ * match any character. Widening every set made ordinary routes such as `(?i:[a-z0-9]+(?:-[a-z0-9]+)*)`
+ * look like `.+(?:..+)*` to the guard, which refused them.
+ */
 function widen(node: RegexNode): RegexNode {
   switch (node.type) {
-    case "set":
+    case "set": {
+      const folded = node.approximate ? undefined : foldAscii(node.ranges);
+      if (folded !== undefined) return { ...node, ranges: folded };
       return { ...node, ranges: ANY, approximate: true };
+    }
     case "seq":
       return { ...node, items: node.items.map(widen) };
     case "alt":
@@ -433,6 +442,32 @@ function widen(node: RegexNode): RegexNode {
     case "look":
       return { ...node, body: widen(node.body) };
   }
+}
+
+const KELVIN = 0x212a;
+const LONG_S = 0x17f;
+
+/**
+ * What a set of ASCII characters matches under flag `i` with flag `u`: itself, the other case of
+ * its letters, U+017F (long s) with "s" and U+212A (Kelvin) with "k" (checked against the engine
+ * over every code point: no other character folds to an ASCII one). `undefined` when the set holds
+ * a non-ASCII character. For a negated class this folds its complement, which holds at least what
+ * the class matches under `i`: an over-approximation, as the guard needs.
+ */
+function foldAscii(ranges: Ranges): Ranges | undefined {
+  const out = [...ranges];
+  for (let i = 0; i < ranges.length; i += 2) {
+    const hi = ranges[i + 1]!;
+    if (hi > 0x7f) return undefined;
+    for (let code = ranges[i]!; code <= hi; code++) {
+      const lower = code | 0x20;
+      if (lower < 0x61 || lower > 0x7a) continue;
+      out.push(lower, lower, lower - 0x20, lower - 0x20);
+      if (lower === 0x73) out.push(LONG_S, LONG_S);
+      if (lower === 0x6b) out.push(KELVIN, KELVIN);
+    }
+  }
+  return normalize(out);
 }
 
 /** The shortest and longest text `node` can match (`Infinity` when unbounded). */

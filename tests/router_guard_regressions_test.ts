@@ -123,8 +123,45 @@ Deno.test("Route() refuses a modifier the router's analyses do not understand", 
   ) as InvalidRoutePattern;
   assertEquals(error.position, 6);
   assertStringIncludes(error.message, 'has the modifier "m" in "(?m:", which the router does not');
-  // i and s (on or off) are understood.
+  // i and s (on or off) are understood; turning m off changes nothing (the router never sets it).
   new Route("/p/{a:(?i-s:x)(?s:.)(?-i:y)}", { handler: noop });
+  new AsgiRouter({ routes: [new Route("/p/{a:(?-m:a)(?i-m:b)}", { handler: noop })] });
+});
+
+// Review of the guard (2026-11-25): every set under (?i:…) was widened to any character, so
+// ordinary case-insensitive routes looked like .+(?:..+)* and were refused as ambiguous. ASCII
+// sets are now folded exactly (with U+017F for s and U+212A for k); the rest stays widened.
+Deno.test("AsgiRouter() accepts case-insensitive ASCII regexes that match one way only", async (t) => {
+  for (
+    const [pattern, path, context] of [
+      ["/t/{slug:(?i:[a-z0-9]+(?:-[a-z0-9]+)*)}", "/t/Hello-World", { slug: "Hello-World" }],
+      ["/t/{slug:(?i:[a-z0-9]+(?:-[a-z0-9]+)*)}", "/t/\u212Aelvin", { slug: "\u212Aelvin" }],
+      ["/r/{owner:(?i:[a-z0-9-]+)}/{repo:(?i:[a-z0-9_.-]+)}", "/r/Deno/STD", {
+        owner: "Deno",
+        repo: "STD",
+      }],
+    ] as const
+  ) {
+    await t.step(`${pattern} on ${path}`, () => {
+      const router = new AsgiRouter({ routes: [new Route(pattern, { handler: noop })] });
+      assertEquals(router.match(path)?.context, context);
+    });
+  }
+  await t.step(
+    "still refused: the two cases of a letter, or a letter and the sign that folds to it",
+    () => {
+      for (
+        const pattern of [
+          "/p/{a:(?i:(?:a|A)+x)}",
+          "/p/{a:(?i:(?:k|\u212A)+x)}",
+          "/p/{a:(?i:(?:s|\u017F)+x)}",
+          "/p/{a:(?i:(?:[a-z]|[A-Z])+!)}",
+        ]
+      ) {
+        guardRefusal(pattern);
+      }
+    },
+  );
 });
 
 // Probe defect 3: the second route of a shape got the first route's value for a shared name.
