@@ -865,16 +865,7 @@ export abstract class HttpCycle {
           headerValues.set(value, valueText = headerValue(nameText, value));
         }
         if (nameText.length === 14 && nameText.toLowerCase() === "content-length") {
-          const length = contentLength(valueText);
-          if (declared !== -1 && length !== declared) {
-            // Two framings of one response: a proxy that reads the other one goes out of step
-            // with the connection (RFC 9112 6.3; h11 refuses this too).
-            throw new AsgiProtocolError(
-              `Invalid header "content-length: ${valueText}" in "http.response.start": an ` +
-                `earlier content-length says ${declared}; send one length`,
-            );
-          }
-          declared = length;
+          declared = declaredLength(declared, valueText, "http.response.start");
         }
         headers.push([nameText, valueText]);
       }
@@ -1152,8 +1143,44 @@ export function checkDeclaredLength(declared: number, total: number, more: boole
   return total;
 }
 
+/**
+ * Adds a `content-length` value to what a response's earlier ones declared (-1 for none), for
+ * `http.response.start` and a WebSocket denial alike.
+ *
+ * @param declared The length declared so far, or -1.
+ * @param value The header's value.
+ * @param type The message type, for the error.
+ * @returns The declared length.
+ * @throws {AsgiProtocolError} When the value is not a byte count, or differs from an earlier
+ *   one: two framings of one response put a proxy that reads the other out of step with the
+ *   connection (RFC 9112 6.3; h11 refuses this too).
+ */
+export function declaredLength(declared: number, value: string, type: string): number {
+  const length = contentLength(value);
+  if (declared !== -1 && length !== declared) {
+    throw new AsgiProtocolError(
+      `Invalid header "content-length: ${value}" in "${type}": an earlier content-length says ` +
+        `${declared}; send one length`,
+    );
+  }
+  return length;
+}
+
+/**
+ * Whether `text` is a token (RFC 9110, 5.6.2): what a header name, or an offered WebSocket
+ * subprotocol, must be.
+ */
+export function isToken(text: string): boolean {
+  if (text.length === 0) return false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code > 0xff || TOKEN[code] !== 1) return false;
+  }
+  return true;
+}
+
 /** Parses a response's `content-length`; throws `AsgiProtocolError` unless it is a byte count. */
-export function contentLength(value: string): number {
+function contentLength(value: string): number {
   // The usual value is a few plain digits: read them without trim() and a regex.
   if (value.length > 0 && value.length <= 15) {
     let n = 0;

@@ -25,12 +25,13 @@ import type {
 import {
   AsgiProtocolError,
   checkDeclaredLength,
-  contentLength,
   type Core,
+  declaredLength,
   EMPTY,
   headerName,
   headerValue,
   isNullBodyStatus,
+  isToken,
   type RequestHead,
 } from "./core.ts";
 import { unquote } from "./percent.ts";
@@ -166,9 +167,6 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   return null;
 }
 
-/** A token (RFC 9110, 5.6.2): what each offered subprotocol must be (RFC 6455, 4.1). */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
 /**
  * `true` when the `sec-websocket-protocol` values are comma-separated tokens, none empty and none
  * offered twice (RFC 6455, 4.1): what `ws` parses the header with.
@@ -179,7 +177,8 @@ function validSubprotocols(values: string[]): boolean {
     for (const part of value.split(",")) {
       // Only SP and HTAB are optional whitespace; trim() would also pass NBSP (0xA0).
       const protocol = part.replace(/^[ \t]+|[ \t]+$/g, "");
-      if (!TOKEN.test(protocol) || seen.has(protocol)) return false;
+      // Each a token (RFC 6455, 4.1).
+      if (!isToken(protocol) || seen.has(protocol)) return false;
       seen.add(protocol);
     }
   }
@@ -625,7 +624,7 @@ export abstract class WebSocketCycle {
     let declared = -1;
     for (const [name, value] of headers) {
       if (name.length === 14 && name.toLowerCase() === "content-length") {
-        declared = contentLength(value);
+        declared = declaredLength(declared, value, "websocket.http.response.start");
       }
     }
     this.#denyHeaders = headers;
