@@ -106,9 +106,9 @@ export interface Paired {
   /** theirs ÷ ours in server CPU per request (above 1: we use less), one per round. */
   readonly cpu: readonly number[];
   /**
-   * theirs ÷ ours in server CPU per request, each server at its fastest round: a Deno process
-   * runs at one of two speeds for its whole life (see bench/README.md), so a median of per-round
-   * ratios can rest on the baseline's slow draws. Undefined without CPU figures.
+   * theirs ÷ ours in server CPU per request, each server at its fastest round: a Deno server's
+   * speed varies by up to a fifth between starts and windows (see bench/README.md), so a median
+   * of per-round ratios can rest on the baseline's slow draws. Undefined without CPU figures.
    */
   readonly fastest: number | undefined;
 }
@@ -459,8 +459,8 @@ export function renderHttp(run: HttpRun): string {
     "",
     "A ratio target is met when the median of its per-round ratios reaches it (each round " +
       "measures both servers minutes apart at most) and so does the ratio of the two servers' " +
-      "fastest rounds by server CPU: a Deno process runs at one of two speeds for its whole life " +
-      "(bench/README.md), and a median can rest on the baseline's slow draws. The rounds that " +
+      "fastest rounds by server CPU: a Deno server's speed varies by up to a fifth between starts " +
+      "and windows (bench/README.md), and a median can rest on the baseline's slow draws. The rounds that " +
       "reached the target on their own are counted. Ratios are in requests/s as the issue states " +
       "them; the server-CPU ratio beside them (theirs ÷ ours) is what the ratio would be if both " +
       "were CPU-bound on one core.",
