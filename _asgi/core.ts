@@ -1419,7 +1419,14 @@ export class Lifespan {
     const phase = this.#phase;
     if (phase === "starting") {
       this.#phase = "off";
-      this.#logger.warn("ASGI lifespan callable returned without completing startup");
+      // The usual way for an application without lifespan support to say so (`if (scope.type
+      // !== "http") return;`): in "auto" mode as quiet as raising, as uvicorn is.
+      if (this.#mode === "auto") {
+        this.#logger.info(
+          "ASGI 'lifespan' protocol appears unsupported (the application returned without " +
+            "completing startup)",
+        );
+      } else this.#logger.warn("ASGI lifespan callable returned without completing startup");
       this.#outcome!.resolve();
     } else if (phase === "stopping") {
       this.#phase = "stopped";
