@@ -43,7 +43,14 @@ import type {
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
 import { describe, errorText } from "./_common/describe.ts";
 import { guardLogger } from "./_common/logger.ts";
-import { type ConnectionLimits, Core, type Listener, withResolvers } from "./_asgi/core.ts";
+import { MAX_TIMER_MS } from "./_common/timers.ts";
+import {
+  type ConnectionLimits,
+  Core,
+  LifespanError,
+  type Listener,
+  withResolvers,
+} from "./_asgi/core.ts";
 import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
 import {
   abortWebSockets,
@@ -133,6 +140,8 @@ export function textBytes(text: string): Uint8Array {
 const DEFAULT_PORT = 8000;
 const DEFAULT_HOSTNAME = "127.0.0.1";
 const DEFAULT_SHUTDOWN_TIMEOUT = 30_000;
+/** Hypercorn's `startup_timeout` and `shutdown_timeout`. */
+const DEFAULT_LIFESPAN_TIMEOUT = 60_000;
 /** Node's `server.headersTimeout` default. */
 const DEFAULT_HEADERS_TIMEOUT = 60_000;
 /** uvicorn's `timeout_keep_alive` and Node's `server.keepAliveTimeout` default. */
@@ -193,6 +202,22 @@ function checkNonNegative(name: string, value: unknown): void {
   }
   if (value < 0) {
     throw new RangeError(`Invalid ${name} ${describe(value)}: use a number of 0 or more`);
+  }
+}
+
+/**
+ * Checks a duration in milliseconds: up to what a timer can wait, or `Infinity`. A larger finite
+ * value would overflow `setTimeout`, which then fires at once: a shutdownTimeout of 1e12 once
+ * meant no wait at all.
+ */
+function checkMilliseconds(name: string, value: unknown): void {
+  checkNonNegative(name, value);
+  if (typeof value === "number" && value > MAX_TIMER_MS && value !== Infinity) {
+    throw new RangeError(
+      `Invalid ${name} ${
+        describe(value)
+      }: use milliseconds from 0 to ${MAX_TIMER_MS}, or Infinity for no limit`,
+    );
   }
 }
 
@@ -335,9 +360,10 @@ export function serve(
   if (transport !== "deno" && transport !== "node") {
     throw new TypeError(`Invalid transport ${describe(transport)}: use "deno" or "node"`);
   }
-  checkNonNegative("shutdownTimeout", options.shutdownTimeout);
-  checkNonNegative("headersTimeout", options.headersTimeout);
-  checkNonNegative("keepAliveTimeout", options.keepAliveTimeout);
+  checkMilliseconds("shutdownTimeout", options.shutdownTimeout);
+  checkMilliseconds("lifespanTimeout", options.lifespanTimeout);
+  checkMilliseconds("headersTimeout", options.headersTimeout);
+  checkMilliseconds("keepAliveTimeout", options.keepAliveTimeout);
   const { maxConnections } = options;
   if (
     maxConnections !== undefined &&
@@ -373,9 +399,11 @@ export function serve(
     transport,
     tls,
     shutdownTimeout: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
+    lifespanTimeout: options.lifespanTimeout ?? DEFAULT_LIFESPAN_TIMEOUT,
     limits: {
-      headersTimeout: options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT,
-      keepAliveTimeout: options.keepAliveTimeout ?? DEFAULT_KEEP_ALIVE_TIMEOUT,
+      // Node takes 0 for "no limit" and refuses Infinity.
+      headersTimeout: noLimitAsZero(options.headersTimeout ?? DEFAULT_HEADERS_TIMEOUT),
+      keepAliveTimeout: noLimitAsZero(options.keepAliveTimeout ?? DEFAULT_KEEP_ALIVE_TIMEOUT),
       maxConnections: options.maxConnections,
     },
     onListen: options.onListen ??
@@ -397,6 +425,10 @@ function tlsOption(cert: unknown, key: unknown): { cert: string; key: string } |
     );
   }
   return { cert, key };
+}
+
+function noLimitAsZero(ms: number): number {
+  return ms === Infinity ? 0 : ms;
 }
 
 /** Resolves `true` if `promise` settles within `ms` milliseconds, `false` otherwise. */
@@ -424,17 +456,26 @@ interface ServerSettings {
   transport: "deno" | "node";
   tls: { cert: string; key: string } | undefined;
   shutdownTimeout: number;
+  lifespanTimeout: number;
   limits: ConnectionLimits;
   onListen: (addr: AsgiServerAddr) => void;
   signal: AbortSignal | undefined;
 }
 
 class Server implements AsgiServer {
-  readonly addr: Promise<AsgiServerAddr>;
-  readonly finished: Promise<void>;
+  readonly #addr: Promise<AsgiServerAddr>;
+  readonly #listening = withResolvers<AsgiServerAddr>();
   readonly #core: Core;
   readonly #settings: ServerSettings;
   readonly #done = withResolvers<void>();
+  #settled = false;
+  /**
+   * Whether the program looked at `addr` or `finished` (or called `shutdown()`, for a failed
+   * shutdown). A failure nobody looks at must still end the process with a failure status, as
+   * `Deno.serve`'s own listen error does: a `serve(app)` whose port was taken once logged the
+   * error and exited 0, so `Restart=on-failure` and job runners took it for success.
+   */
+  #observed = false;
   #listener: Listener | null = null;
   #stopping = false;
   #stop: Promise<void> | null = null;
@@ -445,22 +486,50 @@ class Server implements AsgiServer {
   constructor(core: Core, settings: ServerSettings) {
     this.#core = core;
     this.#settings = settings;
-    this.finished = this.#done.promise;
     // Both promises carry a startup failure; whoever awaits one of them sees it, and the failure
-    // is logged, so an unobserved one must not crash the process a second time.
-    this.finished.catch(() => {});
+    // is logged and surfaced by #fail, so an unobserved one must not crash the process again.
+    this.#done.promise.catch(() => {});
     const signal = settings.signal;
     if (signal !== undefined) {
       if (signal.aborted) this.#stopping = true;
       else {
         this.#onAbort = () => {
-          this.shutdown().catch(() => {});
+          this.#shutdownOnce().catch(() => {});
         };
         signal.addEventListener("abort", this.#onAbort, { once: true });
       }
     }
-    this.addr = this.#start();
-    this.addr.catch(() => {});
+    this.#addr = this.#listening.promise;
+    this.#addr.catch(() => {});
+    this.#start().then(this.#listening.resolve, this.#listening.reject);
+  }
+
+  get addr(): Promise<AsgiServerAddr> {
+    this.#observed = true;
+    return this.#addr;
+  }
+
+  get finished(): Promise<void> {
+    this.#observed = true;
+    return this.#done.promise;
+  }
+
+  /** Resolves `finished`, once. */
+  #succeed(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#done.resolve();
+  }
+
+  /**
+   * Rejects `finished`, once; when the program looks at none of the server's promises, the
+   * error is also reported as uncaught, which ends the process with status 1.
+   */
+  #fail(error: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#done.reject(error);
+    if (!this.#observed) reportError(error);
   }
 
   async #start(): Promise<AsgiServerAddr> {
@@ -471,7 +540,7 @@ class Server implements AsgiServer {
     } catch (error) {
       core.logger.error(`Application startup failed: ${errorText(error)}`);
       this.#release();
-      this.#done.reject(error);
+      this.#fail(error);
       throw error;
     }
     if (this.#stopping) return await this.#stopBeforeListening();
@@ -495,7 +564,7 @@ class Server implements AsgiServer {
         // Already logged by the lifespan runner; the listen error is the one to report.
       }
       this.#release();
-      this.#done.reject(error);
+      this.#fail(error);
       throw error;
     }
     this.#listener = listener;
@@ -503,7 +572,7 @@ class Server implements AsgiServer {
       // The listener cannot be brought back: serve what is in flight, stop, and say why.
       core.logger.error(`Shutting down: the server can no longer listen (${errorText(error)})`);
       this.#fatal = { error };
-      this.shutdown().catch(() => {});
+      this.#shutdownOnce().catch(() => {});
     });
     this.#settings.onListen(listener.addr);
     return listener.addr;
@@ -512,27 +581,46 @@ class Server implements AsgiServer {
   async #stopBeforeListening(): Promise<never> {
     try {
       await this.#core.lifespan.shutdown();
-      this.#done.resolve();
+      this.#succeed();
     } catch (error) {
-      this.#done.reject(error);
+      this.#fail(error);
     }
     this.#release();
     throw new DOMException("The server was shut down before it listened", "AbortError");
   }
 
   shutdown(): Promise<void> {
+    this.#observed = true;
+    return this.#shutdownOnce();
+  }
+
+  #shutdownOnce(): Promise<void> {
     return this.#stop ??= this.#shutdown();
   }
 
   async #shutdown(): Promise<void> {
     this.#stopping = true;
+    const core = this.#core;
+    const { shutdownTimeout: timeout, lifespanTimeout } = this.#settings;
     try {
-      await this.addr;
+      // A startup that never completes would hold shutdown forever.
+      if (!await within(this.#addr, lifespanTimeout)) {
+        const error = new LifespanError(
+          "startup",
+          `Lifespan startup did not complete within lifespanTimeout ${lifespanTimeout} ms of shutdown()`,
+        );
+        core.logger.error(`Application startup failed: ${error.message}`);
+        this.#listening.reject(
+          new DOMException("The server was shut down before it listened", "AbortError"),
+        );
+        this.#release();
+        this.#fail(error);
+        return;
+      }
     } catch {
       // Never listened: #start has settled `finished` already.
       return;
     }
-    const core = this.#core;
     const listener = this.#listener!;
     // Open WebSockets get 1012 once the HTTP requests in flight are done (the deno transport
     // closes them as it stops listening: see listenDeno), and their applications are awaited.
@@ -540,7 +628,6 @@ class Server implements AsgiServer {
       listener.close(),
       core.idle().then(() => closeWebSockets(core)).then(() => webSocketsIdle(core)),
     ]);
-    const timeout = this.#settings.shutdownTimeout;
     if (!await within(drained, timeout)) {
       core.logger.warn(
         `Graceful shutdown exceeded shutdownTimeout ${timeout} ms: closing the requests in flight`,
@@ -555,16 +642,21 @@ class Server implements AsgiServer {
       }
     }
     try {
-      await core.lifespan.shutdown();
+      if (!await within(core.lifespan.shutdown(), lifespanTimeout)) {
+        throw new LifespanError(
+          "shutdown",
+          `Lifespan shutdown did not complete within lifespanTimeout ${lifespanTimeout} ms`,
+        );
+      }
     } catch (error) {
       core.logger.error(`Application shutdown failed: ${errorText(error)}`);
       this.#release();
-      this.#done.reject(error);
+      this.#fail(error);
       throw error;
     }
     this.#release();
-    if (this.#fatal !== null) this.#done.reject(this.#fatal.error);
-    else this.#done.resolve();
+    if (this.#fatal !== null) this.#fail(this.#fatal.error);
+    else this.#succeed();
   }
 
   #release(): void {

@@ -608,8 +608,8 @@ export interface ServeOptions extends FetchHandlerOptions {
   transport?: "deno" | "node";
   /**
    * How long a connection may take to send a complete request head, in milliseconds, from when
-   * it opens or its previous response ends; then it is closed (Node answers 408 first). `0`: no
-   * limit. Node's default. Applies to `transport: "node"` only: `Deno.serve` offers no such
+   * it opens or its previous response ends; then it is closed (Node answers 408 first). `0` or
+   * `Infinity`: no limit; at most 2147483647 otherwise. Node's default. Applies to `transport: "node"` only: `Deno.serve` offers no such
    * control (see the README's limits and docs/asgi.md).
    *
    * @default {60000}
@@ -617,7 +617,8 @@ export interface ServeOptions extends FetchHandlerOptions {
   headersTimeout?: number;
   /**
    * How long a kept-alive connection may stay idle between requests, in milliseconds, before it
-   * is closed. `0`: no limit. The default of uvicorn and Node. Applies to `transport: "node"`
+   * is closed. `0` or `Infinity`: no limit; at most 2147483647 otherwise. The default of uvicorn
+   * and Node. Applies to `transport: "node"`
    * only, as `headersTimeout`.
    *
    * @default {5000}
@@ -639,11 +640,23 @@ export interface ServeOptions extends FetchHandlerOptions {
   /**
    * How long `shutdown()` waits for requests in flight, in milliseconds. Then their applications
    * see `http.disconnect`, unstarted responses get 500 and started ones are cut off, after
-   * which lifespan shutdown runs.
+   * which lifespan shutdown runs. At most 2147483647 (what a timer can wait), or `Infinity`.
    *
    * @default {30000}
    */
   shutdownTimeout?: number;
+  /**
+   * How long `shutdown()` waits for each lifespan phase, in milliseconds: a startup still
+   * running when it is called, and lifespan shutdown. An application that does not finish one
+   * in time is abandoned (not cancelled: JavaScript cannot), and `finished` rejects with a
+   * {@linkcode LifespanError} naming the phase. Startup on its own has no bound: a slow
+   * migration is not an error. Hypercorn's default; at most 2147483647, or `Infinity`. An `App`
+   * of the web layer drains its background tasks in lifespan shutdown, so keep this above its
+   * `shutdownGracePeriod`.
+   *
+   * @default {60000}
+   */
+  lifespanTimeout?: number;
   /**
    * The server certificate chain, PEM text, as `Deno.serve` takes it: given with `key`, the
    * server speaks TLS (HTTPS and WSS; scopes say `"https"` and `"wss"`). The node transport
@@ -683,14 +696,20 @@ export interface AsgiServer extends AsyncDisposable {
   readonly addr: Promise<AsgiServerAddr>;
   /**
    * Settles when the server has stopped and lifespan shutdown has run; rejects when startup,
-   * listening or lifespan shutdown failed, or when the listener died for good (its port could
-   * not be bound again after an accept error): then the server has shut down gracefully first.
+   * listening or lifespan shutdown failed or did not complete within `lifespanTimeout`, or when
+   * the listener died for good (its port could not be bound again after an accept error): then
+   * the server has shut down gracefully first. If the program never reads `addr` or `finished`
+   * (nor calls `shutdown()`, for a failed shutdown), such a failure is also reported as an
+   * uncaught error, which ends the process with status 1, as `Deno.serve` does when it cannot
+   * listen: a `serve(app)` whose port is taken must not exit 0.
    */
   readonly finished: Promise<void>;
   /**
    * Stops accepting connections, lets requests in flight finish (up to `shutdownTimeout`), then
-   * runs lifespan shutdown. Runs once; later calls return the same promise. Rejects with
-   * {@linkcode LifespanError} when lifespan shutdown fails.
+   * runs lifespan shutdown (up to `lifespanTimeout`). Called during lifespan startup, it waits
+   * for startup to complete (up to `lifespanTimeout`), and the server never listens. Runs
+   * once; later calls return the same promise. Rejects with {@linkcode LifespanError} when
+   * lifespan shutdown fails or does not complete in time.
    */
   shutdown(): Promise<void>;
 }

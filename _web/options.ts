@@ -5,13 +5,7 @@
  */
 
 import { describe } from "../_common/describe.ts";
-
-/**
- * The longest delay a timer takes in milliseconds. `setTimeout` and `AbortSignal.timeout` treat a
- * larger delay as an overflow and fire at once, which would turn a generous limit into an instant
- * one, so larger limits are refused.
- */
-export const MAX_TIMER_MS: number = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from "../_common/timers.ts";
 
 /**
  * Reads a time limit given in seconds and returns it in milliseconds.

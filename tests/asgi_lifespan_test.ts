@@ -174,6 +174,39 @@ for (const transport of TRANSPORTS) {
     assertEquals(logger.lines(), ["ASGI 'lifespan' protocol appears unsupported"]);
   });
 
+  Deno.test(
+    name("serves without lifespan when the app returns on it in auto mode, logging at info"),
+    async () => {
+      // The docs' first example does this; it once printed a warning on every start.
+      const logger = new RecordingLogger();
+      await using server = serve(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await readBody(receive);
+        await reply(send, "still served");
+      }, { ...options(logger), onListen: undefined });
+      const { port } = await server.addr;
+      assertEquals(await (await fetch(`http://127.0.0.1:${port}/`)).text(), "still served");
+      await server.shutdown();
+      assertEquals(logger.lines("warn"), []);
+      assertEquals(logger.lines("info"), [
+        "ASGI 'lifespan' protocol appears unsupported (the application returned without completing startup)",
+        `Listening on http://127.0.0.1:${port}/`,
+      ]);
+    },
+  );
+
+  Deno.test(
+    name("warns when the app returns on lifespan without completing startup with lifespan on"),
+    async () => {
+      const logger = new RecordingLogger();
+      await using server = serve(async () => {}, { ...options(logger), lifespan: "on" });
+      await server.addr;
+      assertEquals(logger.lines("warn"), [
+        "ASGI lifespan callable returned without completing startup",
+      ]);
+    },
+  );
+
   Deno.test(name("never calls the app with a lifespan scope when lifespan is off"), async () => {
     const types: string[] = [];
     await using server = serve(async (scope, receive, send) => {
@@ -263,6 +296,108 @@ for (const transport of TRANSPORTS) {
     assertEquals(events, ["lifespan.startup", "lifespan.shutdown"]);
   });
 
+  Deno.test(
+    name(
+      "gives up on a lifespan startup that never completes, lifespanTimeout after shutdown()",
+    ),
+    async () => {
+      const events: string[] = [];
+      const logger = new RecordingLogger();
+      const port = freePort();
+      const server = serve(async (scope, receive, send) => {
+        if (scope.type === "lifespan") return await lifespan(receive, send, events, gate().promise);
+      }, { ...options(logger), port, lifespanTimeout: 100 });
+      const started = performance.now();
+      // Once shutdown() waited for a startup that never ends, forever.
+      await withTimeout(server.shutdown(), BOUND_MS, "shutdown() during a hung startup");
+      const took = performance.now() - started;
+      assert(took >= 90 && took < 2_000, `shutdown() took ${took} ms`);
+      await assertRejects(() => server.addr, DOMException, "shut down before it listened");
+      const error = await assertRejects(() => server.finished, LifespanError) as LifespanError;
+      assertEquals(error.phase, "startup");
+      assertMatch(error.message, /did not complete within lifespanTimeout 100 ms/);
+      assertMatch(logger.lines("error")[0]!, /^Application startup failed: Lifespan startup did/);
+      assertEquals(await canConnect(port), false);
+    },
+  );
+
+  Deno.test(
+    name("gives up on a lifespan shutdown that never completes after lifespanTimeout"),
+    async () => {
+      const logger = new RecordingLogger();
+      const server = serve(async (scope, receive, send) => {
+        if (scope.type !== "lifespan") return;
+        await receive();
+        await send({ type: "lifespan.startup.complete" });
+        await receive();
+        await gate().promise; // never answers lifespan.shutdown
+      }, { ...options(logger), lifespanTimeout: 100 });
+      await server.addr;
+      const error = await withTimeout(
+        assertRejects(() => server.shutdown(), LifespanError),
+        BOUND_MS,
+        "shutdown() beside a hung lifespan shutdown",
+      ) as LifespanError;
+      assertEquals(error.phase, "shutdown");
+      assertEquals(
+        error.message,
+        "Lifespan shutdown did not complete within lifespanTimeout 100 ms",
+      );
+      assertEquals(await assertRejects(() => server.finished, LifespanError), error);
+      assertEquals(logger.lines("error"), [`Application shutdown failed: ${error.message}`]);
+    },
+  );
+
+  for (const mode of ["startup-failed", "port-taken"]) {
+    Deno.test(
+      name(`ends the process with status 1 when it fails (${mode}) and nothing looks at it`),
+      async () => {
+        const blocker = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+        try {
+          const run = (observe: boolean) =>
+            new Deno.Command(Deno.execPath(), {
+              args: ["run", "-A", "tests/fixtures/asgi_unobserved_server.ts"],
+              cwd: new URL("..", import.meta.url),
+              env: {
+                MODE: mode,
+                OBSERVE: observe ? "1" : "0",
+                PORT: mode === "port-taken" ? String(blocker.addr.port) : "0",
+                TRANSPORT: transport,
+                NO_COLOR: "1",
+              },
+              stdout: "piped",
+              stderr: "piped",
+            }).output();
+          // Once it logged the failure and exited 0: systemd's Restart=on-failure never fired.
+          const unobserved = await run(false);
+          const stderr = new TextDecoder().decode(unobserved.stderr);
+          assertEquals(unobserved.code, 1, stderr);
+          assertMatch(stderr, /Uncaught/);
+          // A program that awaits `finished` handles the failure itself.
+          const observed = await run(true);
+          assertEquals(observed.code, 0, new TextDecoder().decode(observed.stderr));
+          assertMatch(new TextDecoder().decode(observed.stdout), /^finished rejected: /);
+        } finally {
+          blocker.close();
+        }
+      },
+    );
+  }
+
+  Deno.test(
+    name("ends with status 0 when it serves and shuts down and nothing looks at it"),
+    async () => {
+      const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "tests/fixtures/asgi_unobserved_server.ts"],
+        cwd: new URL("..", import.meta.url),
+        env: { MODE: "ok", TRANSPORT: transport },
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assertEquals(code, 0, new TextDecoder().decode(stderr));
+    },
+  );
+
   Deno.test(name("disposes with await using"), async () => {
     const events: string[] = [];
     let port = 0;
@@ -307,6 +442,24 @@ Deno.test("serve() rejects a port that is already taken, after lifespan shutdown
   } finally {
     blocker.close();
   }
+});
+
+Deno.test("serve() [node] takes Infinity for headersTimeout and keepAliveTimeout as no limit", async () => {
+  // Node refuses Infinity: once the options passed, startup ran, and only then did addr reject.
+  await using server = serve(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    await readBody(receive);
+    await reply(send, "ok");
+  }, {
+    port: 0,
+    transport: "node",
+    lifespan: "off",
+    headersTimeout: Infinity,
+    keepAliveTimeout: Infinity,
+    onListen() {},
+  });
+  const { port } = await server.addr;
+  assertEquals(await (await fetch(`http://127.0.0.1:${port}/`)).text(), "ok");
 });
 
 Deno.test("serve() accepts an object with an asgi method and keeps its this", async () => {
@@ -361,6 +514,25 @@ Deno.test("serve() rejects bad arguments with built-in errors", async (t) => {
       () => serve(app, { maxBodySize: -1 }),
       RangeError,
       "Invalid maxBodySize -1: use a number of 0 or more",
+    ],
+    [
+      // setTimeout fires at once beyond 2^31 - 1 ms: 1e12 once meant no wait at all.
+      "shutdown timeout beyond a timer's reach",
+      () => serve(app, { shutdownTimeout: 1e12 }),
+      RangeError,
+      "Invalid shutdownTimeout 1000000000000: use milliseconds from 0 to 2147483647, or Infinity for no limit",
+    ],
+    [
+      "negative lifespan timeout",
+      () => serve(app, { lifespanTimeout: -1 }),
+      RangeError,
+      "Invalid lifespanTimeout -1: use a number of 0 or more",
+    ],
+    [
+      "headers timeout beyond a timer's reach",
+      () => serve(app, { headersTimeout: 2 ** 31, transport: "node" }),
+      RangeError,
+      "Invalid headersTimeout 2147483648: use milliseconds from 0 to 2147483647, or Infinity for no limit",
     ],
     [
       "string shutdown timeout",
