@@ -10,6 +10,7 @@
  *
  * ```ts
  * import { type Receive, type Scope, type Send, serve } from "@stellarator/stellarator/asgi";
+ * import { assertEquals } from "@std/assert";
  *
  * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
  *   if (scope.type !== "http") return; // (no lifespan: "auto" serves without it)
@@ -20,7 +21,7 @@
  *
  * await using server = serve(app, { port: 0, onListen() {} });
  * const { port } = await server.addr;
- * console.assert(await (await fetch(`http://127.0.0.1:${port}/`)).text() === "Hello");
+ * assertEquals(await (await fetch(`http://127.0.0.1:${port}/`)).text(), "Hello");
  * ```
  *
  * Transports: `"deno"` (the default, `Deno.serve`) drops the body of GET and HEAD requests, as
@@ -257,6 +258,7 @@ function createCore(
  * @example Serving with Deno.serve
  * ```ts
  * import { createFetchHandler, type Scope, type Receive, type Send } from "@stellarator/stellarator/asgi";
+ * import { assertEquals } from "@std/assert";
  *
  * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
  *   if (scope.type !== "http") return;
@@ -267,7 +269,7 @@ function createCore(
  *
  * const handler = createFetchHandler(app, { lifespan: "off" });
  * const response = await handler.fetch(new Request("http://localhost/"));
- * console.assert(await response.text() === "hi");
+ * assertEquals(await response.text(), "hi");
  * ```
  */
 export function createFetchHandler(
@@ -331,6 +333,7 @@ export function createFetchHandler(
  * @example Serving on a free port
  * ```ts
  * import { serve, type Scope, type Receive, type Send } from "@stellarator/stellarator/asgi";
+ * import { assertEquals } from "@std/assert";
  *
  * async function app(scope: Scope, receive: Receive, send: Send): Promise<void> {
  *   if (scope.type !== "http") return;
@@ -341,7 +344,7 @@ export function createFetchHandler(
  * await using server = serve(app, { port: 0, lifespan: "off", onListen() {} });
  * const { port } = await server.addr;
  * const response = await fetch(`http://127.0.0.1:${port}/`);
- * console.assert(await response.text() === "OK");
+ * assertEquals(await response.text(), "OK");
  * ```
  */
 export function serve(

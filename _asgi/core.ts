@@ -47,8 +47,9 @@ export class AsgiProtocolError extends Error {
    * @example Usage
    * ```ts
    * import { AsgiProtocolError } from "@stellarator/stellarator/asgi";
+   * import { assertEquals } from "@std/assert";
    * const error = new AsgiProtocolError('Cannot send "http.response.body" before "http.response.start"');
-   * console.assert(error.name === "AsgiProtocolError");
+   * assertEquals(error.name, "AsgiProtocolError");
    * ```
    */
   constructor(message: string) {
@@ -74,8 +75,9 @@ export class ResponseCutOffError extends Error {
    * @example A stream cut at a deadline
    * ```ts
    * import { ResponseCutOffError } from "@stellarator/stellarator/asgi";
+   * import { assertEquals } from "@std/assert";
    * const error = new ResponseCutOffError("GET /feed was still streaming at its limit of 1 s");
-   * console.assert(error.name === "ResponseCutOffError");
+   * assertEquals(error.name, "ResponseCutOffError");
    * ```
    */
   constructor(message: string, options?: ErrorOptions) {
@@ -99,8 +101,9 @@ export class LifespanError extends Error {
    * @example Usage
    * ```ts
    * import { LifespanError } from "@stellarator/stellarator/asgi";
+   * import { assertEquals } from "@std/assert";
    * const error = new LifespanError("startup", "Database unreachable");
-   * console.assert(error.phase === "startup");
+   * assertEquals(error.phase, "startup");
    * ```
    */
   constructor(phase: "startup" | "shutdown", message: string, options?: ErrorOptions) {

@@ -11,7 +11,8 @@
  * @example Checking a scope
  * ```ts
  * import { ASGI_VERSION } from "@stellarator/stellarator/asgi";
- * console.assert(ASGI_VERSION === "3.0");
+ * import { assertEquals } from "@std/assert";
+ * assertEquals(ASGI_VERSION, "3.0");
  * ```
  */
 export const ASGI_VERSION = "3.0";

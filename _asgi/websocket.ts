@@ -54,8 +54,9 @@ export class ClientDisconnected extends Error {
    * @example Usage
    * ```ts
    * import { ClientDisconnected } from "@stellarator/stellarator/asgi";
+   * import { assertEquals } from "@std/assert";
    * const error = new ClientDisconnected(1006);
-   * console.assert(error.name === "ClientDisconnected" && error.code === 1006);
+   * assertEquals([error.name, error.code], ["ClientDisconnected", 1006]);
    * ```
    */
   constructor(code: number) {
