@@ -630,10 +630,11 @@ export interface ServeOptions extends FetchHandlerOptions {
    * soon as it is accepted. Keeps accepting from running out of file descriptors most of the
    * time; a burst can still exhaust them, after which Deno's `node:http` stops accepting without
    * a sign, and the transport then notices and listens again. By default, on Linux, the soft
-   * `ulimit -n` (read from `/proc/self/limits`, when read permission for it is granted) minus
-   * 200, and at least half of it: 824 under the common 1024. Elsewhere, or without that
-   * permission, no limit: set it yourself. `Infinity`: no limit. Applies to `transport: "node"`
-   * only (Node's `server.maxConnections`), as `headersTimeout`.
+   * `ulimit -n` (read from `/proc/self/limits`) minus 200, and at least half of it: 824 under
+   * the common 1024. Deno lets a program read that file only with every permission granted
+   * (`-A`), not with `--allow-read` alone. Elsewhere, or without `-A`, no limit: set it
+   * yourself. `Infinity`: no limit. Applies to `transport: "node"` only (Node's
+   * `server.maxConnections`), as `headersTimeout`.
    *
    * @default {the soft fd limit minus 200 on Linux, else Infinity}
    */
