@@ -646,7 +646,8 @@ export class App<A extends object = Record<never, never>> {
    *
    * Under `deno serve` and `Deno.serve(app.fetch)` SIGINT and SIGTERM call it (see
    * `handleSignals`); under {@linkcode serve}, `server.shutdown()` calls it after the server
-   * stops accepting. Calling it again returns the same promise; it does nothing before startup.
+   * stops accepting. Calling it again returns the same promise; it does nothing before startup,
+   * nor after a startup whose lifespan function failed (as ASGI sends no lifespan shutdown then).
    *
    * @returns Resolves once the lifespan function has run.
    * @throws {LifespanError} When the lifespan function fails at shutdown (through the Fetch
@@ -722,6 +723,11 @@ export class App<A extends object = Record<never, never>> {
           this.#started = true;
           await this.#lifespan?.(this.#self, App.LIFESPAN_STARTUP);
         } catch (error) {
+          // Nothing started, so there is nothing to shut down: ASGI sends no lifespan.shutdown
+          // after startup.failed, and a program's own `app.shutdown()` must not call the
+          // lifespan function with App.LIFESPAN_SHUTDOWN either.
+          this.#started = false;
+          void this.#runner.close(0);
           this.#log.error("Lifespan startup failed:", error);
           await send({ type: "lifespan.startup.failed", message: errorText(error) });
           return;

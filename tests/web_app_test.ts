@@ -586,6 +586,39 @@ Deno.test("App.asgi reports a failing lifespan function with its message", async
   }
 });
 
+// Regression (shutdown probe of 0185c78, D7): after the lifespan function failed at startup,
+// `app.shutdown()` (a program's `finally` under serve(app)) still called it with
+// LIFESPAN_SHUTDOWN, though nothing had started and ASGI sends no shutdown after startup.failed.
+Deno.test("App.shutdown() does not call the lifespan function after a failed startup", async (t) => {
+  function failingApp(calls: string[]) {
+    return new App({
+      router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+      logger: new RecordingLogger(),
+      lifespan: (_app, messageType) => {
+        calls.push(messageType);
+        if (messageType === App.LIFESPAN_STARTUP) throw new Error("database unreachable");
+      },
+    });
+  }
+  await t.step("through app.asgi, as serve(app) drives it", async () => {
+    const calls: string[] = [];
+    const app = failingApp(calls);
+    const sent = await lifespanExchange(app, ["lifespan.startup"]);
+    assertEquals(sent, [{ type: "lifespan.startup.failed", message: "database unreachable" }]);
+    await app.shutdown();
+    assertEquals(calls, [App.LIFESPAN_STARTUP]);
+  });
+  await t.step("through app.fetch", async () => {
+    const calls: string[] = [];
+    const app = failingApp(calls);
+    const response = await app.fetch(new globalThis.Request("http://localhost/"));
+    assertEquals(response.status, 503);
+    await response.body?.cancel();
+    await app.shutdown();
+    assertEquals(calls, [App.LIFESPAN_STARTUP]);
+  });
+});
+
 Deno.test("serve() does not start an App whose lifespan startup fails", async () => {
   const app = new App({
     router: new AsgiRouter<Handler>(),
