@@ -49,7 +49,9 @@
  * new requests get `503`; registrations waiting for room are released at once and their tasks
  * logged as not run; queued tasks are cancelled; running tasks get their signal aborted; in-flight
  * requests and running tasks then get one `shutdownGracePeriod`, side by side; what still runs is
- * abandoned (and logged); then the lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN}.
+ * abandoned (and logged); then the lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN},
+ * for at most a `shutdownGracePeriod` of its own: if it has not settled by then it is abandoned and
+ * the shutdown fails (`lifespan.shutdown.failed`, a `TimeoutError` naming the period).
  * The call a server makes for a request ends with its response, so a handler that goes on after
  * responding (waiting for room, say) never holds the server's own shutdown wait.
  *
@@ -239,7 +241,8 @@ export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * How long shutdown waits, in seconds, for in-flight requests to finish and, at the same time,
    * for running background tasks to stop once their signal is aborted. What is still running then
-   * is abandoned (and logged).
+   * is abandoned (and logged). The lifespan function then gets a period of its own at shutdown;
+   * still running after it, it is abandoned and the shutdown fails.
    *
    * @default {5}
    */
@@ -264,8 +267,9 @@ export interface AppOptions<A extends object = Record<never, never>> {
   logger?: WebLogger;
   /**
    * Whether a server that calls `app.fetch` (`deno serve`, `Deno.serve(app.fetch)`) makes the app
-   * shut down gracefully on SIGINT and SIGTERM and then exit with code 0. Turn it off to call
-   * {@linkcode App.shutdown} yourself.
+   * shut down gracefully on SIGINT and SIGTERM and then exit: with code 0, or 1 when the lifespan
+   * function failed or ran out of time at shutdown. Turn it off to call {@linkcode App.shutdown}
+   * yourself.
    *
    * @default {true}
    */
@@ -448,6 +452,8 @@ export class Request<A extends object = Record<never, never>> {
 // App
 // ---------------------------------------------------------------------------------------------
 
+/** What the grace period's timer resolves to, told apart from anything a lifespan function returns. */
+const TIMED_OUT: unique symbol = Symbol("timed out");
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
 /** Whether this code runs in a worker, where `Deno.exit()` ends the whole process. */
 const IN_WORKER = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope ===
@@ -642,7 +648,8 @@ export class App<A extends object = Record<never, never>> {
    * Shuts the app down, as lifespan shutdown does: new requests get 503, waiting task
    * registrations are released, queued tasks are cancelled, running tasks get their signal
    * aborted, and in-flight requests and running tasks get one `shutdownGracePeriod`; then the
-   * lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN}. Every task ends logged.
+   * lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN}, for at most one more
+   * `shutdownGracePeriod`. Every task ends logged.
    *
    * Under `deno serve` and `Deno.serve(app.fetch)` SIGINT and SIGTERM call it (see
    * `handleSignals`); under {@linkcode serve}, `server.shutdown()` calls it after the server
@@ -650,8 +657,9 @@ export class App<A extends object = Record<never, never>> {
    * nor after a startup whose lifespan function failed (as ASGI sends no lifespan shutdown then).
    *
    * @returns Resolves once the lifespan function has run.
-   * @throws {LifespanError} When the lifespan function fails at shutdown (through the Fetch
-   *   handler); the error itself otherwise.
+   * @throws {LifespanError} When the lifespan function fails at shutdown or has not settled
+   *   within its grace period (through the Fetch handler); otherwise the function's error, or a
+   *   `TimeoutError` `DOMException` naming the grace period.
    */
   shutdown(): Promise<void> {
     const handler = this.#fetchHandler;
@@ -750,11 +758,47 @@ export class App<A extends object = Record<never, never>> {
   /** Drains, then runs the lifespan function; once per startup. */
   #stop(): Promise<void> {
     if (!this.#started) return Promise.resolve();
-    return this.#stopping ??= this.#drain().then(() =>
-      this.#lifespan?.(this.#self, App.LIFESPAN_SHUTDOWN)
-    ).then(() => {
+    return this.#stopping ??= this.#drain().then(() => this.#shutDownLifespan()).then(() => {
       this.#started = false;
     });
+  }
+
+  /**
+   * Runs the lifespan function with LIFESPAN_SHUTDOWN for at most a grace period of its own.
+   *
+   * Its own, not what the drain left: a task that ignores its signal uses up the drain's whole
+   * period, and the lifespan function (closing a database, flushing a log) would then get none,
+   * for no fault of its own. Hypercorn bounds lifespan shutdown separately too (its
+   * `shutdown_timeout`). Running out of time is a failure (`lifespan.shutdown.failed`, exit code
+   * 1 after a signal), as in Hypercorn: the shutdown cannot tell whether the work got done.
+   *
+   * @throws {DOMException} A `TimeoutError` when the function has not settled within the period.
+   */
+  async #shutDownLifespan(): Promise<void> {
+    const lifespan = this.#lifespan;
+    if (lifespan === undefined) return;
+    const grace = this.#graceMs;
+    const done = Promise.resolve().then(() => lifespan(this.#self, App.LIFESPAN_SHUTDOWN));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<typeof TIMED_OUT>((resolve) => {
+      timer = setTimeout(resolve, grace, TIMED_OUT);
+    });
+    try {
+      if (await Promise.race([done, expired]) !== TIMED_OUT) return;
+    } finally {
+      clearTimeout(timer);
+    }
+    done.then(
+      () => this.#log.debug("The lifespan function finished after its shutdown grace period"),
+      (error) =>
+        this.#log.debug("The lifespan function failed after its shutdown grace period:", error),
+    );
+    throw new DOMException(
+      `The lifespan function did not finish shutting down within the shutdown grace period of ${
+        seconds(grace)
+      }: it was abandoned`,
+      "TimeoutError",
+    );
   }
 
   /**
@@ -823,7 +867,7 @@ export class App<A extends object = Record<never, never>> {
 
   /**
    * Under a server that calls `app.fetch`, SIGINT and SIGTERM shut the app down and exit with
-   * code 0: `deno serve` only stops its listener (and Deno's default for a signal kills the
+   * code 0 (1 when the shutdown failed): `deno serve` only stops its listener (and Deno's default for a signal kills the
    * process), so nothing else would run lifespan shutdown or stop the tasks. A second signal
    * exits at once, with 128 + the signal's number.
    */

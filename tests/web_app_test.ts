@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { delay } from "@std/async/delay";
-import type { ReceiveMessage, SendMessage } from "../asgi.ts";
+import { LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type Request, Response, type WebHandler } from "../web.ts";
 import { instance, RecordingLogger, startServer, waitFor } from "./fixtures/web_helpers.ts";
@@ -584,6 +584,50 @@ Deno.test("App.asgi reports a failing lifespan function with its message", async
       assertEquals(logger.at("error"), [`Lifespan ${phase} failed:`]);
     });
   }
+});
+
+// Regression (shutdown probe of 0185c78, D3): a lifespan function that never settled at shutdown
+// held the App's shutdown for ever, and with it the process after SIGTERM, though the docs bound
+// shutdown by shutdownGracePeriod.
+Deno.test("App.shutdown() fails a lifespan function still running after a grace period of its own", async (t) => {
+  const expected = "The lifespan function did not finish shutting down within the shutdown " +
+    "grace period of 0.2 s: it was abandoned";
+  function stuckApp(logger: RecordingLogger) {
+    return new App({
+      router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+      logger,
+      shutdownGracePeriod: 0.2,
+      lifespan: (_app, messageType) =>
+        messageType === App.LIFESPAN_SHUTDOWN ? new Promise<void>(() => {}) : undefined,
+    });
+  }
+  await t.step("through app.asgi: lifespan.shutdown.failed naming the period", async () => {
+    const logger = new RecordingLogger();
+    const before = performance.now();
+    const sent = await withTimeout(
+      lifespanExchange(stuckApp(logger), ["lifespan.startup", "lifespan.shutdown"]),
+      BOUND_MS,
+      "lifespan shutdown to give up on the lifespan function",
+    );
+    const took = performance.now() - before;
+    assertEquals(sent, [
+      { type: "lifespan.startup.complete" },
+      { type: "lifespan.shutdown.failed", message: expected },
+    ]);
+    // One grace period (0.2 s) for the function; the drain has nothing to wait for.
+    assert(took >= 190 && took < 1500, `shutdown took ${Math.round(took)} ms`);
+    assertEquals(logger.at("error"), ["Lifespan shutdown failed:"]);
+  });
+  await t.step("through app.fetch: app.shutdown() rejects with a LifespanError", async () => {
+    const app = stuckApp(new RecordingLogger());
+    const response = await app.fetch(new globalThis.Request("http://localhost/"));
+    assertEquals(await response.text(), "ok");
+    const error = instance(
+      await assertRejects(() => withTimeout(app.shutdown(), BOUND_MS, "app.shutdown()")),
+      LifespanError,
+    );
+    assertEquals(error.message, expected);
+  });
 });
 
 // Regression (shutdown probe of 0185c78, D7): after the lifespan function failed at startup,

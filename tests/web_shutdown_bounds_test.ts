@@ -1,0 +1,101 @@
+import { assert, assertEquals, assertStringIncludes } from "@std/assert";
+import { fileURLToPath } from "node:url";
+import { freePort, waitForServer } from "./fixtures/net.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const FIXTURE = "tests/fixtures/web_stuck_app.ts";
+
+/** The deployment forms in which the App handles signals itself. */
+const FORMS: Record<string, (port: number) => { args: string[]; env: Record<string, string> }> = {
+  "deno serve": (port) => ({
+    args: [
+      "serve",
+      "--allow-net",
+      "--allow-env",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      `${port}`,
+      FIXTURE,
+    ],
+    env: {},
+  }),
+  "Deno.serve(app.fetch)": (port) => ({
+    args: ["run", "--allow-net", "--allow-env", FIXTURE],
+    env: { FORM: "fetch", PORT: String(port) },
+  }),
+};
+
+/** A fixture process: its base URL, and its end (exit code, stdout) once it exits or is killed. */
+interface Stuck {
+  base: string;
+  port: number;
+  signal(signal: Deno.Signal): void;
+  /** Resolves when the process exits, or kills it after `boundMs` and says so. */
+  exited(boundMs: number): Promise<{ code: number; log: string; killed: boolean }>;
+}
+
+async function startStuck(form: string, env: Record<string, string>): Promise<Stuck> {
+  const port = freePort();
+  const command = FORMS[form]!(port);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: command.args,
+    env: { ...command.env, ...env },
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = child.output();
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await (await waitForServer(`${base}/hello`)).text();
+  } catch (error) {
+    child.kill("SIGKILL");
+    await output;
+    throw error;
+  }
+  return {
+    base,
+    port,
+    signal: (signal) => child.kill(signal),
+    async exited(boundMs) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let killed = false;
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          killed = true;
+          child.kill("SIGKILL");
+          resolve();
+        }, boundMs);
+      });
+      await Promise.race([output, bound]);
+      clearTimeout(timer);
+      const { code, stdout, stderr } = await output;
+      const log = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+      return { code, log, killed };
+    },
+  };
+}
+
+// Regression (shutdown probe of 0185c78, D3): with a lifespan function that never settled at
+// shutdown, SIGTERM logged "lifespan.shutdown" and the process never exited.
+Deno.test("App exits with code 1 after SIGTERM when the lifespan function outlasts its grace period", async (t) => {
+  for (const form of Object.keys(FORMS)) {
+    await t.step(form, async () => {
+      const stuck = await startStuck(form, { STUCK: "lifespan" });
+      const signalled = performance.now();
+      stuck.signal("SIGTERM");
+      const { code, log, killed } = await stuck.exited(8000);
+      const took = performance.now() - signalled;
+      assert(!killed, `still running 8 s after SIGTERM:\n${log}`);
+      assertEquals(code, 1, log);
+      // Nothing to drain, then the lifespan function's own 1 s; 2 s more for a busy machine.
+      assert(took >= 900 && took < 3000, `exited ${Math.round(took)} ms after SIGTERM`);
+      assertStringIncludes(log, "[lifespan] lifespan.shutdown");
+      assertStringIncludes(
+        log,
+        "did not finish shutting down within the shutdown grace period of 1 s",
+      );
+    });
+  }
+});
