@@ -868,7 +868,8 @@ export class App<A extends object = Record<never, never>> {
   /**
    * Under a server that calls `app.fetch`, SIGINT and SIGTERM shut the app down and exit with
    * code 0 (1 when the shutdown failed): `deno serve` only stops its listener (and Deno's default for a signal kills the
-   * process), so nothing else would run lifespan shutdown or stop the tasks. A second signal
+   * process), so nothing else would run lifespan shutdown or stop the tasks. Responses still being
+   * written are awaited until the grace period that began with the signal ends. A second signal
    * exits at once, with 128 + the signal's number.
    */
   #watchSignals(): void {
@@ -890,12 +891,16 @@ export class App<A extends object = Record<never, never>> {
         const exit = IN_WORKER
           ? () => (globalThis as { close?: () => void }).close?.()
           : (code: number) => Deno.exit(code);
-        this.shutdown().then(() => this.#allDelivered(this.#graceMs)).then(
-          () => exit(0),
-          (error) => {
-            this.#log.error("Shutdown failed:", error);
-            exit(1);
-          },
+        // One deadline from the signal on: the responses still being written share the grace
+        // period of the requests they answer. (Waiting a whole period more for them once the
+        // drain had used one made a shutdown take twice the period.) They are awaited after a
+        // failed shutdown too: the failure is the lifespan function's, not theirs.
+        const deadline = performance.now() + this.#graceMs;
+        this.shutdown().then(() => 0, (error) => {
+          this.#log.error("Shutdown failed:", error);
+          return 1;
+        }).then((code) =>
+          this.#allDelivered(Math.max(0, deadline - performance.now())).then(() => exit(code))
         );
       });
     }

@@ -99,3 +99,42 @@ Deno.test("App exits with code 1 after SIGTERM when the lifespan function outlas
     });
   }
 });
+
+/** Asks for `path` on a raw connection and reads nothing of the answer; close it when done. */
+async function unread(port: number, path: string): Promise<Deno.TcpConn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  await conn.write(new TextEncoder().encode(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`));
+  return conn;
+}
+
+// Regression (shutdown probe of 0185c78, D4): after the drain had used the grace period, the
+// signal's shutdown waited a whole period more for responses still being written, so SIGTERM
+// exited after twice shutdownGracePeriod (10.5 s with the default 5 s).
+Deno.test("App exits one grace period after SIGTERM, not two, with a response still unwritten", async (t) => {
+  for (const form of Object.keys(FORMS)) {
+    await t.step(form, async () => {
+      const stuck = await startStuck(form, {});
+      // A response its client never reads stays unwritten; a handler that never settles holds
+      // the drain for the whole grace period.
+      const conn = await unread(stuck.port, "/big");
+      const hung = fetch(`${stuck.base}/hang`).then(
+        (response) => response.body?.cancel(),
+        () => {},
+      );
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const signalled = performance.now();
+        stuck.signal("SIGTERM");
+        const { code, log, killed } = await stuck.exited(8000);
+        const took = performance.now() - signalled;
+        assert(!killed, `still running 8 s after SIGTERM:\n${log}`);
+        assertEquals(code, 0, log);
+        // The 1 s grace period, then the 20 ms the last bytes get; twice the period before.
+        assert(took >= 900 && took < 1700, `exited ${Math.round(took)} ms after SIGTERM`);
+      } finally {
+        conn.close();
+        await hung;
+      }
+    });
+  }
+});
