@@ -49,7 +49,9 @@
  * new requests get `503`; registrations waiting for room are released at once and their tasks
  * logged as not run; queued tasks are cancelled; running tasks get their signal aborted; in-flight
  * requests and running tasks then get one `shutdownGracePeriod`, side by side; what still runs is
- * abandoned (and logged); then the lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN},
+ * abandoned (and logged): a request still running then has its `request.signal` aborted (an
+ * `AbortError`) and, if it has not started its response, gets `503` (a stream still being sent
+ * is cut off), as the request time limit answers one; then the lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN},
  * for at most a `shutdownGracePeriod` of its own: if it has not settled by then it is abandoned and
  * the shutdown fails (`lifespan.shutdown.failed`, a `TimeoutError` naming the period).
  * The call a server makes for a request ends with its response, so a handler that goes on after
@@ -357,8 +359,9 @@ export class Request<A extends object = Record<never, never>> {
 
   /**
    * Aborts when the request time limit passes before the response is complete (reason: a
-   * `TimeoutError` `DOMException`) or the client goes away (reason: an `AbortError`
-   * `DOMException`). Pass it on, e.g. to `delay(ms, { signal })` or `fetch(url, { signal })`, so
+   * `TimeoutError` `DOMException`), the client goes away (reason: an `AbortError`
+   * `DOMException`), or the handler is still running when shutdown's grace period ends (reason: an
+   * `AbortError` saying the app shut down). Pass it on, e.g. to `delay(ms, { signal })` or `fetch(url, { signal })`, so
    * that work really stops.
    *
    * @returns The signal.
@@ -623,8 +626,10 @@ export class App<A extends object = Record<never, never>> {
       runner: this.#runner,
       log,
       limitMs,
+      graceMs: this.#graceMs,
       deadlines: limitMs === undefined ? undefined : new DeadlineQueue(limitMs),
       active: 0,
+      newest: undefined,
       idle: undefined,
     };
     this.asgi = this.#asgi.bind(this);
@@ -824,8 +829,10 @@ export class App<A extends object = Record<never, never>> {
         if (!idle) {
           this.#log.warn(
             `${host.active} request(s) still running after the shutdown grace period of ` +
-              `${seconds(grace)}; shutting down without them`,
+              `${seconds(grace)}; shutting down without them: their signals abort, and those ` +
+              `not yet responding get 503`,
           );
+          Exchange.abandonAll(host);
         }
       } finally {
         clearTimeout(timer);

@@ -527,6 +527,108 @@ Deno.test("App.shutdown() drains, runs lifespan shutdown once, then answers 503"
   assertEquals([late.status, await late.text()], [503, "Service Unavailable"]);
 });
 
+// Regression (shutdown probe of 0185c78, D5): a request still running when the grace period
+// ended got no response at all under Deno.serve(app.fetch) (curl: empty reply), and its
+// request.signal never aborted, so even a handler that watches it was never told to stop.
+Deno.test("App.shutdown() answers 503 and aborts request.signal for requests still running after the grace period", async (t) => {
+  const reasonText = "The app shut down: the request was still running at the end of the " +
+    "shutdown grace period of 0.2 s";
+  /** Asks a fresh app for `/`, shuts it down once the handler logs "running"; the response. */
+  async function shutDownDuring(
+    handler: Handler,
+    logger: RecordingLogger,
+  ): Promise<{ response: globalThis.Response; took: number }> {
+    const app = new App({
+      router: new AsgiRouter({ routes: [new Route("/", { handler })] }),
+      logger,
+      shutdownGracePeriod: 0.2,
+    });
+    const responding = app.fetch(new globalThis.Request("http://localhost/"));
+    await waitFor(
+      () => logger.lines.some((line) => line.text === "running"),
+      BOUND_MS,
+      "the handler to run",
+    );
+    const before = performance.now();
+    const stopping = app.shutdown();
+    const response = await withTimeout(responding, BOUND_MS, "the response");
+    const took = performance.now() - before;
+    await withTimeout(stopping, BOUND_MS, "app.shutdown()");
+    return { response, took };
+  }
+
+  await t.step("a handler that ignores its signal: 503, and the signal aborts", async () => {
+    const logger = new RecordingLogger();
+    let signal: AbortSignal | undefined;
+    const { response, took } = await shutDownDuring((request) => {
+      signal = request.signal;
+      logger.info("running");
+      return new Promise<void>(() => {});
+    }, logger);
+    assertEquals([response.status, await response.text()], [503, "Service Unavailable"]);
+    assert(took >= 190 && took < 1500, `answered ${Math.round(took)} ms after shutdown()`);
+    assert(signal?.aborted, "request.signal aborted");
+    const reason = instance(signal?.reason, DOMException);
+    assertEquals([reason.name, reason.message], ["AbortError", reasonText]);
+    assertEquals(logger.at("warn"), [
+      "1 request(s) still running after the shutdown grace period of 0.2 s; shutting down " +
+      "without them: their signals abort, and those not yet responding get 503",
+    ]);
+  });
+
+  await t.step("a handler that stops on its signal: 503, logged at debug level only", async () => {
+    const logger = new RecordingLogger();
+    const { response } = await shutDownDuring(async (request) => {
+      logger.info("running");
+      await delay(60_000, { signal: request.signal });
+    }, logger);
+    assertEquals(response.status, 503);
+    await response.body?.cancel();
+    await waitFor(() => logger.at("debug").length > 0, BOUND_MS, "the handler's end logged");
+    assertEquals(logger.at("debug"), [
+      'Route "/" on "GET /" stopped on its signal after the shutdown grace period',
+    ]);
+    assertEquals(logger.at("error"), []);
+  });
+
+  await t.step("a stream still being sent: cut off, one warning line", async () => {
+    const logger = new RecordingLogger();
+    const { response } = await shutDownDuring(async (request) => {
+      logger.info("running");
+      await request.respondWith(
+        new Response({
+          body: (async function* () {
+            yield "first chunk";
+            await new Promise(() => {});
+          })(),
+        }),
+      );
+    }, logger);
+    assertEquals(response.status, 200);
+    await assertRejects(() => withTimeout(response.text(), BOUND_MS, "the stream's end"));
+    assertEquals(logger.at("error"), []);
+    assertEquals(
+      logger.at("warn")[1],
+      'Response cut off: Route "/" on "GET /" was still sending its response at the end of the ' +
+        "shutdown grace period of 0.2 s",
+    );
+  });
+
+  await t.step("a handler still running after a complete response: its signal aborts", async () => {
+    const logger = new RecordingLogger();
+    let signal: AbortSignal | undefined;
+    const { response } = await shutDownDuring(async (request) => {
+      signal = request.signal;
+      await request.respondWith(new Response({ body: "done" }));
+      logger.info("running");
+      await new Promise(() => {});
+    }, logger);
+    assertEquals(await response.text(), "done");
+    assert(signal?.aborted, "request.signal aborted");
+    assertEquals(instance(signal?.reason, DOMException).message, reasonText);
+  });
+});
+
 /** Drives `app.asgi` through a lifespan scope with the given messages; returns what it sent. */
 async function lifespanExchange(
   app: { asgi: (scope: never, receive: never, send: never) => Promise<void> },

@@ -138,3 +138,33 @@ Deno.test("App exits one grace period after SIGTERM, not two, with a response st
     });
   }
 });
+
+// Regression (shutdown probe of 0185c78, D5): under Deno.serve(app.fetch) a request still running
+// when the grace period ended got no response (curl: "Empty reply from server"), and its
+// request.signal never aborted.
+Deno.test("App answers 503 after SIGTERM to requests still running when the grace period ends", async (t) => {
+  for (const form of Object.keys(FORMS)) {
+    await t.step(form, async () => {
+      const stuck = await startStuck(form, {});
+      const answer = (path: string) =>
+        fetch(`${stuck.base}${path}`).then(
+          async (response) => `${response.status} ${await response.text()}`,
+          (error) => `no response: ${error}`,
+        );
+      const hang = answer("/hang");
+      const cooperative = answer("/cooperative");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      stuck.signal("SIGTERM");
+      const { code, log, killed } = await stuck.exited(8000);
+      assert(!killed, `still running 8 s after SIGTERM:\n${log}`);
+      assertEquals(code, 0, log);
+      assertEquals(await hang, "503 Service Unavailable", log);
+      assertEquals(await cooperative, "503 Service Unavailable", log);
+      assertStringIncludes(
+        log,
+        "[cooperative] aborted: AbortError: The app shut down: the request was still running " +
+          "at the end of the shutdown grace period of 1 s",
+      );
+    });
+  }
+});
