@@ -273,6 +273,12 @@ export interface AppOptions<A extends object = Record<never, never>> {
    * function failed or ran out of time at shutdown. Turn it off to call {@linkcode App.shutdown}
    * yourself.
    *
+   * It has no effect under {@linkcode serve}, which never calls `app.fetch`: there nothing
+   * handles the signals, and SIGINT or SIGTERM ends the process at once (exit code 130 or 143)
+   * with no lifespan shutdown, unless the program aborts `serve()`'s `signal` option on them (see
+   * `examples/web_app.ts`). The server then waits up to its `shutdownTimeout` for requests in
+   * flight before the app's own shutdown starts, so the bound is that timeout plus the app's.
+   *
    * @default {true}
    */
   handleSignals?: boolean;
