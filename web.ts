@@ -51,9 +51,10 @@
  * requests and running tasks then get one `shutdownGracePeriod`, side by side; what still runs is
  * abandoned (and logged): a request still running then has its `request.signal` aborted (an
  * `AbortError`) and, if it has not started its response, gets `503` (a stream still being sent
- * is cut off), as the request time limit answers one; then the lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN},
- * for at most a `shutdownGracePeriod` of its own: if it has not settled by then it is abandoned and
- * the shutdown fails (`lifespan.shutdown.failed`, a `TimeoutError` naming the period).
+ * is cut off), as the request time limit answers one; then the lifespan function runs with
+ * {@linkcode App.LIFESPAN_SHUTDOWN}, for at most a `shutdownGracePeriod` of its own: if it has
+ * not settled by then it is abandoned and the shutdown fails (`lifespan.shutdown.failed`, a
+ * `TimeoutError` naming the period).
  * The call a server makes for a request ends with its response, so a handler that goes on after
  * responding (waiting for room, say) never holds the server's own shutdown wait.
  *
@@ -367,8 +368,8 @@ export class Request<A extends object = Record<never, never>> {
    * Aborts when the request time limit passes before the response is complete (reason: a
    * `TimeoutError` `DOMException`), the client goes away (reason: an `AbortError`
    * `DOMException`), or the handler is still running when shutdown's grace period ends (reason: an
-   * `AbortError` saying the app shut down). Pass it on, e.g. to `delay(ms, { signal })` or `fetch(url, { signal })`, so
-   * that work really stops.
+   * `AbortError` saying the app shut down). Pass it on, e.g. to `delay(ms, { signal })` or
+   * `fetch(url, { signal })`, so that work really stops.
    *
    * @returns The signal.
    */
@@ -461,7 +462,7 @@ export class Request<A extends object = Record<never, never>> {
 // App
 // ---------------------------------------------------------------------------------------------
 
-/** What the grace period's timer resolves to, told apart from anything a lifespan function returns. */
+/** What the grace period's timer resolves to, unlike anything a lifespan function returns. */
 const TIMED_OUT: unique symbol = Symbol("timed out");
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
 /** Whether this code runs in a worker, where `Deno.exit()` ends the whole process. */
@@ -880,8 +881,9 @@ export class App<A extends object = Record<never, never>> {
 
   /**
    * Under a server that calls `app.fetch`, SIGINT and SIGTERM shut the app down and exit with
-   * code 0 (1 when the shutdown failed): `deno serve` only stops its listener (and Deno's default for a signal kills the
-   * process), so nothing else would run lifespan shutdown or stop the tasks. Responses still being
+   * code 0 (1 when the shutdown failed): `deno serve` only stops its listener (and Deno's
+   * default for a signal kills the process), so nothing else would run lifespan shutdown or stop
+   * the tasks. Responses still being
    * written are awaited until the grace period that began with the signal ends. A second signal
    * exits at once, with 128 + the signal's number.
    */

@@ -21,7 +21,7 @@
  *   response not yet started is answered, a stream is cut off, and the handler is abandoned. The
  *   App reaches those requests through a list linked through the exchanges themselves: two
  *   fields and a few stores per request, no allocation (`deno task bench:profile --targets=app`,
- *   2026-11-26: 0.02–0.04 KB more per request, time within the noise).
+ *   2026-11-25: 0.02–0.04 KB more per request, time within the noise).
  * - **A stream cut off at the limit is intended**: the exchange raises a `ResponseCutOffError`,
  *   which the bridge turns into a closed connection and one warning line, no stack.
  *
