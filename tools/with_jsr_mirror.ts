@@ -56,7 +56,8 @@ interface MirrorFile {
 
 /**
  * Answers whether jsr.io is reachable: true when {@link PROBE_URL} answers with
- * any HTTP status within `timeoutMs`.
+ * a 2xx status within `timeoutMs`. Any other answer (a proxy's 403 or 502, a
+ * captive portal's page) counts as unreachable, as does an error or a timeout.
  */
 export async function probeJsr(
   url: string = PROBE_URL,
