@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import {
   buildRegistry,
   ensureRegistry,
+  forwardsSignal,
   main,
   MirrorError,
   rewriteCrossPackageImports,
@@ -241,9 +242,49 @@ Deno.test("main() prints usage and exits 2 without a command", async () => {
   assertStringIncludes(messages[0]!, "Usage");
 });
 
+/** A `/proc/<pid>/stat` line with the given command name, process group and terminal group. */
+function statLine(comm: string, pgrp: number, tpgid: number): string {
+  // pid (comm) state ppid pgrp session tty_nr tpgid flags ...
+  return `4242 (${comm}) S 4241 ${pgrp} ${pgrp} 34816 ${tpgid} 4194560 1650 0 0 0\n`;
+}
+
+// Newcomer review against 0185c78, item 1: Ctrl-C reached the command twice, once from the
+// terminal and once from this tool, and an App took the second as "exit now" (130).
+Deno.test("forwardsSignal() passes SIGINT on only when the command did not get it too", async (t) => {
+  const cases: [string, Deno.Signal, string | undefined, boolean][] = [
+    // [case, signal, /proc/self/stat, expected]
+    [
+      "Ctrl-C: this tool is in the terminal's foreground group",
+      "SIGINT",
+      statLine("deno", 500, 500),
+      false,
+    ],
+    ["no controlling terminal (a script's kill -INT)", "SIGINT", statLine("deno", 500, -1), true],
+    ["a terminal whose foreground is another group", "SIGINT", statLine("deno", 500, 612), true],
+    [
+      "a command name with spaces and parentheses",
+      "SIGINT",
+      statLine("a) 1 2 3 (b", 77, 77),
+      false,
+    ],
+    ["no /proc (not Linux, or no right to read it)", "SIGINT", undefined, true],
+    ["an unreadable stat line", "SIGINT", "garbage", true],
+    [
+      "SIGTERM in the foreground group: deno task hands it to the tool only",
+      "SIGTERM",
+      statLine("deno", 500, 500),
+      true,
+    ],
+    ["SIGTERM without /proc", "SIGTERM", undefined, true],
+  ];
+  for (const [name, signal, stat, expected] of cases) {
+    await t.step(name, () => assertEquals(forwardsSignal(signal, stat), expected));
+  }
+});
+
 Deno.test({
   name: "ensureRegistry() refuses with a clear message when the npm registry is unreachable",
-  ignore: !hasNpm(),
+  ignore: !works("npm", ["--version"]),
   async fn() {
     const cache = await Deno.makeTempDir({ prefix: "mirror-cache-" });
     const saved = ["npm_config_registry", "npm_config_fetch_retries"].map((k) =>
@@ -271,9 +312,10 @@ Deno.test({
   },
 });
 
-function hasNpm(): boolean {
+/** Whether `command args` runs and exits 0 (a tool this test needs is installed and works). */
+function works(command: string, args: string[]): boolean {
   try {
-    return new Deno.Command("npm", { args: ["--version"], stdout: "null", stderr: "null" })
+    return new Deno.Command(command, { args, stdin: "null", stdout: "null", stderr: "null" })
       .outputSync().success;
   } catch {
     return false;
@@ -286,6 +328,21 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 function spawnTool(args: string[]): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "tools/with_jsr_mirror.ts", ...args],
+    cwd: root,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+}
+
+/**
+ * Starts the tool in a session of its own, away from any terminal the test runs in: there a
+ * SIGINT of the tool's own was not sent by a terminal and must be passed on. `setsid` execs in
+ * place (Deno's child leads no group), so the child's pid is the tool's.
+ */
+function spawnToolWithoutTerminal(args: string[]): Deno.ChildProcess {
+  return new Deno.Command("setsid", {
+    args: [Deno.execPath(), "run", "-A", "tools/with_jsr_mirror.ts", ...args],
     cwd: root,
     stdin: "null",
     stdout: "piped",
@@ -366,6 +423,115 @@ Deno.test({
       tool.kill("SIGTERM");
       const status = await withTimeout(tool.status, BOUND_MS, "the tool to exit after SIGTERM");
       assertEquals(status.code, 7);
+    } finally {
+      killSurvivors([tool.pid, ...below]);
+      await tool.status;
+    }
+  },
+});
+
+const HAS_SETSID = Deno.build.os === "linux" && works("setsid", ["true"]);
+// `script` (util-linux) runs a command in a new pseudo-terminal; "\x03" written to its stdin
+// reaches the pty, whose line discipline sends SIGINT to the foreground group, as Ctrl-C does.
+const HAS_PTY = Deno.build.os === "linux" && works("script", ["-qec", "true", "/dev/null"]);
+const HAS_PYTHON = works("python3", ["-c", "pass"]);
+for (
+  const [missing, reason] of [
+    [!HAS_PTY, "`script` (util-linux) cannot open a pseudo-terminal here"],
+    [!HAS_SETSID, "no `setsid` (util-linux) to run the tool away from a terminal"],
+    [!HAS_PYTHON, "no python3 on PATH (.ci/run installs python3-websockets, which brings it)"],
+  ] as const
+) {
+  if (missing) console.log(`with_jsr_mirror_test: SIGINT tests skipped where needed: ${reason}`);
+}
+
+// A command that counts every SIGINT delivered to it and exits with 10 + the count a second after
+// the first. Python's C-level handler writes one byte to the wakeup fd per delivery, so two
+// deliveries count as two; a Deno listener may see two signals close together as one.
+const COUNTS_SIGINT = `
+import os, select, signal, sys, time
+r, w = os.pipe()
+os.set_blocking(w, False)
+signal.set_wakeup_fd(w)
+signal.signal(signal.SIGINT, lambda *_: None)
+print("ready", flush=True)
+count, first, start = 0, None, time.monotonic()
+while time.monotonic() - start < 30:
+    wait = 30 if first is None else first + 1 - time.monotonic()
+    if wait <= 0:
+        break
+    if select.select([r], [], [], wait)[0]:
+        count += len(os.read(r, 64))
+        first = first or time.monotonic()
+print(f"SIGINT x{count}", flush=True)
+sys.exit(10 + count)
+`;
+
+// Newcomer review against 0185c78, item 1: in a terminal, Ctrl-C reached the command twice (the
+// terminal signals the whole foreground group, then this tool passed it on): exit 12 here.
+Deno.test({
+  name: "main() in a terminal: Ctrl-C reaches the command once",
+  ignore: !HAS_PTY || !HAS_PYTHON,
+  async fn() {
+    const counter = await Deno.makeTempFile({ suffix: ".py" });
+    await Deno.writeTextFile(counter, COUNTS_SIGINT);
+    const terminal = new Deno.Command("script", {
+      // The shell expands the variables, so no path needs quoting inside the command string.
+      args: [
+        "-qfec",
+        'exec "$TOOL_DENO" run -A tools/with_jsr_mirror.ts python3 "$COUNTER"',
+        "/dev/null",
+      ],
+      cwd: root,
+      env: { SHELL: "/bin/sh", TOOL_DENO: Deno.execPath(), COUNTER: counter },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const keys = terminal.stdin.getWriter();
+    let output = "";
+    const reading = terminal.stdout.pipeThrough(new TextDecoderStream()).pipeTo(
+      new WritableStream({ write: (text) => void (output += text) }),
+    );
+    let below: number[] = [];
+    try {
+      // "ready" comes from the command, which the tool starts only after adding its listeners.
+      const started = Date.now();
+      while (!output.includes("ready") && Date.now() - started < 30_000) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assertStringIncludes(output, "ready", "the command started in the terminal");
+      below = descendants(terminal.pid);
+      await keys.write(new TextEncoder().encode("\x03"));
+      const status = await withTimeout(terminal.status, 10_000, "the command to count and exit");
+      await withTimeout(reading, BOUND_MS, "the terminal's output to end");
+      assertStringIncludes(output, "SIGINT x1", output);
+      assertEquals(status.code, 11, "script exits with the command's status, 10 + SIGINTs seen");
+    } finally {
+      await keys.close().catch(() => {});
+      killSurvivors([terminal.pid, ...below]);
+      await terminal.status;
+      await reading.catch(() => {});
+      await Deno.remove(counter);
+    }
+  },
+});
+
+Deno.test({
+  name: "main() outside a terminal: kill -INT of the tool alone reaches the command",
+  ignore: !HAS_SETSID || !HAS_PYTHON,
+  async fn() {
+    const tool = spawnToolWithoutTerminal(["python3", "-c", COUNTS_SIGINT]);
+    let below: number[] = [];
+    try {
+      assertEquals(
+        await withTimeout(firstLine(tool.stdout), 30_000, "the command to start"),
+        "ready",
+      );
+      below = descendants(tool.pid);
+      tool.kill("SIGINT");
+      const status = await withTimeout(tool.status, 10_000, "the tool to exit after SIGINT");
+      assertEquals(status.code, 11, "the command saw exactly one SIGINT");
     } finally {
       killSurvivors([tool.pid, ...below]);
       await tool.status;

@@ -15,8 +15,10 @@
  *
  * A leading `deno` in the command is replaced by the running Deno executable,
  * so the pinned Deno that started the tool is the one that runs the command.
- * SIGINT and SIGTERM are passed on to the command, and the tool exits with the
- * command's status, so `kill -TERM` of `deno task example` stops the server too.
+ * SIGTERM is passed on to the command, and so is a SIGINT that the command did
+ * not receive itself (see {@link forwardsSignal}); the tool exits with the
+ * command's status. So `kill -TERM` of `deno task example` stops the server
+ * too, and Ctrl-C in a terminal reaches the command once, not twice.
  *
  * @module
  */
@@ -350,14 +352,65 @@ export interface MainOptions {
 
 /**
  * The signals passed on to the command. `deno task` hands a SIGTERM to this tool only, so a
- * command that never hears of it is left running without a parent, still holding its port. Ctrl-C
- * reaches the command twice (the terminal signals the whole process group, then we pass it on),
- * as under `npm run`; a graceful server stops once either way. Windows delivers Ctrl-C to every
- * process of the console and cannot send a signal to a child, so nothing is passed on there.
+ * command that never hears of it is left running without a parent, still holding its port. SIGINT
+ * is passed on only when the command did not get it too; see {@link forwardsSignal}. Windows
+ * delivers Ctrl-C to every process of the console and cannot send a signal to a child, so nothing
+ * is passed on there.
  */
 const FORWARDED_SIGNALS: readonly Deno.Signal[] = Deno.build.os === "windows"
   ? []
   : ["SIGINT", "SIGTERM"];
+
+/**
+ * Answers whether a signal this tool received should be passed on to the command.
+ *
+ * Ctrl-C in a terminal sends SIGINT to every process of the terminal's foreground process group,
+ * and the command, which this tool started without a group of its own, is in that group too.
+ * Passing the SIGINT on would deliver it twice, and a server that takes a second signal as "exit
+ * now" (the web layer's `App` does) would drop its in-flight requests. So a SIGINT is passed on
+ * only when this tool is not in the foreground group of a terminal: then it was sent to the tool
+ * alone, e.g. `kill -INT <pid>` from a script. What remains ambiguous is a `kill -INT` of this
+ * tool alone while it runs in a terminal's foreground: that one is not passed on.
+ *
+ * SIGTERM is always passed on: no terminal key sends it, and `deno task` hands it to this tool
+ * only.
+ *
+ * @param signal The signal received.
+ * @param stat The text of `/proc/self/stat` when the signal came (Linux), or `undefined` where
+ *   it cannot be read. Without it a SIGINT is passed on, as before: a Ctrl-C then reaches the
+ *   command twice, but a `kill -INT` of this tool alone is never lost, which would leave the
+ *   command and the tool running.
+ * @returns Whether to send `signal` to the command.
+ */
+export function forwardsSignal(signal: Deno.Signal, stat: string | undefined): boolean {
+  if (signal !== "SIGINT" || stat === undefined) return true;
+  // Fields after the command name, which sits in parentheses and may hold spaces and ")":
+  // state (3), ppid (4), pgrp (5), session (6), tty_nr (7), tpgid (8); see proc(5).
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const pgrp = Number(fields[2]);
+  const tpgid = Number(fields[5]);
+  // Without a controlling terminal tpgid is -1, never a process group.
+  if (!Number.isInteger(pgrp) || !Number.isInteger(tpgid) || pgrp <= 0) return true;
+  return tpgid !== pgrp;
+}
+
+/** `/proc/self/stat`, or `undefined` where there is no such file or no right to read it. */
+function readOwnStat(): string | undefined {
+  const path = "/proc/self/stat";
+  // Deno asks for --allow-all to read it; asking the user in the middle of a Ctrl-C would be worse
+  // than passing the SIGINT on.
+  if (
+    Deno.build.os !== "linux" ||
+    Deno.permissions.querySync({ name: "read", path }).state !== "granted"
+  ) {
+    return undefined;
+  }
+  try {
+    return Deno.readTextFileSync(path);
+  } catch {
+    return undefined;
+  }
+}
 
 async function spawnCommand(command: string[], env: Record<string, string>): Promise<number> {
   const [first, ...args] = command;
@@ -366,6 +419,8 @@ async function spawnCommand(command: string[], env: Record<string, string>): Pro
   const listeners: [Deno.Signal, () => void][] = FORWARDED_SIGNALS.map((signal) => [
     signal,
     () => {
+      // Read when the signal comes: a shell's job control may have moved the job since.
+      if (!forwardsSignal(signal, readOwnStat())) return;
       try {
         child.kill(signal);
       } catch {
@@ -387,8 +442,8 @@ async function spawnCommand(command: string[], env: Record<string, string>): Pro
 /**
  * Runs `command`, through the offline mirror when jsr.io is unreachable.
  *
- * SIGINT and SIGTERM received while the command runs are passed on to it, and the tool waits for
- * it to exit.
+ * SIGTERM received while the command runs is passed on to it, and so is SIGINT unless the
+ * command got it too from the terminal ({@link forwardsSignal}); the tool waits for it to exit.
  *
  * @returns The command's exit code: 128 + N when a signal N ended it (143 for SIGTERM), 1 with a
  *   message on a mirror failure, 2 on bad usage.
