@@ -129,4 +129,12 @@ export function main(port = Number(Deno.env.get("PORT") ?? 8000)): AsgiServer {
   return server;
 }
 
-if (import.meta.main) main();
+if (import.meta.main) {
+  // Exit as soon as the server has stopped, while the signal listeners are still there: left to
+  // wind down on its own, the process had a moment without them in which a second SIGINT ended it
+  // with 130 instead of 0.
+  main().finished.then(() => Deno.exit(0), (error) => {
+    console.error(error);
+    Deno.exit(1);
+  });
+}

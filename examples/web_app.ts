@@ -223,6 +223,8 @@ export function main(
   });
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   const stop = (): void => {
+    // Ctrl-C pressed again, or a signal that came twice, leaves the shutdown under way alone.
+    if (controller.signal.aborted) return;
     log("Shutting down");
     controller.abort();
   };
@@ -237,4 +239,10 @@ export function main(
   return server;
 }
 
-if (import.meta.main) main();
+if (import.meta.main) {
+  // Exit as soon as the server has stopped, while the signal listeners are still there: left to
+  // wind down on its own, the process had a moment without them in which a second SIGINT ended it
+  // with 130 instead of 0.
+  const exit = (): never => Deno.exit();
+  main().finished.then(exit, exit);
+}
