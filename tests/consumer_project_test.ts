@@ -21,6 +21,7 @@ function consumerImports(root: string): Record<string, string> {
     "@stellarator/stellarator/web": join(root, "web.ts"),
     "@std/async": "jsr:@std/async@^1",
     "@std/http": "jsr:@std/http@^1",
+    "@std/assert": "jsr:@std/assert@^1",
   };
 }
 
