@@ -286,7 +286,10 @@ class DenoCycle extends HttpCycle {
     const controller = source.controller;
     if (controller === null) return;
     controller.enqueue(chunk);
-    if (controller.desiredSize! > 0) return;
+    // Deno may write the chunk inside enqueue(), fail on a connection the client has closed and
+    // cancel the stream there and then: the stream is closed (desiredSize 0), nothing will pull
+    // again, and waiting would hold the application's send() for good.
+    if (source.controller === null || controller.desiredSize! > 0) return;
     return source.wait();
   }
 

@@ -584,6 +584,81 @@ for (const transport of TRANSPORTS) {
   });
 }
 
+// The deno transport compares the Host with the URL's authority (HTTP/2 can send both, and they
+// must agree): over HTTP/1.1 the URL is built from the Host, so any Host must pass, whatever its
+// case, port or form, and reach the application as sent.
+Deno.test("serve() [deno] passes an HTTP/1.1 Host on as sent, whatever its case or port", async () => {
+  await using served = await start(async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    const host = scope.headers.find(([name]) => latin1(name) === "host");
+    await send({ type: "http.response.start", status: 200, headers: [] });
+    await send({ type: "http.response.body", body: host?.[1] ?? bytes("none") });
+  }, "deno");
+  for (
+    const host of [
+      "Example.COM:80",
+      "a.example:8443",
+      "[::1]:8000",
+      "127.0.0.1",
+      "xn--bcher-kva.example",
+    ]
+  ) {
+    const client = await RawClient.connect(served.port);
+    await client.write(`GET /h HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    const { head, body } = await client.response();
+    client.close();
+    assertMatch(head, /^HTTP\/1\.1 200 /, host);
+    assertEquals(body, host);
+  }
+});
+
+// Regression (TLS/HTTP/2 probe, 2026-11-25): on deno, a streaming send() could wait forever once
+// the client left: Deno wrote the chunk inside enqueue(), failed on the closed socket and
+// cancelled the stream there, and the cycle then waited for a pull that never came (4 to 9 of 30
+// apps stuck over HTTP, 13 of 30 over TLS). Graceful shutdown then always took its whole timeout.
+// curl leaving at --max-time triggers it; a Deno client reading and closing did not (tried).
+const hasCurl = await new Deno.Command("curl", { args: ["--version"], stdout: "null" }).output()
+  .then((output) => output.success, () => false);
+Deno.test({
+  name: "serve() [deno] ends the send() of a stream whose client left",
+  ignore: !hasCurl,
+  async fn() {
+    const clients = 20;
+    let ended = 0;
+    let inSend = 0;
+    const allEnded = Promise.withResolvers<void>();
+    await using served = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      try {
+        await receive(); // the (empty) body; the next receive() waits for the client to leave
+        await send({ type: "http.response.start", status: 200, headers: [] });
+        let left = false;
+        receive().then(() => left = true);
+        const event = bytes(`data: ${"x".repeat(4000)}\n\n`);
+        // Until the client has left; bounded so that a loop that never hears of it stops.
+        for (let i = 0; i < 2_000 && !left; i++) {
+          inSend++;
+          await send({ type: "http.response.body", body: event, more_body: true });
+          inSend--;
+          await sleep(5);
+        }
+      } finally {
+        if (++ended === clients) allEnded.resolve();
+      }
+    }, "deno");
+    for (let i = 0; i < clients; i++) {
+      await new Deno.Command("curl", {
+        args: ["-s", "-o", "/dev/null", "--max-time", "0.2", `${served.url}/events`],
+      }).output();
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<string>((resolve) => timer = setTimeout(resolve, 3_000, "bound"));
+    const outcome = await Promise.race([allEnded.promise.then(() => "ended"), bound]);
+    clearTimeout(timer);
+    assertEquals(outcome, "ended", `${inSend} of ${clients} apps still waiting in send()`);
+  },
+});
+
 /** Starts a 10-byte upload and sends its first half. */
 async function startUpload(port: number): Promise<RawClient> {
   const client = await RawClient.connect(port);
