@@ -749,6 +749,13 @@ export abstract class HttpCycle {
 
   #chunkMessage(chunk: Uint8Array | null): ReceiveMessage {
     if (chunk === null) {
+      if (this.#receivedLength < this.#expectedLength) {
+        // The body ended short of its content-length: over HTTP/2, Deno ends the body of a
+        // request the client reset (RST_STREAM) as if it were complete, and a cut-off upload
+        // once reached the application as a whole one. As HTTP/1.1 does, it is a disconnect.
+        this.clientGone();
+        return disconnect();
+      }
       this.#body = BODY_DONE;
       return { type: "http.request", body: EMPTY, more_body: false };
     }

@@ -463,6 +463,7 @@ function badRequest(): Response {
  * @param server The listening address, when known: one frozen pair, shared by every request of
  *   the listener (an ASGI server's `server` is a tuple, immutable in Python too).
  * @param denoServes `true` when our own `Deno.serve` writes the response.
+ * @param tls Whether our own listener speaks TLS; left out, the scheme of `request.url` says.
  * @returns The response when the application started it before its first await, else the
  *   promise of it.
  */
@@ -472,6 +473,7 @@ export function handleFetch(
   info: FetchInfo | undefined,
   server: [string, number] | null,
   denoServes = false,
+  tls?: boolean,
 ): Response | Promise<Response> {
   const method = request.method;
   if (method !== "GET" && method !== "POST" && hasLowerCase(method)) {
@@ -503,6 +505,26 @@ export function handleFetch(
   // (a proxy that checks the target is then bypassed). A "/" is never valid in a Host (RFC 9112
   // 3.2: 400); without one, the first "/" after the authority starts the target's path.
   if (host !== undefined && host.includes("/")) return badRequest();
+  let fieldCount = count;
+  if (denoServes) {
+    // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
+    // ASGI spec asks for the authority as the Host (the scope once had none), and RFC 9113
+    // 8.3.1 calls a Host that names another authority malformed (it once reached the app).
+    // Over HTTP/1.1 the URL's authority is the Host as sent: the comparison is a startsWith.
+    const authorityStart = schemeEnd + 3;
+    if (host === undefined) {
+      if (pathStart > authorityStart) {
+        fields[fieldCount++] = "host";
+        fields[fieldCount++] = url.slice(authorityStart, pathStart);
+      }
+    } else if (
+      (pathStart - authorityStart !== host.length || !url.startsWith(host, authorityStart)) &&
+      !sameAuthority(url.slice(0, schemeEnd), host, url.slice(authorityStart, pathStart))
+    ) return badRequest();
+  }
+  // The listener knows whether it speaks TLS; request.url has the scheme the client claimed
+  // (HTTP/2's :scheme: "https" over plain TCP once made a scope say "https").
+  const secure = tls ?? schemeEnd === 5;
   // Fetch (and so Deno.serve) gives GET and HEAD requests no body: no need to ask.
   let hasBody = false;
   let expectedLength = -1;
@@ -513,12 +535,12 @@ export function handleFetch(
     hasBody = whole ? expectedLength > 0 : request.body !== null;
   }
   const remote = info?.remoteAddr;
-  if (CAN_UPGRADE && method === "GET" && isUpgrade(fields, count)) {
+  if (CAN_UPGRADE && method === "GET" && isUpgrade(fields, fieldCount)) {
     return serveWebSocket(core, request, {
-      scheme: schemeEnd === 5 ? "wss" : "ws",
+      scheme: secure ? "wss" : "ws",
       rawPath: rawPath === "" ? "/" : rawPath,
       query: queryStart === -1 ? "" : url.slice(queryStart + 1),
-      fields: fields.slice(0, count),
+      fields: fields.slice(0, fieldCount),
       client: remote === undefined ? null : [remote.hostname, remote.port],
       server,
     });
@@ -526,18 +548,31 @@ export function handleFetch(
   const scope = httpScope(
     core,
     method,
-    schemeEnd === 5 ? "https" : "http",
+    secure ? "https" : "http",
     "1.1",
     rawPath === "" ? "/" : rawPath,
     queryStart === -1 ? "" : url.slice(queryStart + 1),
     fields,
-    count,
+    fieldCount,
     remote === undefined ? null : [remote.hostname, remote.port],
     server,
   );
   const cycle = new DenoCycle(core, request, scope, hasBody, expectedLength, whole, denoServes);
   cycle.run();
   return cycle.response();
+}
+
+/**
+ * Whether a Host names the same authority as the URL's (HTTP/2's :authority) once both are
+ * normalised as a URL normalises them: case, a default port. The slow path of a request whose
+ * Host is not the URL's authority, byte for byte.
+ */
+function sameAuthority(scheme: string, host: string, authority: string): boolean {
+  try {
+    return new URL(`${scheme}://${host}`).host === new URL(`${scheme}://${authority}`).host;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -583,6 +618,7 @@ export function listenDeno(
   tls?: { cert: string; key: string },
 ): Listener {
   let server: [string, number] | null = null;
+  const secure = tls !== undefined;
   const servers = new Set<Deno.HttpServer<Deno.NetAddr>>();
   const failed = Promise.withResolvers<unknown>();
   let closing = false;
@@ -591,15 +627,19 @@ export function listenDeno(
   let unlogged = 0;
 
   const open = (port: number): Deno.HttpServer<Deno.NetAddr> => {
-    const httpServer = Deno.serve({
-      hostname,
-      port,
-      ...tls,
-      onListen() {},
-      // Only errored response streams get here (the handler never throws), and the cycle has
-      // logged why already; Deno would print the error a second time.
-      onError: () => new Response(null, { status: 500 }),
-    }, (request, info) => closing ? unavailable() : handleFetch(core, request, info, server, true));
+    const httpServer = Deno.serve(
+      {
+        hostname,
+        port,
+        ...tls,
+        onListen() {},
+        // Only errored response streams get here (the handler never throws), and the cycle has
+        // logged why already; Deno would print the error a second time.
+        onError: () => new Response(null, { status: 500 }),
+      },
+      (request, info) =>
+        closing ? unavailable() : handleFetch(core, request, info, server, true, secure),
+    );
     servers.add(httpServer);
     httpServer.finished.then(() => servers.delete(httpServer), (error) => {
       servers.delete(httpServer);

@@ -1,0 +1,140 @@
+/**
+ * HTTP/2 through the deno transport: `Deno.serve` speaks it over TLS (ALPN) and, with prior
+ * knowledge, over plain TCP. Found by a TLS/HTTP/2 probe: the scope took its scheme from the
+ * client's `:scheme`, had no `host`, let a `host` naming another authority through, and a reset
+ * upload reached the application as a complete body. The node transport speaks HTTP/1.1 only.
+ */
+import { assert, assertEquals } from "@std/assert";
+import type { HttpScope, ReceiveMessage } from "../asgi.ts";
+import { bytes, start } from "./fixtures/asgi_harness.ts";
+import { H2cClient } from "./fixtures/h2c_client.ts";
+import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
+
+/** A server that records each HTTP scope and answers 200 "ok". */
+async function recording() {
+  const scopes: HttpScope[] = [];
+  const served = await start(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    scopes.push(scope);
+    await receive();
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, "deno");
+  return { served, scopes };
+}
+
+function get(authority: string, ...extra: [string, string][]): [string, string][] {
+  return [
+    [":method", "GET"],
+    [":scheme", "http"],
+    [":authority", authority],
+    [":path", "/h2"],
+    ...extra,
+  ];
+}
+
+function hostsOf(scope: HttpScope): string[] {
+  const decoder = new TextDecoder();
+  return scope.headers.filter(([name]) => decoder.decode(name) === "host").map(([, value]) =>
+    decoder.decode(value)
+  );
+}
+
+Deno.test("serve() [deno] over HTTP/2 takes the scheme from the listener, not the client's :scheme", async () => {
+  const { served, scopes } = await recording();
+  await using _ = served;
+  const client = await H2cClient.connect(served.port);
+  try {
+    // A plain listener: a client claiming "https" once made the scope say so (redirect loops,
+    // Secure cookies over cleartext).
+    const fields = get("a.example");
+    fields[1] = [":scheme", "https"];
+    assertEquals(await client.status(await client.request(fields)), 200);
+    assertEquals(scopes.map((scope) => scope.scheme), ["http"]);
+  } finally {
+    await client.close();
+  }
+});
+
+Deno.test("serve() [deno] over HTTP/2 gives the scope :authority as its host header", async () => {
+  const { served, scopes } = await recording();
+  await using _ = served;
+  const client = await H2cClient.connect(served.port);
+  try {
+    assertEquals(await client.status(await client.request(get("a.example:8080"))), 200);
+    assertEquals(hostsOf(scopes[0]!), ["a.example:8080"]);
+  } finally {
+    await client.close();
+  }
+});
+
+Deno.test("serve() [deno] over HTTP/2 refuses a host field that names another authority", async (t) => {
+  const { served, scopes } = await recording();
+  await using _ = served;
+  const cases: [string, string, number][] = [
+    ["another host", "b.example", 400],
+    ["another port", "a.example:8443", 400],
+    ["the same, in other case and with the default port", "A.Example:80", 200],
+    ["the same", "a.example", 200],
+  ];
+  for (const [label, host, status] of cases) {
+    await t.step(label, async () => {
+      const client = await H2cClient.connect(served.port);
+      try {
+        const before = scopes.length;
+        assertEquals(
+          await client.status(await client.request(get("a.example", ["host", host]))),
+          status,
+        );
+        assertEquals(scopes.length - before, status === 200 ? 1 : 0);
+        if (status === 200) assertEquals(hostsOf(scopes.at(-1)!), [host]);
+      } finally {
+        await client.close();
+      }
+    });
+  }
+});
+
+for (const declared of [30_000, 1_000_000]) {
+  Deno.test(
+    `serve() [deno] gives http.disconnect for an HTTP/2 upload the client resets (content-length ${declared})`,
+    async () => {
+      const messages = Promise.withResolvers<ReceiveMessage[]>();
+      const served = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        const seen: ReceiveMessage[] = [];
+        for (;;) {
+          const message = await receive();
+          seen.push(message);
+          if (message.type !== "http.request" || !message.more_body) break;
+        }
+        messages.resolve(seen);
+        await send({ type: "http.response.start", status: 200 });
+        await send({ type: "http.response.body", body: bytes("stored") });
+      }, "deno");
+      await using _ = served;
+      const client = await H2cClient.connect(served.port);
+      try {
+        const stream = await client.request([
+          [":method", "POST"],
+          [":scheme", "http"],
+          [":authority", "a.example"],
+          [":path", "/upload"],
+          ["content-length", String(declared)],
+        ], false);
+        await client.data(stream, new Uint8Array(16_000).fill(0x61));
+        await client.reset(stream);
+        const seen = await withTimeout(messages.promise, BOUND_MS, "the application's reads");
+        // Once: 16,000 bytes and more_body false, a cut-off upload stored as a whole one.
+        assertEquals(seen.at(-1)!.type, "http.disconnect");
+        const received = seen.reduce(
+          (n, m) => n + (m.type === "http.request" ? m.body.length : 0),
+          0,
+        );
+        assert(received <= 16_000, `received ${received} bytes`);
+      } finally {
+        await client.close();
+      }
+    },
+  );
+}
