@@ -16,6 +16,13 @@ import {
 
 /** How often a send waiting for a slow reader looks at Deno's `bufferedAmount` again. */
 const DRAIN_POLL_MS = 5;
+/**
+ * How long a socket may stay CONNECTING once its 101 is handed to Deno. A TLS client that leaves
+ * right after its handshake request (no close_notify) left Deno's socket CONNECTING for good,
+ * firing neither "open" nor "close": the application waited forever and its fds stayed open (a
+ * probe: 27-50 of 50 apps stuck). A socket that opens does so within milliseconds.
+ */
+export const OPEN_TIMEOUT_MS = 5_000;
 
 class DenoWebSocketCycle extends WebSocketCycle {
   readonly response: Promise<Response>;
@@ -78,14 +85,34 @@ class DenoWebSocketCycle extends WebSocketCycle {
     for (const [name, value] of headers) response.headers.append(name, value);
     this.#socket = socket;
     socket.binaryType = "arraybuffer";
-    socket.onopen = () => this.opened();
+    let openTimer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+      openTimer = undefined;
+      if (socket.readyState !== WebSocket.CONNECTING) return;
+      this.closed(1006, "");
+      try {
+        socket.close();
+      } catch {
+        // Deno may refuse to close a socket it never opened: the application has its 1006.
+      }
+    }, OPEN_TIMEOUT_MS);
+    const stopOpenTimer = () => {
+      if (openTimer !== undefined) clearTimeout(openTimer);
+      openTimer = undefined;
+    };
+    socket.onopen = () => {
+      stopOpenTimer();
+      this.opened();
+    };
     socket.onmessage = (event) => {
       const data = event.data;
       this.received(typeof data === "string" ? data : new Uint8Array(data as ArrayBuffer));
     };
     // Deno fires "error" before "close" on a lost connection; "close" carries what matters.
     socket.onerror = () => {};
-    socket.onclose = (event) => this.closed(event.code, event.reason);
+    socket.onclose = (event) => {
+      stopOpenTimer();
+      this.closed(event.code, event.reason);
+    };
     this.#respond(response);
   }
 

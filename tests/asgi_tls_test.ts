@@ -106,6 +106,53 @@ for (const transport of TRANSPORTS) {
   });
 }
 
+// Regression (TLS/HTTP/2 probe, 2026-11-25): a TLS client that sent its WebSocket handshake and
+// left at once, without a close_notify, left Deno's socket CONNECTING for good: neither "open" nor
+// "close" came, the application waited forever (27-50 of 50) and its fds stayed open. Python's
+// ssl module closes that way; Deno's own TLS client sends a close_notify and does not show it.
+const hasPython = await new Deno.Command("/usr/bin/python3", { args: ["-c", "import ssl"] })
+  .output().then((output) => output.success, () => false);
+Deno.test({
+  name: "serve() [deno] gives 1006 to a WSS client that left right after its handshake request",
+  ignore: tls === undefined || !hasPython,
+  async fn() {
+    const clients = 10;
+    const codes: number[] = [];
+    const allClosed = Promise.withResolvers<void>();
+    await using server = await start(
+      async (scope, receive, send) => {
+        if (scope.type !== "websocket") return;
+        await receive();
+        await send({ type: "websocket.accept" });
+        const message = await receive();
+        codes.push(message.type === "websocket.disconnect" ? message.code : -1);
+        if (codes.length === clients) allClosed.resolve();
+      },
+      "deno",
+      // Deno keeps those connections (its shutdown cannot drop them): a short wait for them.
+      { cert: tls!.cert, key: tls!.key, shutdownTimeout: 500 },
+    );
+    const script = [
+      "import socket, ssl, sys",
+      `ctx = ssl.create_default_context(cafile=${JSON.stringify(`${tls!.dir}/cert.pem`)})`,
+      "req = b'GET /ws HTTP/1.1\\r\\nHost: x\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n" +
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n'",
+      `for _ in range(${clients}):`,
+      `    s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', ${server.port})), server_hostname='127.0.0.1')`,
+      "    s.sendall(req)",
+      "    s.close()",
+    ].join("\n");
+    const output = await new Deno.Command("/usr/bin/python3", { args: ["-c", script] }).output();
+    assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<string>((resolve) => timer = setTimeout(resolve, 8_000, "bound"));
+    const outcome = await Promise.race([allClosed.promise.then(() => "closed"), bound]);
+    clearTimeout(timer);
+    assertEquals(outcome, "closed", `${clients - codes.length} of ${clients} apps still waiting`);
+    assertEquals(codes, Array(clients).fill(1006));
+  },
+});
+
 Deno.test("serve() rejects a cert without a key", () => {
   assertThrows(
     () => serve(() => Promise.resolve(), { cert: "-----BEGIN CERTIFICATE-----" }),
