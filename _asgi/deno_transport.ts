@@ -506,21 +506,15 @@ export function handleFetch(
   // 3.2: 400); without one, the first "/" after the authority starts the target's path.
   if (host !== undefined && host.includes("/")) return badRequest();
   let fieldCount = count;
-  if (denoServes) {
+  if (denoServes && host === undefined && pathStart > schemeEnd + 3) {
     // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
-    // ASGI spec asks for the authority as the Host (the scope once had none), and RFC 9113
-    // 8.3.1 calls a Host that names another authority malformed (it once reached the app).
-    // Over HTTP/1.1 the URL's authority is the Host as sent: the comparison is a startsWith.
-    const authorityStart = schemeEnd + 3;
-    if (host === undefined) {
-      if (pathStart > authorityStart) {
-        fields[fieldCount++] = "host";
-        fields[fieldCount++] = url.slice(authorityStart, pathStart);
-      }
-    } else if (
-      (pathStart - authorityStart !== host.length || !url.startsWith(host, authorityStart)) &&
-      !sameAuthority(url.slice(0, schemeEnd), host, url.slice(authorityStart, pathStart))
-    ) return badRequest();
+    // ASGI spec asks for the authority as the Host (the scope once had none). A Host sent beside
+    // it is passed on as sent, as over HTTP/1.1: Deno does not say which version a request came
+    // over, and an HTTP/1.1 request in absolute form may carry a Host that differs from its
+    // target (RFC 9112 3.2.2), which must not be refused. (An HTTP/1.0 request without a Host
+    // gets the authority Deno gives its URL.)
+    fields[fieldCount++] = "host";
+    fields[fieldCount++] = url.slice(schemeEnd + 3, pathStart);
   }
   // The listener knows whether it speaks TLS; request.url has the scheme the client claimed
   // (HTTP/2's :scheme: "https" over plain TCP once made a scope say "https").
@@ -560,19 +554,6 @@ export function handleFetch(
   const cycle = new DenoCycle(core, request, scope, hasBody, expectedLength, whole, denoServes);
   cycle.run();
   return cycle.response();
-}
-
-/**
- * Whether a Host names the same authority as the URL's (HTTP/2's :authority) once both are
- * normalised as a URL normalises them: case, a default port. The slow path of a request whose
- * Host is not the URL's authority, byte for byte.
- */
-function sameAuthority(scheme: string, host: string, authority: string): boolean {
-  try {
-    return new URL(`${scheme}://${host}`).host === new URL(`${scheme}://${authority}`).host;
-  } catch {
-    return false;
-  }
 }
 
 /**

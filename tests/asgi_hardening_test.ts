@@ -584,31 +584,35 @@ for (const transport of TRANSPORTS) {
   });
 }
 
-// The deno transport compares the Host with the URL's authority (HTTP/2 can send both, and they
-// must agree): over HTTP/1.1 the URL is built from the Host, so any Host must pass, whatever its
-// case, port or form, and reach the application as sent.
-Deno.test("serve() [deno] passes an HTTP/1.1 Host on as sent, whatever its case or port", async () => {
+// Over HTTP/2 the deno transport adds the :authority as the host when none is sent; a Host that is
+// sent goes on as sent, whatever its case, port or form, and whatever the target says: a first
+// version refused one that differed from the URL's authority, and with it an HTTP/1.1 request in
+// absolute form (RFC 9112 3.2.2: the target wins, the Host is not an error) and an empty Host.
+Deno.test("serve() [deno] passes an HTTP/1.1 Host on as sent, whatever its form or the target", async () => {
   await using served = await start(async (scope, _receive, send) => {
     if (scope.type !== "http") return;
-    const host = scope.headers.find(([name]) => latin1(name) === "host");
+    const hosts = scope.headers.filter(([name]) => latin1(name) === "host");
     await send({ type: "http.response.start", status: 200, headers: [] });
-    await send({ type: "http.response.body", body: host?.[1] ?? bytes("none") });
+    await send({
+      type: "http.response.body",
+      body: bytes(`${scope.path} ${hosts.map(([, value]) => `[${latin1(value)}]`).join("")}`),
+    });
   }, "deno");
-  for (
-    const host of [
-      "Example.COM:80",
-      "a.example:8443",
-      "[::1]:8000",
-      "127.0.0.1",
-      "xn--bcher-kva.example",
-    ]
-  ) {
+  const cases: [string, string, string][] = [
+    ["/h", "Example.COM:80", "/h [Example.COM:80]"],
+    ["/h", "a.example:8443", "/h [a.example:8443]"],
+    ["/h", "[::1]:8000", "/h [[::1]:8000]"],
+    ["/h", "a.example.", "/h [a.example.]"],
+    ["/h", "", "/h []"],
+    ["http://a.example/h", "b.example", "/h [b.example]"],
+  ];
+  for (const [target, host, expected] of cases) {
     const client = await RawClient.connect(served.port);
-    await client.write(`GET /h HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    await client.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
     const { head, body } = await client.response();
     client.close();
-    assertMatch(head, /^HTTP\/1\.1 200 /, host);
-    assertEquals(body, host);
+    assertMatch(head, /^HTTP\/1\.1 200 /, `${target} ${host}`);
+    assertEquals(body, expected);
   }
 });
 
