@@ -52,9 +52,10 @@
  * abandoned (and logged): a request still running then has its `request.signal` aborted (an
  * `AbortError`) and, if it has not started its response, gets `503` (a stream still being sent
  * is cut off), as the request time limit answers one; then the lifespan function runs with
- * {@linkcode App.LIFESPAN_SHUTDOWN}, for at most a `shutdownGracePeriod` of its own: if it has
- * not settled by then it is abandoned and the shutdown fails (`lifespan.shutdown.failed`, a
- * `TimeoutError` naming the period).
+ * {@linkcode App.LIFESPAN_SHUTDOWN}, for at most its own `lifespanShutdownTimeLimit` (5 s): if
+ * it has not settled by then it is abandoned and the shutdown fails (`lifespan.shutdown.failed`,
+ * a `TimeoutError` naming the limit). Under `serve(app)` the server's own `shutdownTimeout` comes
+ * first: a request still running then gets `500` from the server, not the App's `503`.
  * The call a server makes for a request ends with its response, so a handler that goes on after
  * responding (waiting for room, say) never holds the server's own shutdown wait.
  *
@@ -244,12 +245,21 @@ export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * How long shutdown waits, in seconds, for in-flight requests to finish and, at the same time,
    * for running background tasks to stop once their signal is aborted. What is still running then
-   * is abandoned (and logged). The lifespan function then gets a period of its own at shutdown;
-   * still running after it, it is abandoned and the shutdown fails.
+   * is abandoned (and logged). The lifespan function then gets its own
+   * `lifespanShutdownTimeLimit`. `0`: abandon what still runs at once.
    *
    * @default {5}
    */
   shutdownGracePeriod?: number;
+  /**
+   * How long the lifespan function may take at shutdown, in seconds: still running then, it is
+   * abandoned and the shutdown fails. Its own limit, not the grace period's: with
+   * `shutdownGracePeriod: 0` (do not wait for requests) a lifespan function that closes a
+   * database still gets its time.
+   *
+   * @default {5}
+   */
+  lifespanShutdownTimeLimit?: number;
   /**
    * Called at startup and shutdown; see {@linkcode Lifespan}.
    *
@@ -525,6 +535,8 @@ export class App<A extends object = Record<never, never>> {
   readonly backgroundTaskLimit: number;
   /** How long shutdown waits for requests and background tasks, in seconds. */
   readonly shutdownGracePeriod: number;
+  /** How long the lifespan function may take at shutdown, in seconds. */
+  readonly lifespanShutdownTimeLimit: number;
   /**
    * The app as an ASGI application: serves `http`, `websocket` and `lifespan` scopes. It is bound
    * to the app, so it can be passed on alone: `serve(app.asgi)` works as well as `serve(app)`.
@@ -554,6 +566,7 @@ export class App<A extends object = Record<never, never>> {
   #runner: BackgroundRunner;
   #host: Host;
   #graceMs: number;
+  readonly #lifespanLimitMs: number;
   #handleSignals: boolean;
   #signalsWatched = false;
   #fetchHandler: AsgiFetchHandler | undefined;
@@ -613,6 +626,10 @@ export class App<A extends object = Record<never, never>> {
     const limitMs = secondsOption("requestTimeLimit", options.requestTimeLimit);
     const taskLimitMs = secondsOption("backgroundTaskTimeLimit", options.backgroundTaskTimeLimit);
     this.#graceMs = secondsOption("shutdownGracePeriod", options.shutdownGracePeriod) ?? 5000;
+    this.#lifespanLimitMs = secondsOption(
+      "lifespanShutdownTimeLimit",
+      options.lifespanShutdownTimeLimit,
+    ) ?? 5000;
     this.router = router;
     this.requestTimeLimit = options.requestTimeLimit;
     this.backgroundTaskTimeLimit = options.backgroundTaskTimeLimit;
@@ -622,6 +639,7 @@ export class App<A extends object = Record<never, never>> {
       1000,
     );
     this.shutdownGracePeriod = this.#graceMs / 1000;
+    this.lifespanShutdownTimeLimit = this.#lifespanLimitMs / 1000;
     this.#lifespan = lifespan;
     // Wrapped: a logger that throws must not turn a 408 into a 500, keep a task's slot taken for
     // good or crash the process (see _common/logger.ts).
@@ -776,11 +794,12 @@ export class App<A extends object = Record<never, never>> {
   }
 
   /**
-   * Runs the lifespan function with LIFESPAN_SHUTDOWN for at most a grace period of its own.
+   * Runs the lifespan function with LIFESPAN_SHUTDOWN for at most `lifespanShutdownTimeLimit`.
    *
-   * Its own, not what the drain left: a task that ignores its signal uses up the drain's whole
-   * period, and the lifespan function (closing a database, flushing a log) would then get none,
-   * for no fault of its own. Hypercorn bounds lifespan shutdown separately too (its
+   * Its own limit, not what the drain left: a task that ignores its signal uses up the drain's
+   * whole period, and the lifespan function (closing a database, flushing a log) would then get
+   * none, for no fault of its own. Nor the grace period itself: `shutdownGracePeriod: 0` once
+   * failed every lifespan function that awaited anything (a review found it). Hypercorn bounds lifespan shutdown separately too (its
    * `shutdown_timeout`). Running out of time is a failure (`lifespan.shutdown.failed`, exit code
    * 1 after a signal), as in Hypercorn: the shutdown cannot tell whether the work got done.
    *
@@ -789,11 +808,11 @@ export class App<A extends object = Record<never, never>> {
   async #shutDownLifespan(): Promise<void> {
     const lifespan = this.#lifespan;
     if (lifespan === undefined) return;
-    const grace = this.#graceMs;
+    const limit = this.#lifespanLimitMs;
     const done = Promise.resolve().then(() => lifespan(this.#self, App.LIFESPAN_SHUTDOWN));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<typeof TIMED_OUT>((resolve) => {
-      timer = setTimeout(resolve, grace, TIMED_OUT);
+      timer = setTimeout(resolve, limit, TIMED_OUT);
     });
     try {
       if (await Promise.race([done, expired]) !== TIMED_OUT) return;
@@ -801,13 +820,13 @@ export class App<A extends object = Record<never, never>> {
       clearTimeout(timer);
     }
     done.then(
-      () => this.#log.debug("The lifespan function finished after its shutdown grace period"),
+      () => this.#log.debug("The lifespan function finished after its shutdown time limit"),
       (error) =>
-        this.#log.debug("The lifespan function failed after its shutdown grace period:", error),
+        this.#log.debug("The lifespan function failed after its shutdown time limit:", error),
     );
     throw new DOMException(
-      `The lifespan function did not finish shutting down within the shutdown grace period of ${
-        seconds(grace)
+      `The lifespan function did not finish shutting down within lifespanShutdownTimeLimit ${
+        seconds(limit)
       }: it was abandoned`,
       "TimeoutError",
     );
@@ -836,8 +855,8 @@ export class App<A extends object = Record<never, never>> {
         if (!idle) {
           this.#log.warn(
             `${host.active} request(s) still running after the shutdown grace period of ` +
-              `${seconds(grace)}; shutting down without them: their signals abort, and those ` +
-              `not yet responding get 503`,
+              `${seconds(grace)}; shutting down without them: their signals abort, and a ` +
+              `client still waiting for a response gets 503`,
           );
           Exchange.abandonAll(host);
         }

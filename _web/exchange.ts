@@ -743,9 +743,10 @@ export class Exchange implements TaskHolder {
     this.#limit?.clear();
     this.#limit = undefined;
     const call = this.#call;
-    if (this.#phase === COMPLETE || call === undefined || this.#lastChunk) {
-      // The response is out, or in send's hands (the bridge's shutdown bounds that): only the
-      // handler runs on. It is asked to stop, and abandoned.
+    if (this.#phase === COMPLETE || call === undefined || this.#lastChunk || this.#ended) {
+      // The response is out, or in send's hands (the bridge's shutdown bounds that), or the
+      // handler has ended and its 500 is on its way (a second http.response.start, the 503,
+      // once followed it): only the handler runs on. It is asked to stop, and abandoned.
       this.#abort(shutDownReason(this.#host.graceMs));
       this.#uncount();
       return;

@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { delay } from "@std/async/delay";
-import { LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
+import { type HttpScope, LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type Request, Response, type WebHandler } from "../web.ts";
 import { instance, RecordingLogger, startServer, waitFor } from "./fixtures/web_helpers.ts";
@@ -572,7 +572,7 @@ Deno.test("App.shutdown() answers 503 and aborts request.signal for requests sti
     assertEquals([reason.name, reason.message], ["AbortError", reasonText]);
     assertEquals(logger.at("warn"), [
       "1 request(s) still running after the shutdown grace period of 0.2 s; shutting down " +
-      "without them: their signals abort, and those not yet responding get 503",
+      "without them: their signals abort, and a client still waiting for a response gets 503",
     ]);
   });
 
@@ -688,17 +688,100 @@ Deno.test("App.asgi reports a failing lifespan function with its message", async
   }
 });
 
+// Regression (review of the shutdown fixes, 2026-11-25): a handler that ended without responding
+// had its 500 on the way through a slow send when the grace period ended, and the abandon sent a
+// 503 after it: two http.response.start messages for one request.
+Deno.test("App.shutdown() sends no 503 after the 500 of a handler that ended without responding", async () => {
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: async (_request: Request) => {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          },
+        }),
+      ],
+    }),
+    logger: new RecordingLogger(),
+    shutdownGracePeriod: 0.1,
+  });
+  const lifespan: ReceiveMessage[] = [{ type: "lifespan.startup" }];
+  let wake: (() => void) | undefined;
+  const lifespanCall = app.asgi(
+    { type: "lifespan", asgi: { version: "3.0", spec_version: "2.0" }, state: {} },
+    async () => {
+      while (lifespan.length === 0) await new Promise<void>((resolve) => wake = resolve);
+      return lifespan.shift()!;
+    },
+    () => Promise.resolve(),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const starts: number[] = [];
+  const call = app.asgi(
+    {
+      type: "http",
+      asgi: { version: "3.0", spec_version: "2.1" },
+      http_version: "1.1",
+      method: "GET",
+      scheme: "http",
+      path: "/",
+      raw_path: new TextEncoder().encode("/"),
+      query_string: new Uint8Array(0),
+      root_path: "",
+      headers: [],
+      client: null,
+      server: null,
+      state: {},
+    } as unknown as HttpScope,
+    () => new Promise<ReceiveMessage>(() => {}),
+    async (message) => {
+      if (message.type !== "http.response.start") return;
+      starts.push(message.status);
+      // A slow middleware: the 500 is still on its way when the grace period ends.
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    },
+  );
+  call.catch(() => {});
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  lifespan.push({ type: "lifespan.shutdown" });
+  wake?.();
+  await withTimeout(lifespanCall, BOUND_MS, "lifespan shutdown");
+  await withTimeout(call.catch(() => {}), BOUND_MS, "the request's call");
+  assertEquals(starts, [500]);
+});
+
+// Regression (review of the shutdown fixes, 2026-11-25): the lifespan function's bound was the
+// grace period itself, so shutdownGracePeriod: 0 ("do not wait for requests") failed every
+// lifespan function that awaited anything, one that closes a database in 10 ms included.
+Deno.test("App.shutdown() gives the lifespan function its own time whatever shutdownGracePeriod", async () => {
+  const events: string[] = [];
+  const app = new App({
+    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+    logger: new RecordingLogger(),
+    shutdownGracePeriod: 0,
+    lifespan: async (_app, messageType) => {
+      if (messageType !== App.LIFESPAN_SHUTDOWN) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      events.push("db closed");
+    },
+  });
+  assertEquals(await (await app.fetch(new globalThis.Request("http://localhost/"))).text(), "ok");
+  await withTimeout(app.shutdown(), BOUND_MS, "app.shutdown()");
+  assertEquals(events, ["db closed"]);
+  assertEquals(app.lifespanShutdownTimeLimit, 5);
+});
+
 // Regression (shutdown probe of 0185c78, D3): a lifespan function that never settled at shutdown
 // held the App's shutdown for ever, and with it the process after SIGTERM, though the docs bound
 // shutdown by shutdownGracePeriod.
-Deno.test("App.shutdown() fails a lifespan function still running after a grace period of its own", async (t) => {
-  const expected = "The lifespan function did not finish shutting down within the shutdown " +
-    "grace period of 0.2 s: it was abandoned";
+Deno.test("App.shutdown() fails a lifespan function still running after lifespanShutdownTimeLimit", async (t) => {
+  const expected = "The lifespan function did not finish shutting down within " +
+    "lifespanShutdownTimeLimit 0.2 s: it was abandoned";
   function stuckApp(logger: RecordingLogger) {
     return new App({
       router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
       logger,
-      shutdownGracePeriod: 0.2,
+      lifespanShutdownTimeLimit: 0.2,
       lifespan: (_app, messageType) =>
         messageType === App.LIFESPAN_SHUTDOWN ? new Promise<void>(() => {}) : undefined,
     });
@@ -716,7 +799,7 @@ Deno.test("App.shutdown() fails a lifespan function still running after a grace 
       { type: "lifespan.startup.complete" },
       { type: "lifespan.shutdown.failed", message: expected },
     ]);
-    // One grace period (0.2 s) for the function; the drain has nothing to wait for.
+    // The function's limit (0.2 s); the drain has nothing to wait for.
     assert(took >= 190 && took < 1500, `shutdown took ${Math.round(took)} ms`);
     assertEquals(logger.at("error"), ["Lifespan shutdown failed:"]);
   });

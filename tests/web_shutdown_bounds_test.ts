@@ -79,7 +79,7 @@ async function startStuck(form: string, env: Record<string, string>): Promise<St
 
 // Regression (shutdown probe of 0185c78, D3): with a lifespan function that never settled at
 // shutdown, SIGTERM logged "lifespan.shutdown" and the process never exited.
-Deno.test("App exits with code 1 after SIGTERM when the lifespan function outlasts its grace period", async (t) => {
+Deno.test("App exits with code 1 after SIGTERM when the lifespan function outlasts its time limit", async (t) => {
   for (const form of Object.keys(FORMS)) {
     await t.step(form, async () => {
       const stuck = await startStuck(form, { STUCK: "lifespan" });
@@ -94,7 +94,7 @@ Deno.test("App exits with code 1 after SIGTERM when the lifespan function outlas
       assertStringIncludes(log, "[lifespan] lifespan.shutdown");
       assertStringIncludes(
         log,
-        "did not finish shutting down within the shutdown grace period of 1 s",
+        "did not finish shutting down within lifespanShutdownTimeLimit 1 s",
       );
     });
   }
