@@ -473,12 +473,15 @@ class Server implements AsgiServer {
   readonly #done = withResolvers<void>();
   #settled = false;
   /**
-   * Whether the program looked at `addr` or `finished` (or called `shutdown()`, for a failed
-   * shutdown). A failure nobody looks at must still end the process with a failure status, as
-   * `Deno.serve`'s own listen error does: a `serve(app)` whose port was taken once logged the
-   * error and exited 0, so `Restart=on-failure` and job runners took it for success.
+   * Who looks at which failure. A failure nobody looks at must still end the process with a
+   * failure status, as `Deno.serve`'s own listen error does: a `serve(app)` whose port was taken
+   * once logged the error and exited 0, so `Restart=on-failure` and job runners took it for
+   * success. Reading `addr` covers failures before listening (startup, listen); failures after
+   * it (lifespan shutdown, a listener that died) need `finished` read or `shutdown()` called.
    */
-  #observed = false;
+  #addrRead = false;
+  #finishedRead = false;
+  #shutdownCalled = false;
   #listener: Listener | null = null;
   #stopping = false;
   #stop: Promise<void> | null = null;
@@ -508,12 +511,12 @@ class Server implements AsgiServer {
   }
 
   get addr(): Promise<AsgiServerAddr> {
-    this.#observed = true;
+    this.#addrRead = true;
     return this.#addr;
   }
 
   get finished(): Promise<void> {
-    this.#observed = true;
+    this.#finishedRead = true;
     return this.#done.promise;
   }
 
@@ -525,14 +528,19 @@ class Server implements AsgiServer {
   }
 
   /**
-   * Rejects `finished`, once; when the program looks at none of the server's promises, the
-   * error is also reported as uncaught, which ends the process with status 1.
+   * Rejects `finished`, once; when nothing the program holds carries the error, it is also
+   * reported as uncaught, which ends the process with status 1.
+   *
+   * @param error The failure.
+   * @param beforeListening Whether it kept the server from listening (then `addr` carries it).
    */
-  #fail(error: unknown): void {
+  #fail(error: unknown, beforeListening: boolean): void {
     if (this.#settled) return;
     this.#settled = true;
     this.#done.reject(error);
-    if (!this.#observed) reportError(error);
+    const seen = this.#finishedRead || this.#shutdownCalled ||
+      (beforeListening && this.#addrRead);
+    if (!seen) reportError(error);
   }
 
   async #start(): Promise<AsgiServerAddr> {
@@ -543,7 +551,7 @@ class Server implements AsgiServer {
     } catch (error) {
       core.logger.error(`Application startup failed: ${errorText(error)}`);
       this.#release();
-      this.#fail(error);
+      this.#fail(error, true);
       throw error;
     }
     if (this.#stopping) return await this.#stopBeforeListening();
@@ -567,7 +575,7 @@ class Server implements AsgiServer {
         // Already logged by the lifespan runner; the listen error is the one to report.
       }
       this.#release();
-      this.#fail(error);
+      this.#fail(error, true);
       throw error;
     }
     this.#listener = listener;
@@ -586,14 +594,14 @@ class Server implements AsgiServer {
       await this.#core.lifespan.shutdown();
       this.#succeed();
     } catch (error) {
-      this.#fail(error);
+      this.#fail(error, true);
     }
     this.#release();
     throw new DOMException("The server was shut down before it listened", "AbortError");
   }
 
   shutdown(): Promise<void> {
-    this.#observed = true;
+    this.#shutdownCalled = true;
     return this.#shutdownOnce();
   }
 
@@ -605,24 +613,26 @@ class Server implements AsgiServer {
     this.#stopping = true;
     const core = this.#core;
     const { shutdownTimeout: timeout, lifespanTimeout } = this.#settings;
+    let started: boolean;
     try {
       // A startup that never completes would hold shutdown forever.
-      if (!await within(this.#addr, lifespanTimeout)) {
-        const error = new LifespanError(
-          "startup",
-          `Lifespan startup did not complete within lifespanTimeout ${lifespanTimeout} ms of shutdown()`,
-        );
-        core.logger.error(`Application startup failed: ${error.message}`);
-        this.#listening.reject(
-          new DOMException("The server was shut down before it listened", "AbortError"),
-        );
-        this.#release();
-        this.#fail(error);
-        return;
-      }
+      started = await within(this.#addr, lifespanTimeout);
     } catch {
       // Never listened: #start has settled `finished` already.
       return;
+    }
+    if (!started) {
+      const error = new LifespanError(
+        "startup",
+        `Lifespan startup did not complete within lifespanTimeout ${lifespanTimeout} ms of shutdown()`,
+      );
+      core.logger.error(`Application startup failed: ${error.message}`);
+      this.#listening.reject(
+        new DOMException("The server was shut down before it listened", "AbortError"),
+      );
+      this.#release();
+      this.#fail(error, true);
+      throw error;
     }
     const listener = this.#listener!;
     // Open WebSockets get 1012 once the HTTP requests in flight are done (the deno transport
@@ -654,11 +664,11 @@ class Server implements AsgiServer {
     } catch (error) {
       core.logger.error(`Application shutdown failed: ${errorText(error)}`);
       this.#release();
-      this.#fail(error);
+      this.#fail(error, false);
       throw error;
     }
     this.#release();
-    if (this.#fatal !== null) this.#fail(this.#fatal.error);
+    if (this.#fatal !== null) this.#fail(this.#fatal.error, false);
     else this.#succeed();
   }
 

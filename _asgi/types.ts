@@ -700,10 +700,10 @@ export interface AsgiServer extends AsyncDisposable {
    * Settles when the server has stopped and lifespan shutdown has run; rejects when startup,
    * listening or lifespan shutdown failed or did not complete within `lifespanTimeout`, or when
    * the listener died for good (its port could not be bound again after an accept error): then
-   * the server has shut down gracefully first. If the program never reads `addr` or `finished`
-   * (nor calls `shutdown()`, for a failed shutdown), such a failure is also reported as an
-   * uncaught error, which ends the process with status 1, as `Deno.serve` does when it cannot
-   * listen: a `serve(app)` whose port is taken must not exit 0.
+   * the server has shut down gracefully first. A failure nothing in the program holds is also
+   * reported as an uncaught error, which ends the process with status 1, as `Deno.serve` does
+   * when it cannot listen (a `serve(app)` whose port is taken must not exit 0): reading `addr`
+   * covers failures before listening, and reading `finished` or calling `shutdown()` covers all.
    */
   readonly finished: Promise<void>;
   /**
@@ -711,7 +711,7 @@ export interface AsgiServer extends AsyncDisposable {
    * runs lifespan shutdown (up to `lifespanTimeout`). Called during lifespan startup, it waits
    * for startup to complete (up to `lifespanTimeout`), and the server never listens. Runs
    * once; later calls return the same promise. Rejects with {@linkcode LifespanError} when
-   * lifespan shutdown fails or does not complete in time.
+   * lifespan shutdown fails, or when a lifespan phase it waits for does not complete in time.
    */
   shutdown(): Promise<void>;
 }

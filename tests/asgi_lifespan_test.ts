@@ -308,12 +308,17 @@ for (const transport of TRANSPORTS) {
         if (scope.type === "lifespan") return await lifespan(receive, send, events, gate().promise);
       }, { ...options(logger), port, lifespanTimeout: 100 });
       const started = performance.now();
-      // Once shutdown() waited for a startup that never ends, forever.
-      await withTimeout(server.shutdown(), BOUND_MS, "shutdown() during a hung startup");
+      // Once shutdown() waited for a startup that never ends, forever. It rejects, as it does
+      // for a lifespan shutdown that runs out of time (a review found it resolving, exit 0).
+      const error = await withTimeout(
+        assertRejects(() => server.shutdown(), LifespanError),
+        BOUND_MS,
+        "shutdown() during a hung startup",
+      ) as LifespanError;
       const took = performance.now() - started;
       assert(took >= 90 && took < 2_000, `shutdown() took ${took} ms`);
       await assertRejects(() => server.addr, DOMException, "shut down before it listened");
-      const error = await assertRejects(() => server.finished, LifespanError) as LifespanError;
+      assertEquals(await assertRejects(() => server.finished, LifespanError), error);
       assertEquals(error.phase, "startup");
       assertMatch(error.message, /did not complete within lifespanTimeout 100 ms/);
       assertMatch(logger.lines("error")[0]!, /^Application startup failed: Lifespan startup did/);
@@ -348,7 +353,7 @@ for (const transport of TRANSPORTS) {
     },
   );
 
-  for (const mode of ["startup-failed", "port-taken"]) {
+  for (const mode of ["startup-failed", "port-taken", "shutdown-failed"]) {
     Deno.test(
       name(`ends the process with status 1 when it fails (${mode}) and nothing looks at it`),
       async () => {
@@ -376,7 +381,10 @@ for (const transport of TRANSPORTS) {
           // A program that awaits `finished` handles the failure itself.
           const observed = await run(true);
           assertEquals(observed.code, 0, new TextDecoder().decode(observed.stderr));
-          assertMatch(new TextDecoder().decode(observed.stdout), /^finished rejected: /);
+          assertMatch(
+            new TextDecoder().decode(observed.stdout),
+            /^(listening on \d+\n)?finished rejected: /,
+          );
         } finally {
           blocker.close();
         }
