@@ -653,8 +653,8 @@ export interface ServeOptions extends FetchHandlerOptions {
    * in time is abandoned (not cancelled: JavaScript cannot), and `finished` rejects with a
    * {@linkcode LifespanError} naming the phase. Startup on its own has no bound: a slow
    * migration is not an error. Hypercorn's default; at most 2147483647, or `Infinity`. An `App`
-   * of the web layer uses lifespan shutdown for up to two of its `shutdownGracePeriod`s (its
-   * tasks, then its lifespan function), so keep this above twice that.
+   * of the web layer uses lifespan shutdown for up to its `shutdownGracePeriod` (its tasks) plus
+   * its `lifespanShutdownTimeLimit` (its lifespan function), so keep this above the sum.
    *
    * @default {60000}
    */
