@@ -554,6 +554,13 @@ export abstract class HttpCycle {
   #body: number;
   #expectedLength: number;
   #receivedLength = 0;
+  /**
+   * Whether a body that ends short of its `content-length` means the client left: so for a
+   * request a server read off the wire. A `Request` a program built for `createFetchHandler` may
+   * carry a length its body does not have (headers copied beside a changed body): its body is
+   * passed on as it is, as before.
+   */
+  protected shortBodyIsDisconnect = true;
   #reading: Promise<unknown> | null = null;
   #readWaiter: ((message: ReceiveMessage) => void) | null = null;
   #finished = false;
@@ -749,7 +756,7 @@ export abstract class HttpCycle {
 
   #chunkMessage(chunk: Uint8Array | null): ReceiveMessage {
     if (chunk === null) {
-      if (this.#receivedLength < this.#expectedLength) {
+      if (this.#receivedLength < this.#expectedLength && this.shortBodyIsDisconnect) {
         // The body ended short of its content-length: over HTTP/2, Deno ends the body of a
         // request the client reset (RST_STREAM) as if it were complete, and a cut-off upload
         // once reached the application as a whole one. As HTTP/1.1 does, it is a disconnect.

@@ -211,6 +211,7 @@ class DenoCycle extends HttpCycle {
     super(core, scope, hasBody, expectedLength);
     this.#request = request;
     this.#whole = hasBody && whole;
+    this.shortBodyIsDisconnect = denoServes;
     this.#body = hasBody && !whole ? request.body : null;
     this.#expectedLength = expectedLength;
     this.#denoServes = denoServes;
@@ -506,13 +507,18 @@ export function handleFetch(
   // 3.2: 400); without one, the first "/" after the authority starts the target's path.
   if (host !== undefined && host.includes("/")) return badRequest();
   let fieldCount = count;
-  if (denoServes && host === undefined && pathStart > schemeEnd + 3) {
+  if (
+    denoServes && host === undefined && pathStart > schemeEnd + 3 &&
+    // What Deno puts in the URL of a request that came without a Host (HTTP/1.x): not a Host
+    // the client sent, so not one to pass on as if it had (uvicorn and node pass none).
+    !(server !== null && url.startsWith(`localhost:${server[1]}`, schemeEnd + 3) &&
+      pathStart === schemeEnd + 13 + String(server[1]).length)
+  ) {
     // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
     // ASGI spec asks for the authority as the Host (the scope once had none). A Host sent beside
     // it is passed on as sent, as over HTTP/1.1: Deno does not say which version a request came
     // over, and an HTTP/1.1 request in absolute form may carry a Host that differs from its
-    // target (RFC 9112 3.2.2), which must not be refused. (An HTTP/1.0 request without a Host
-    // gets the authority Deno gives its URL.)
+    // target (RFC 9112 3.2.2), which must not be refused.
     fields[fieldCount++] = "host";
     fields[fieldCount++] = url.slice(schemeEnd + 3, pathStart);
   }

@@ -606,6 +606,14 @@ Deno.test("serve() [deno] passes an HTTP/1.1 Host on as sent, whatever its form 
     ["/h", "", "/h []"],
     ["http://a.example/h", "b.example", "/h [b.example]"],
   ];
+  // Without a Host, Deno makes one up for the URL (localhost and the port): it is not passed on.
+  for (const version of ["1.0", "1.1"]) {
+    const client = await RawClient.connect(served.port);
+    await client.write(`GET /h HTTP/${version}\r\nConnection: close\r\n\r\n`);
+    const { body } = await client.response();
+    client.close();
+    assertEquals(body, "/h ", `HTTP/${version} without a Host`);
+  }
   for (const [target, host, expected] of cases) {
     const client = await RawClient.connect(served.port);
     await client.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
