@@ -1,30 +1,13 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { fileURLToPath } from "node:url";
+import { appForms } from "./fixtures/app_forms.ts";
 import { freePort, waitForServer } from "./fixtures/net.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const FIXTURE = "tests/fixtures/web_stuck_app.ts";
 
 /** The deployment forms in which the App handles signals itself. */
-const FORMS: Record<string, (port: number) => { args: string[]; env: Record<string, string> }> = {
-  "deno serve": (port) => ({
-    args: [
-      "serve",
-      "--allow-net",
-      "--allow-env",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      `${port}`,
-      FIXTURE,
-    ],
-    env: {},
-  }),
-  "Deno.serve(app.fetch)": (port) => ({
-    args: ["run", "--allow-net", "--allow-env", FIXTURE],
-    env: { FORM: "fetch", PORT: String(port) },
-  }),
-};
+const FORMS = appForms(FIXTURE, ["deno serve", "Deno.serve(app.fetch)"]);
 
 /** A fixture process: its base URL, and its end (exit code, stdout) once it exits or is killed. */
 interface Stuck {

@@ -1,48 +1,18 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import { fileURLToPath } from "node:url";
+import { appForms } from "./fixtures/app_forms.ts";
 import { freePort, waitForServer } from "./fixtures/net.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const FIXTURE = "tests/fixtures/web_signal_app.ts";
 
 /** How each deployment form is started: the command line and the environment. */
-const FORMS: Record<string, (port: number) => { args: string[]; env: Record<string, string> }> = {
-  "deno serve": (port) => ({
-    args: [
-      "serve",
-      "--allow-net",
-      "--allow-env",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      FIXTURE,
-    ],
-    env: {},
-  }),
-  "deno serve --parallel": (port) => ({
-    args: [
-      "serve",
-      "--parallel",
-      "--allow-net",
-      "--allow-env",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      FIXTURE,
-    ],
-    env: {},
-  }),
-  "Deno.serve(app.fetch)": (port) => ({
-    args: ["run", "--allow-net", "--allow-env", FIXTURE],
-    env: { FORM: "fetch", PORT: String(port) },
-  }),
-  "serve(app)": (port) => ({
-    args: ["run", "--allow-net", "--allow-env", FIXTURE],
-    env: { FORM: "serve", PORT: String(port) },
-  }),
-};
+const FORMS = appForms(FIXTURE, [
+  "deno serve",
+  "deno serve --parallel",
+  "Deno.serve(app.fetch)",
+  "serve(app)",
+]);
 
 // Regression (issue 10, point 8): under `deno serve` and `Deno.serve(app.fetch)` a signal used to
 // end the process with lifespan shutdown never run and background tasks abandoned mid-flight.
