@@ -1,9 +1,15 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { delay } from "@std/async/delay";
-import { type HttpScope, LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
+import { LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type Request, Response, type WebHandler } from "../web.ts";
-import { instance, RecordingLogger, startServer, waitFor } from "./fixtures/web_helpers.ts";
+import {
+  httpScope,
+  instance,
+  RecordingLogger,
+  startServer,
+  waitFor,
+} from "./fixtures/web_helpers.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
 type Handler = WebHandler<Record<never, never>>;
@@ -718,21 +724,7 @@ Deno.test("App.shutdown() sends no 503 after the 500 of a handler that ended wit
   await new Promise((resolve) => setTimeout(resolve, 20));
   const starts: number[] = [];
   const call = app.asgi(
-    {
-      type: "http",
-      asgi: { version: "3.0", spec_version: "2.1" },
-      http_version: "1.1",
-      method: "GET",
-      scheme: "http",
-      path: "/",
-      raw_path: new TextEncoder().encode("/"),
-      query_string: new Uint8Array(0),
-      root_path: "",
-      headers: [],
-      client: null,
-      server: null,
-      state: {},
-    } as unknown as HttpScope,
+    httpScope(),
     () => new Promise<ReceiveMessage>(() => {}),
     async (message) => {
       if (message.type !== "http.response.start") return;

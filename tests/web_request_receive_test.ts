@@ -8,29 +8,12 @@ import { assertEquals, assertRejects, assertStrictEquals } from "@std/assert";
 import type { HttpScope, ReceiveMessage, SendMessage } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type Request, Response, type WebHandler } from "../web.ts";
-import { instance, RecordingLogger } from "./fixtures/web_helpers.ts";
+import { httpScope, instance, RecordingLogger } from "./fixtures/web_helpers.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function scope(method = "POST"): HttpScope {
-  return {
-    type: "http",
-    asgi: { version: "3.0", spec_version: "2.1" },
-    http_version: "1.1",
-    method,
-    scheme: "http",
-    path: "/",
-    raw_path: encoder.encode("/"),
-    query_string: new Uint8Array(0),
-    root_path: "",
-    headers: [],
-    client: null,
-    server: null,
-    state: {},
-    extensions: {},
-  };
-}
+const scope = (method = "POST"): HttpScope => httpScope(method);
 
 function chunk(text: string, more: boolean): ReceiveMessage {
   return { type: "http.request", body: encoder.encode(text), more_body: more };
