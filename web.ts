@@ -390,7 +390,8 @@ export class Request<A extends object = Record<never, never>> {
   /**
    * Returns the next ASGI message: `http.request` chunks of the body (`more_body` false on the
    * last), then, once the response is complete or the client is gone, `http.disconnect`.
-   * After a disconnect it returns `http.disconnect` at once.
+   * After a disconnect it returns `http.disconnect` at once. Once {@linkcode bytes} has been
+   * called, the body is its: `receive()` waits until it is read and returns what follows it.
    *
    * @returns The message.
    */
@@ -399,11 +400,12 @@ export class Request<A extends object = Record<never, never>> {
   }
 
   /**
-   * Reads the whole request body. A second call returns the same bytes.
+   * Reads the whole request body. A second call returns the same bytes, also while the first is
+   * still reading.
    *
    * @returns The body.
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
-   * @throws {TypeError} When the body was already consumed with `receive()`.
+   * @throws {TypeError} When `receive()` has taken part or all of the body.
    */
   bytes(): Promise<Uint8Array> {
     return this.#exchange.bytes();
@@ -414,7 +416,7 @@ export class Request<A extends object = Record<never, never>> {
    *
    * @returns The text.
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
-   * @throws {TypeError} When the body was already consumed with `receive()`.
+   * @throws {TypeError} When `receive()` has taken part or all of the body.
    */
   async text(): Promise<string> {
     return new TextDecoder().decode(await this.#exchange.bytes());

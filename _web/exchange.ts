@@ -187,7 +187,10 @@ export class Exchange implements TaskHolder {
   #readers: PromiseWithResolvers<HttpRequestMessage | HttpDisconnectMessage>[] = NO_READERS;
   #watching = false;
   #bodyRead = false;
-  #body: Uint8Array | undefined;
+  /** `receive()` handed out part of the body: `bytes()` can no longer return all of it. */
+  #chunksTaken = false;
+  /** The body `bytes()` reads or has read: every call gets this one promise. */
+  #body: Promise<Uint8Array> | undefined;
 
   /**
    * Creates the state of one request.
@@ -231,6 +234,18 @@ export class Exchange implements TaskHolder {
    * @returns The message.
    */
   receive(): Promise<HttpRequestMessage | HttpDisconnectMessage> {
+    const body = this.#body;
+    if (!this.#bodyRead) {
+      // The body belongs to bytes() once it has been called: a chunk taken here would be missing
+      // from what it returns. What follows the body is anyone's.
+      if (body !== undefined) return body.then(() => this.#next(), () => this.#next());
+      this.#chunksTaken = true;
+    }
+    return this.#next();
+  }
+
+  /** The next message, for `receive()` and `bytes()`. */
+  #next(): Promise<HttpRequestMessage | HttpDisconnectMessage> {
     const buffered = this.#buffered;
     if (buffered !== undefined) {
       this.#buffered = undefined;
@@ -260,19 +275,21 @@ export class Exchange implements TaskHolder {
    * @returns The body.
    */
   bytes(): Promise<Uint8Array> {
-    if (this.#body !== undefined) return Promise.resolve(this.#body);
-    if (this.#bodyRead) {
+    // A call while an earlier one still reads gets the same promise: two readers would split
+    // the chunks between them.
+    if (this.#body !== undefined) return this.#body;
+    if (this.#chunksTaken) {
       return Promise.reject(
         new TypeError(
-          `Cannot read the body of ${this.#label} again: it was consumed with receive(); ` +
+          `Cannot read the body of ${this.#label} with bytes(): it was consumed with receive(); ` +
             `keep the chunks or call bytes() instead`,
         ),
       );
     }
     // A small body comes in one message: no async frame and no list of chunks for it.
-    return this.receive().then((message) => {
+    return this.#body = this.#next().then((message) => {
       if (message.type === "http.disconnect") throw this.#disconnectReason();
-      if (!message.more_body) return this.#body = message.body;
+      if (!message.more_body) return message.body;
       return this.#restOfBody([message.body], message.body.length);
     });
   }
@@ -280,7 +297,7 @@ export class Exchange implements TaskHolder {
   /** Reads the messages after the first of a body that came in several, and joins them all. */
   async #restOfBody(chunks: Uint8Array[], size: number): Promise<Uint8Array> {
     for (;;) {
-      const message = await this.receive();
+      const message = await this.#next();
       if (message.type === "http.disconnect") throw this.#disconnectReason();
       chunks.push(message.body);
       size += message.body.length;
@@ -292,7 +309,6 @@ export class Exchange implements TaskHolder {
       body.set(chunk, offset);
       offset += chunk.length;
     }
-    this.#body = body;
     return body;
   }
 

@@ -126,6 +126,85 @@ Deno.test("Request.bytes() after receive() took the whole body says to keep the 
   assertEquals((message as { more_body: boolean }).more_body, false);
 });
 
+Deno.test("Request.bytes() called again while the first call reads gets the same body (regression: overlapping bytes() calls split the body and one hung)", async (t) => {
+  const cases: [string, ReceiveMessage[], string][] = [
+    ["one message", [chunk("abc", false)], "abc"],
+    ["three messages", [chunk("ab", true), chunk("c", true), chunk("d", false)], "abcd"],
+  ];
+  for (const [name, script, expected] of cases) {
+    await t.step(name, async () => {
+      const bridge = new ScriptedBridge();
+      let bodies: string[] = [];
+      const done = run(bridge, async (request) => {
+        bodies = (await Promise.all([request.text(), request.text(), request.bytes()]))
+          .map((body) => typeof body === "string" ? body : decoder.decode(body));
+        await request.respondWith(new Response({ body: "ok" }));
+      });
+      for (const message of script) {
+        await settle();
+        bridge.release(message);
+      }
+      await done;
+      assertEquals(bodies, [expected, expected, expected]);
+      assertEquals(bridge.calls.length, script.length);
+    });
+  }
+});
+
+Deno.test("Request.bytes() after receive() took part of the body refuses (regression: it returned the rest as the body)", async () => {
+  const bridge = new ScriptedBridge();
+  const done = run(bridge, async (request) => {
+    await request.receive();
+    await assertRejects(
+      () => request.bytes(),
+      TypeError,
+      "it was consumed with receive(); keep the chunks or call bytes() instead",
+    );
+    await request.respondWith(new Response({ body: "ok" }));
+  });
+  await settle();
+  bridge.release(chunk("ab", true));
+  await done;
+});
+
+Deno.test("Request.bytes() after request.signal read the body ahead returns it", async () => {
+  const bridge = new ScriptedBridge();
+  let body = "";
+  const done = run(bridge, async (request) => {
+    request.signal;
+    await settle();
+    body = decoder.decode(await request.bytes());
+    await request.respondWith(new Response({ body: "ok" }));
+  });
+  await settle();
+  bridge.release(chunk("abc", false));
+  await settle();
+  bridge.release({ type: "http.disconnect" });
+  await done;
+  assertEquals(body, "abc");
+});
+
+Deno.test("Request.receive() while bytes() reads waits for the body, then gets what follows it", async () => {
+  const bridge = new ScriptedBridge();
+  let body = "";
+  let next: Promise<ReceiveMessage> | undefined;
+  const done = run(bridge, async (request) => {
+    const reading = request.bytes();
+    next = request.receive();
+    body = decoder.decode(await reading);
+    await request.respondWith(new Response({ body: "ok" }));
+  });
+  await settle();
+  bridge.release(chunk("ab", true));
+  await settle();
+  bridge.release(chunk("cd", false));
+  await settle();
+  bridge.release({ type: "http.disconnect" });
+  await done;
+  assertEquals(body, "abcd");
+  assertEquals(await next, { type: "http.disconnect" });
+});
+
 Deno.test("Request.receive() serves readers that queue behind a pending one, in order", async () => {
   const bridge = new ScriptedBridge();
   const got: string[] = [];
