@@ -25,7 +25,11 @@ const CAN_UPGRADE = typeof Deno !== "undefined" && typeof Deno.upgradeWebSocket 
 class ChunkSource implements UnderlyingDefaultSource<Uint8Array> {
   controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   #cycle: DenoCycle;
-  #waiting: (() => void) | null = null;
+  /**
+   * What the sends that wait for Deno to pull share: an application may send again before the
+   * previous send resolved (asyncio.gather in Python), and every one of them must wake.
+   */
+  #waiting: PromiseWithResolvers<void> | null = null;
 
   constructor(cycle: DenoCycle) {
     this.#cycle = cycle;
@@ -47,14 +51,14 @@ class ChunkSource implements UnderlyingDefaultSource<Uint8Array> {
   }
 
   wait(): Promise<void> {
-    return new Promise((resolve) => (this.#waiting = resolve));
+    return (this.#waiting ??= Promise.withResolvers()).promise;
   }
 
   wake(): void {
     const waiting = this.#waiting;
     if (waiting !== null) {
       this.#waiting = null;
-      waiting();
+      waiting.resolve();
     }
   }
 }

@@ -20,6 +20,7 @@ import {
   type Listener,
   originForm,
   parseContentLength,
+  withResolvers,
 } from "./core.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
 import { isWebSocketUpgrade, MAX_HEADER_FIELDS, nodeUpgradeHandler } from "./node_websocket.ts";
@@ -175,7 +176,8 @@ class NodeCycle extends HttpCycle {
   #response: ServerResponse;
   #state: ServerState;
   #iterator: AsyncIterator<Uint8Array> | null = null;
-  #drained: (() => void) | null = null;
+  /** What the sends waiting for a drain share (see `ChunkSource` of the deno transport). */
+  #drained: PromiseWithResolvers<void> | null = null;
 
   constructor(
     core: Core,
@@ -205,7 +207,7 @@ class NodeCycle extends HttpCycle {
     const drained = this.#drained;
     if (drained !== null) {
       this.#drained = null;
-      drained();
+      drained.resolve();
     }
   }
 
@@ -245,7 +247,7 @@ class NodeCycle extends HttpCycle {
     const response = this.#response;
     if (response.destroyed || response.writableEnded) return;
     if (response.write(chunk)) return;
-    return new Promise((resolve) => (this.#drained = resolve));
+    return (this.#drained ??= withResolvers()).promise;
   }
 
   protected override endStream(last: Uint8Array): void {

@@ -390,6 +390,35 @@ for (const transport of TRANSPORTS) {
   });
 
   Deno.test(
+    name("resolves body sends made without awaiting the one before (regression: the first hung)"),
+    async (t) => {
+      // asyncio.gather(send(a), send(b)) in Python; 1 MiB chunks fill node's socket buffer.
+      for (const size of [10, 1024 * 1024]) {
+        await t.step(`${size} B chunks`, async () => {
+          const sends = signal<number>("both concurrent sends to resolve");
+          await using s = await start(async (scope, receive, send) => {
+            if (scope.type !== "http") return;
+            await readBody(receive);
+            await send({ type: "http.response.start", status: 200 });
+            const chunk = (fill: number) => new Uint8Array(size).fill(fill);
+            await Promise.all([
+              send({ type: "http.response.body", body: chunk(97), more_body: true }),
+              send({ type: "http.response.body", body: chunk(98), more_body: true }),
+            ]);
+            sends.resolve(2);
+            await send({ type: "http.response.body", body: bytes("END") });
+          }, transport);
+          const response = fetch(s.url).then((response) => response.arrayBuffer());
+          assertEquals(await sends.promise, 2);
+          const body = new Uint8Array(await withTimeout(response, BOUND_MS, "the response"));
+          assertEquals(body.length, 2 * size + 3);
+          assertEquals([body[0], body[size], text(body.subarray(2 * size))], [97, 98, "END"]);
+        });
+      }
+    },
+  );
+
+  Deno.test(
     name("tells a streaming app the client cancelled, and send() becomes a no-op"),
     async () => {
       const outcome = signal<{ message: string; sendsAfter: number }>(
