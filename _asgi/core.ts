@@ -1370,9 +1370,8 @@ export class Lifespan {
           this.#phase = "started";
           this.#outcome!.resolve();
         } else {
-          const text = failureMessage(message.message, "startup");
           this.#phase = "stopped";
-          this.#outcome!.reject(new LifespanError("startup", text || "Lifespan startup failed"));
+          this.#failed("startup", message.message);
         }
         return;
       case "lifespan.shutdown.complete":
@@ -1388,8 +1387,7 @@ export class Lifespan {
         if (type === "lifespan.shutdown.complete") {
           this.#outcome!.resolve();
         } else {
-          const text = failureMessage(message.message, "shutdown");
-          this.#outcome!.reject(new LifespanError("shutdown", text || "Lifespan shutdown failed"));
+          this.#failed("shutdown", message.message);
         }
         return;
       default:
@@ -1399,6 +1397,24 @@ export class Lifespan {
           } on the lifespan connection: expected a "lifespan.startup.*" or "lifespan.shutdown.*" message`,
         );
     }
+  }
+
+  /**
+   * The application reported a failure: it takes effect whatever its `message`. One that is no
+   * string also fails the `send` (a protocol error), and is named in the failure; it once made
+   * the `send` fail alone, so a startup failure in "auto" mode served as if lifespan were
+   * unsupported, and a shutdown failure waited for `lifespanTimeout`.
+   */
+  #failed(phase: "startup" | "shutdown", message: unknown): void {
+    if (message === undefined || typeof message === "string") {
+      this.#outcome!.reject(new LifespanError(phase, message || `Lifespan ${phase} failed`));
+      return;
+    }
+    const error = new AsgiProtocolError(
+      `Invalid "message" ${describe(message)} in "lifespan.${phase}.failed": use a string`,
+    );
+    this.#outcome!.reject(new LifespanError(phase, `Lifespan ${phase} failed; ${error.message}`));
+    throw error;
   }
 
   #raised(error: unknown): void {
@@ -1452,14 +1468,4 @@ export class Lifespan {
       this.#phase = "off";
     }
   }
-}
-
-function failureMessage(message: unknown, phase: string): string {
-  if (message === undefined) return "";
-  if (typeof message !== "string") {
-    throw new AsgiProtocolError(
-      `Invalid "message" ${describe(message)} in "lifespan.${phase}.failed": use a string`,
-    );
-  }
-  return message;
 }

@@ -133,6 +133,63 @@ for (const transport of TRANSPORTS) {
     assertEquals(httpCalls, 0);
   });
 
+  Deno.test(
+    name(
+      "does not start when lifespan.startup.failed carries a message that is no string (regression: it served)",
+    ),
+    async (t) => {
+      for (
+        const [label, message] of [["an Error", new Error("db down")], ["null", null]] as const
+      ) {
+        await t.step(label, async () => {
+          const logger = new RecordingLogger();
+          let sendError: unknown;
+          const server = serve(async (scope, receive, send) => {
+            if (scope.type !== "lifespan") return;
+            await receive();
+            sendError = await send({ type: "lifespan.startup.failed", message: message as never })
+              .then(() => undefined, (error) => error);
+            throw sendError;
+          }, options(logger));
+          const error = await assertRejects(
+            () => server.addr,
+            LifespanError,
+            `Lifespan startup failed; Invalid "message" ${
+              label === "null" ? "null" : "an object"
+            } in "lifespan.startup.failed": use a string`,
+          );
+          assertEquals((error as LifespanError).phase, "startup");
+          assertInstanceOf(sendError, AsgiProtocolError);
+          await server.shutdown();
+        });
+      }
+    },
+  );
+
+  Deno.test(
+    name(
+      "shuts down at once when lifespan.shutdown.failed carries a message that is no string (regression: it waited for lifespanTimeout)",
+    ),
+    async () => {
+      const logger = new RecordingLogger();
+      const server = serve(async (scope, receive, send) => {
+        if (scope.type !== "lifespan") return;
+        await receive();
+        await send({ type: "lifespan.startup.complete" });
+        await receive();
+        await send({ type: "lifespan.shutdown.failed", message: 42 as never });
+      }, { ...options(logger), lifespanTimeout: 60_000 });
+      await server.addr;
+      const error = await withTimeout(
+        assertRejects(() => server.shutdown(), LifespanError),
+        BOUND_MS,
+        "shutdown() after lifespan.shutdown.failed",
+      ) as LifespanError;
+      assertEquals(error.phase, "shutdown");
+      assertMatch(error.message, /^Lifespan shutdown failed; Invalid "message" 42 /);
+    },
+  );
+
   Deno.test(name("does not start when the app raises on startup with lifespan on"), async () => {
     const logger = new RecordingLogger();
     const server = serve(async (scope, receive) => {
