@@ -925,6 +925,9 @@ export abstract class HttpCycle {
         // the bytes themselves. Else no body, and no length unless the application set one.
         const whole = !more && declared < 0 && body.length > 0 && !isNullBodyStatus(this.#status);
         this.sendWhole(this.#status, this.#headers, whole ? body : null);
+        // The head is out, but the application is still sending: not yet the time for
+        // `http.disconnect` (a web layer took it for the client leaving mid-response).
+        if (more) return;
       } else if (!more) {
         this.#phase = DONE;
         this.sendWhole(this.#status, this.#headers, body);

@@ -610,6 +610,15 @@ export class Exchange implements TaskHolder {
     });
     this.#head = head;
     await head;
+    if (this.scope.method === "HEAD") {
+      // No one gets the body of a HEAD response (the GET route serves it): it is not made. A
+      // stream is cancelled, a generator closed.
+      await body[Symbol.asyncIterator]().return?.();
+      this.#lastChunk = true;
+      await this.#send({ type: "http.response.body", body: EMPTY, more_body: false });
+      this.#sent();
+      return;
+    }
     // abortable() stops waiting for the next chunk when the time limit passes or the client goes
     // away, and closes the iterator.
     const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;

@@ -733,6 +733,32 @@ for (const transport of TRANSPORTS) {
     assertMatch(raw, /^HTTP\/1\.1 200 [^]*?\r\n\r\nHTTP\/1\.1 200 [^]*\r\n\r\nhello$/);
   });
 
+  Deno.test(
+    name(
+      "says http.disconnect to a streamed HEAD response only once it is complete (regression: after its first chunk)",
+    ),
+    async () => {
+      const seen = signal<string[]>("the HEAD app to finish");
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        const events: string[] = [];
+        await readBody(receive);
+        await send({ type: "http.response.start", status: 200 });
+        const early = receive().then((message) => message.type);
+        await send({ type: "http.response.body", body: bytes("one"), more_body: true });
+        events.push(await Promise.race([early, sleep(100).then(() => "still streaming")]));
+        await send({ type: "http.response.body", body: bytes("two"), more_body: true });
+        await send({ type: "http.response.body", body: bytes("three") });
+        events.push(await early);
+        seen.resolve(events);
+      }, transport);
+      const response = await fetch(s.url, { method: "HEAD" });
+      assertEquals([response.status, await response.text()], [200, ""]);
+      assertEquals(await seen.promise, ["still streaming", "http.disconnect"]);
+      assertEquals(s.logger.lines(), []);
+    },
+  );
+
   Deno.test(name("drops the body of a 204 response"), async () => {
     await using s = await start(async (scope, _receive, send) => {
       if (scope.type !== "http") return;

@@ -477,6 +477,38 @@ Deno.test("App cuts off a streamed response at requestTimeLimit with one warning
   assertEquals(appLogger.lines.filter((line) => line.level !== "debug"), []);
 });
 
+Deno.test("App answers HEAD on a streamed GET route with the head alone (regression: logged as a client that went away)", async () => {
+  let yielded = 0;
+  const settled = Promise.withResolvers<string>();
+  async function stream(request: Request): Promise<void> {
+    async function* chunks() {
+      for (let i = 0; i < 3; i++) {
+        yielded++;
+        yield `line ${i}\n`;
+      }
+    }
+    await request.respondWith(
+      new Response({ body: chunks(), headers: { "x-stream": "yes" } }),
+    ).then(() => settled.resolve("resolved"), (error) => settled.resolve(String(error)));
+  }
+  const appLogger = new RecordingLogger();
+  const bridgeLogger = new RecordingLogger();
+  await using served = await startServer(appWith([["/stream", stream]], { logger: appLogger }), {
+    logger: bridgeLogger,
+  });
+  const response = await fetch(`${served.base}/stream`, { method: "HEAD" });
+  assertEquals([response.status, response.headers.get("x-stream")], [200, "yes"]);
+  assertEquals(await response.text(), "");
+  assertEquals(await withTimeout(settled.promise, BOUND_MS, "respondWith() to settle"), "resolved");
+  await delay(20);
+  // Nobody gets the body of a HEAD response: it is not made.
+  assertEquals(yielded, 0);
+  assertEquals(appLogger.lines.filter((line) => line.level !== "debug"), []);
+  assertEquals(bridgeLogger.lines, []);
+  // GET still streams it.
+  assertEquals(await (await fetch(`${served.base}/stream`)).text(), "line 0\nline 1\nline 2\n");
+});
+
 Deno.test("App.asgi is bound to its App, so it can be served on its own", async () => {
   const app = appWith([["/", ok]]);
   const asgi = app.asgi;
