@@ -567,6 +567,12 @@ export abstract class HttpCycle {
   #waiters: ((message: HttpDisconnectMessage) => void)[] | null = null;
   /** The last protocol error `send` logged, so it is not logged again when the app rethrows it. */
   #reported: unknown = undefined;
+  /**
+   * The server ended the response in the application's stead (it raised or returned early, or
+   * the body was too large): what a task of the application still sends is dropped, as for a
+   * client that has gone, and not reported as sent after completion.
+   */
+  #endedByServer = false;
 
   /**
    * Creates a cycle.
@@ -818,6 +824,7 @@ export abstract class HttpCycle {
       );
     }
     if (phase === DONE) {
+      if (this.#endedByServer) return;
       throw new AsgiProtocolError(
         `Cannot send ${
           describe(type)
@@ -954,6 +961,7 @@ export abstract class HttpCycle {
     const phase = this.#phase;
     // A client that went away explains an unfinished response, as in uvicorn: nothing to report.
     if (phase === DONE || this.#gone) return;
+    this.#endedByServer = true;
     if (phase === AWAIT_START) {
       this.core.logger.error("ASGI callable returned without starting response");
       this.#internalError();
@@ -974,6 +982,7 @@ export abstract class HttpCycle {
     }
     const phase = this.#phase;
     if (phase === DONE) return;
+    this.#endedByServer = true;
     if (!this.#gone) {
       if (phase === AWAIT_START) this.#internalError();
       else this.abortResponse(error, this.#status, this.#headers);
@@ -1007,6 +1016,7 @@ export abstract class HttpCycle {
     this.core.logger.warn(
       `Request body exceeds maxBodySize ${this.core.maxBodySize}: answered 413 and disconnected`,
     );
+    this.#endedByServer = true;
     this.#phase = DONE;
     this.#gone = true;
     this.#wakeWaiters();

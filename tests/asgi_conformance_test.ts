@@ -499,6 +499,32 @@ for (const transport of TRANSPORTS) {
     }
   });
 
+  Deno.test(
+    name(
+      "drops quietly what a task sends after the app raised mid-response (regression: logged as a protocol error)",
+    ),
+    async () => {
+      const late = signal<string>("the late send to settle");
+      await using s = await start(async (scope, _receive, send) => {
+        if (scope.type !== "http") return;
+        await send({ type: "http.response.start", status: 200 });
+        await send({ type: "http.response.body", body: bytes("partial"), more_body: true });
+        // Middleware or a task of the app still holds send() after the app failed.
+        setTimeout(() => {
+          send({ type: "http.response.body", body: bytes("late"), more_body: true })
+            .then(() => late.resolve("resolved"), (error) => late.resolve(String(error)));
+        }, 50);
+        throw new Error("boom mid-response");
+      }, transport);
+      const failed = await fetch(s.url).then((r) => r.text()).then(() => "read", (e) => e.name);
+      assertEquals(failed, "TypeError");
+      assertEquals(await late.promise, "resolved");
+      const errors = s.logger.lines("error");
+      assertEquals(errors.length, 1);
+      assertMatch(errors[0]!, /^Exception in ASGI application\n Error: boom mid-response/);
+    },
+  );
+
   Deno.test(name("closes the connection when the app returns mid-response"), async () => {
     await using s = await start(async (scope, _receive, send) => {
       if (scope.type !== "http") return;
