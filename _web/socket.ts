@@ -10,7 +10,13 @@
  *
  * @module
  */
-import type { ReceiveMessage, Send, WebSocketDisconnectMessage, WebSocketScope } from "../asgi.ts";
+import type {
+  ReceiveMessage,
+  Send,
+  SendMessage,
+  WebSocketDisconnectMessage,
+  WebSocketScope,
+} from "../asgi.ts";
 import type { AnyHandler, PathContext, Route } from "../router.ts";
 import {
   type BackgroundRunner,
@@ -150,6 +156,12 @@ export class WebSocketRequest<App = unknown> {
   #answered = false;
   /** Resolves when the handshake is answered: that ends the time limit. */
   #answer = Promise.withResolvers<void>();
+  /**
+   * An answer (`accept()`, or `close()` before it) on its way to the bridge: resolves `true`
+   * once it went out (or the client left), `false` when the bridge refused it and the handshake
+   * is still to be answered.
+   */
+  #attempt: Promise<boolean> | undefined;
   #timedOut = false;
   #controller = new AbortController();
   #closeInfo: CloseInfo | undefined;
@@ -221,21 +233,14 @@ export class WebSocketRequest<App = unknown> {
         }`,
       );
     }
-    this.#markAnswered();
     const headers = Object.entries(options.headers ?? {}).map((
       [name, value],
     ) => [encoder.encode(name.toLowerCase()), encoder.encode(value)] as const);
-    try {
-      await this.#send({
-        type: "websocket.accept",
-        subprotocol: options.subprotocol ?? null,
-        headers,
-      });
-    } catch (error) {
-      // A client that left during the handshake is no failure of the handler: the socket is
-      // closed, as `closed` and `signal` say, and sends are dropped.
-      if (!this.#lost(error)) throw error;
-    }
+    await this.#answerWith({
+      type: "websocket.accept",
+      subprotocol: options.subprotocol ?? null,
+      headers,
+    }, HANDSHAKE);
     if (this.#state === HANDSHAKE) this.#state = OPEN;
     this.#startTasks();
     this.#pull();
@@ -307,16 +312,20 @@ export class WebSocketRequest<App = unknown> {
     if (this.#state === CLOSED || this.#state === CLOSING || this.#timedOut) return;
     const wasOpen = this.#answered;
     const state = this.#state;
-    this.#markAnswered();
     // Nothing may follow the close: not a second close when the handler returns, not a message.
     this.#state = CLOSING;
-    try {
-      await this.#send({ type: "websocket.close", code, reason });
-    } catch (error) {
-      if (this.#lost(error)) return;
-      // Refused (a code or reason the protocol does not allow): nothing was sent.
-      if (this.#state === CLOSING) this.#state = state;
-      throw error;
+    const message: SendMessage = { type: "websocket.close", code, reason };
+    if (!wasOpen) {
+      if (!await this.#answerWith(message, state)) return;
+    } else {
+      try {
+        await this.#send(message);
+      } catch (error) {
+        if (this.#lost(error)) return;
+        // Refused (a code or reason the protocol does not allow): nothing was sent.
+        if (this.#state === CLOSING) this.#state = state;
+        throw error;
+      }
     }
     if (!wasOpen) {
       this.#startTasks();
@@ -384,6 +393,38 @@ export class WebSocketRequest<App = unknown> {
   #markAnswered(): void {
     this.#answered = true;
     this.#answer.resolve();
+  }
+
+  /**
+   * Sends the handler's answer to the handshake. A second answer is refused from the start (see
+   * `accept()`), but one the bridge refuses (a subprotocol not offered, a code not allowed) did
+   * not answer: the state goes back to `state` and the handler may answer again, within the
+   * time limit.
+   *
+   * @returns `false` when the client left meanwhile.
+   */
+  async #answerWith(message: SendMessage, state: number): Promise<boolean> {
+    this.#answered = true;
+    const attempt = Promise.withResolvers<boolean>();
+    this.#attempt = attempt.promise;
+    try {
+      await this.#send(message);
+    } catch (error) {
+      // A client that left during the handshake is no failure of the handler: the socket is
+      // closed, as `closed` and `signal` say, and sends are dropped.
+      if (!this.#lost(error)) {
+        this.#answered = false;
+        if (this.#state === CLOSING) this.#state = state;
+        attempt.resolve(false);
+        throw error;
+      }
+      this.#answer.resolve();
+      attempt.resolve(true);
+      return false;
+    }
+    this.#answer.resolve();
+    attempt.resolve(true);
+    return true;
   }
 
   get #label(): string {
@@ -518,6 +559,8 @@ export class WebSocketRequest<App = unknown> {
 
   /** The handshake was not answered within the request time limit: 408, signal aborted. */
   async #timeOut(limitMs: number): Promise<undefined | typeof ANSWERED> {
+    // An answer on its way when the limit passed counts, unless the bridge refuses it.
+    if (this.#answered && (this.#attempt === undefined || await this.#attempt)) return ANSWERED;
     if (this.#answered) return ANSWERED;
     this.#timedOut = true;
     this.#markAnswered();

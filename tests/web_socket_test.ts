@@ -100,6 +100,42 @@ Deno.test("WebSocketRequest.close() before accept() denies the handshake with 40
   assertMatch(await rawRequest(served.port, handshake("/s")), /^HTTP\/1\.1 403 /);
 });
 
+Deno.test('WebSocketRequest answers the handshake after a refused accept() or close() (regression: the retry said "twice" and the client got 500)', async (t) => {
+  const cases: [string, (socket: Parameters<SocketHandler>[0]) => Promise<void>][] = [
+    ["accept() with a subprotocol not offered", (socket) => socket.accept({ subprotocol: "nope" })],
+    ["accept() with an invalid header", (socket) => socket.accept({ headers: { "a b": "c" } })],
+    ["close() with a code the protocol forbids", (socket) => socket.close(999)],
+  ];
+  for (const [name, refused] of cases) {
+    await t.step(name, async () => {
+      const outcome = Promise.withResolvers<string>();
+      const retry: SocketHandler = async (socket) => {
+        const first = await refused(socket).then(() => "answered", (error) => error.name);
+        await socket.accept({ subprotocol: "chat" });
+        outcome.resolve(first);
+        for await (const message of socket) await socket.send(message);
+      };
+      await using served = await serveApp([socketRoute("/s", retry)], { requestTimeLimit: 5 });
+      const client = await WsClient.open(served.url("/s"), ["chat"]);
+      assertEquals(await within(outcome.promise, 5000, "the handler"), "AsgiProtocolError");
+      assertEquals(client.socket.protocol, "chat");
+      client.socket.send("hi");
+      assertEquals(await client.next(), "hi");
+      client.socket.close();
+    });
+  }
+  await t.step("the time limit still applies after a refused accept()", async () => {
+    const stuck: SocketHandler = async (socket) => {
+      await socket.accept({ subprotocol: "nope" }).catch(() => {});
+      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+    };
+    await using served = await serveApp([socketRoute("/stuck", stuck)], {
+      requestTimeLimit: 0.2,
+    });
+    assertMatch(await rawRequest(served.port, handshake("/stuck"), 300), /^HTTP\/1\.1 408 /);
+  });
+});
+
 Deno.test("App applies requestTimeLimit to the handshake only", async (t) => {
   await t.step("a handler that does not answer in time gets its client 408", async () => {
     let reason: unknown;
