@@ -515,7 +515,7 @@ export function isNullBodyStatus(status: number): boolean {
  * A 205 carries no content, but unlike 204 and 304 its framing still counts (RFC 9112 §6.3): it
  * states `content-length: 0` (RFC 9110 §15.3.6), whatever length the application declared.
  */
-function resetContentHeaders(headers: [string, string][]): [string, string][] {
+export function resetContentHeaders(headers: [string, string][]): [string, string][] {
   const kept = headers.filter(([name]) => name.toLowerCase() !== "content-length");
   kept.push(["content-length", "0"]);
   return kept;

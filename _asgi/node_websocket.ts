@@ -158,7 +158,10 @@ class NodeWebSocketCycle extends WebSocketCycle {
       if (name.toLowerCase() === "content-length") lengthGiven = true;
       head += `${name}: ${value}\r\n`;
     }
-    if (!lengthGiven) head += `content-length: ${body.length}\r\n`;
+    // A 204 or 304 states no length (RFC 9110 §8.6); the core gave a 205 its "0" already.
+    if (!lengthGiven && status !== 204 && status !== 304) {
+      head += `content-length: ${body.length}\r\n`;
+    }
     head += "connection: close\r\n\r\n";
     socket.write(head, "latin1");
     socket.end(body);

@@ -33,6 +33,7 @@ import {
   isNullBodyStatus,
   isToken,
   type RequestHead,
+  resetContentHeaders,
 } from "./core.ts";
 import { unquote } from "./percent.ts";
 import { describe } from "../_common/describe.ts";
@@ -667,6 +668,11 @@ export abstract class WebSocketCycle {
   /** Answers the handshake with HTTP; the application then sees 1006, as in uvicorn. */
   #deny(status: number, headers: [string, string][], body: Uint8Array): void {
     this.#state = CLOSED;
+    if (isNullBodyStatus(status)) {
+      // As for an HTTP response: no body, and a 205 states an empty one (node sent both).
+      body = EMPTY;
+      if (status === 205) headers = resetContentHeaders(headers);
+    }
     this.denyHandshake(status, headers, body);
     this.#serverClose = { type: "websocket.disconnect", code: ABNORMAL_CLOSURE, reason: "" };
     this.closed(ABNORMAL_CLOSURE, "");
