@@ -349,6 +349,9 @@ class DenoCycle extends HttpCycle {
         return null;
       }
       const chunk = result.value;
+      // Deno yields an empty chunk for a body of no declared length that has none: it is no
+      // message of its own (node and uvicorn send one empty message with more_body false).
+      if (chunk.length === 0) return this.readChunk();
       this.#receivedLength += chunk.length;
       if (expected >= 0 && this.#receivedLength >= expected) this.#readToEnd(reader);
       return chunk;
