@@ -848,6 +848,11 @@ export class Exchange implements TaskHolder {
     this.#discardPending(this.#overruledReason);
     if (this.#disconnected) return;
     if (this.#phase === PENDING) {
+      // An operator must see timeouts (a cut-off stream, below, the bridge reports); shutdown's
+      // 503s are counted in one line by the App.
+      if (why === TIME_LIMIT) {
+        this.#host.log.warn(`${this.#where} did not respond within ${by}; answered 408`);
+      }
       return await sendFixed(
         this.#sendRaw,
         why === SHUTDOWN ? UNAVAILABLE_RESPONSE : TIMEOUT_RESPONSE,

@@ -224,6 +224,11 @@ Deno.test("App sends the exact 408 at requestTimeLimit and aborts request.signal
   await waitFor(() => lateResponse !== undefined, 2000, "the late response");
   await withTimeout(lateResponse!, BOUND_MS, "the late respondWith() to settle");
   assertEquals(logger.at("error"), []);
+  // Regression (contract review): a 408 left no line above debug, so an operator saw none.
+  assertEquals(logger.at("warn"), [
+    'Route "/slow" on "GET /slow" did not respond within the request time limit of 0.2 s; ' +
+    "answered 408",
+  ]);
   assert(
     logger.at("debug").some((line) =>
       line.startsWith('Ignored the response of route "/slow" to "GET /slow"')
