@@ -426,12 +426,16 @@ export class Request<A extends object = Record<never, never>> {
    * Sends the response. Resolves once the whole body is sent.
    *
    * After the request time limit has passed (the client got 408) the response is ignored and a
-   * debug line logged; after the client went away it is dropped silently.
+   * debug line logged; after the client went away it is dropped silently. When the client goes
+   * away while a streamed body is being sent, the stream is closed and this rejects with
+   * `request.signal`'s reason (an `AbortError` `DOMException`).
    *
    * @param response The response.
    * @returns Resolves when the response is sent, dropped or ignored.
-   * @throws {TypeError} When `response` is not a {@linkcode Response}.
+   * @throws {TypeError} When `response` is not a {@linkcode Response}, or its streamed body was
+   *   sent before (a stream is read once).
    * @throws {Error} When the handler already responded, or a streamed body fails.
+   * @throws {DOMException} When the client goes away during a streamed body.
    */
   respondWith(response: Response): Promise<void> {
     return this.#exchange.respondWith(response);

@@ -345,8 +345,19 @@ export class Exchange implements TaskHolder {
       this.#complete();
       return Promise.resolve();
     }
-    this.#phase = SENDING;
     const body = response.body;
+    if (!(body instanceof Uint8Array)) {
+      if (streamedBodies.has(body)) {
+        return Promise.reject(
+          new TypeError(
+            "Cannot send the streamed body of this Response again: a stream is read once; " +
+              "make a new Response (and body) for each request",
+          ),
+        );
+      }
+      streamedBodies.add(body);
+    }
+    this.#phase = SENDING;
     if (body instanceof Uint8Array) {
       // A fixed body: head and body go out in this turn when the bridge takes each at once
       // (`ACCEPTED`), with no async frame and no await; otherwise the rest waits its turn.
@@ -871,6 +882,12 @@ export class Exchange implements TaskHolder {
     );
   }
 }
+
+/**
+ * The streamed bodies sent so far: a second response with one would read an iterator already
+ * used up (a generator yields nothing more), and its client got an empty 200.
+ */
+const streamedBodies = new WeakSet<object>();
 
 /** The reason `request.signal` aborts with when shutdown abandons the request. */
 function shutDownReason(graceMs: number): DOMException {

@@ -7,7 +7,7 @@
 import { STATUS_CODE } from "@std/http/status";
 import { textBytes } from "../_asgi/bytes.ts";
 import type { Send } from "../_asgi/types.ts";
-import { describe } from "../_common/describe.ts";
+import { describe, shorten } from "../_common/describe.ts";
 
 /** Options of {@linkcode Response}. */
 export interface ResponseOptions {
@@ -60,7 +60,7 @@ export let encodedHeaders: (response: Response) => readonly (readonly [Uint8Arra
  * Defaults: status 200, `content-type: text/plain; charset=utf-8` unless one is given, and a
  * `content-length` computed for a byte or text body. A body given as an async iterable is
  * streamed chunk by chunk (chunked, unless a `content-length` header is given) and can be sent
- * only once. A fixed body is not copied: do not change its bytes after creating the response.
+ * only once (`respondWith` refuses it a second time). A fixed body is not copied: do not change its bytes after creating the response.
  * The header bytes in the ASGI messages an App sends are shared between responses that repeat a
  * name or value: ASGI middleware wrapping `app.asgi` may replace a pair but must not write into
  * its bytes.
@@ -120,6 +120,12 @@ export class Response {
    *   response has a body, or the body is of another type.
    */
   constructor(options?: ResponseOptions) {
+    if (options !== undefined && (typeof options !== "object" || options === null)) {
+      throw new TypeError(
+        `Invalid options ${describe(options)}: pass an object, e.g. new Response({ body: ` +
+          `${typeof options === "string" ? JSON.stringify(shorten(options)) : '"Hello"'} })`,
+      );
+    }
     const { body = EMPTY, status = 200, headers, contentType } = options ?? {};
     if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
       throw new RangeError(
@@ -155,10 +161,24 @@ export class Response {
     let lengthGiven: string | undefined;
     // Most responses give no headers: no iteration, no Object.entries() for them.
     if (headers !== undefined) {
+      if (typeof headers !== "object" || headers === null) {
+        throw new TypeError(
+          `Invalid headers ${describe(headers)}: pass an object of names and values or a list ` +
+            `of [name, value] pairs`,
+        );
+      }
       const pairs = Symbol.iterator in headers
         ? headers as Iterable<readonly [string, string]>
         : Object.entries(headers);
-      for (const [rawName, value] of pairs) {
+      for (const pair of pairs) {
+        if (!Array.isArray(pair) || pair.length !== 2) {
+          throw new TypeError(
+            `Invalid header pair ${
+              Array.isArray(pair) ? `an array of ${pair.length} items` : describe(pair)
+            }: give each header as [name, value]`,
+          );
+        }
+        const [rawName, value] = pair;
         const name = String(rawName).toLowerCase();
         if (!TOKEN.test(name)) {
           throw new TypeError(
@@ -185,6 +205,12 @@ export class Response {
             throw new TypeError(
               `Invalid header "content-length: ${value}" for status 204: a 204 response ` +
                 `carries no length (RFC 9110, section 8.6); leave the header out`,
+            );
+          }
+          if (!/^[0-9]+$/.test(value)) {
+            throw new TypeError(
+              `Invalid header "content-length: ${value}": use the body's length in bytes, in ` +
+                `decimal digits`,
             );
           }
           lengthGiven = value;

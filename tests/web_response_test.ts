@@ -168,6 +168,55 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       'Invalid header "transfer-encoding: chunked": the server chooses the framing (a ' +
       "streamed body without a content-length goes out chunked); leave it out",
     ],
+    // Regression (contract review, 2026-11-25): these failed deep inside, with a message about
+    // something else, or not at all.
+    [
+      "options as a string, as for Fetch's Response",
+      () => new Response("Hello" as never),
+      TypeError,
+      'Invalid options "Hello": pass an object, e.g. new Response({ body: "Hello" })',
+    ],
+    [
+      "options null",
+      () => new Response(null as never),
+      TypeError,
+      "Invalid options null: pass an object, e.g. new Response({ body: ",
+    ],
+    [
+      "headers null",
+      () => new Response({ headers: null as never }),
+      TypeError,
+      "Invalid headers null: pass an object of names and values or a list of [name, value] pairs",
+    ],
+    [
+      "headers as a string",
+      () => new Response({ headers: "x-a: b" as never }),
+      TypeError,
+      'Invalid headers "x-a: b": pass an object of names and values or a list of [name, value] ' +
+      "pairs",
+    ],
+    [
+      "a pair that is a string",
+      () => new Response({ headers: ["ab"] as never }),
+      TypeError,
+      'Invalid header pair "ab": give each header as [name, value]',
+    ],
+    [
+      "a pair of three",
+      () => new Response({ headers: [["a", "b", "c"]] as never }),
+      TypeError,
+      "Invalid header pair an array of 3 items: give each header as [name, value]",
+    ],
+    [
+      "content-length that is no number",
+      () =>
+        new Response({
+          body: (async function* () {})(),
+          headers: { "content-length": "abc" },
+        }),
+      TypeError,
+      'Invalid header "content-length: abc": use the body\'s length in bytes, in decimal digits',
+    ],
   ];
   for (const [name, make, errorClass, message] of cases) {
     await t.step(name, () => {
@@ -197,6 +246,44 @@ Deno.test("Response() shares one frozen header list between responses of one typ
   const json = new Response({ body: "abc", contentType: "application/json" });
   assertEquals(json.headers, [["content-type", "application/json"], ["content-length", "3"]]);
   assertEquals(new Response({ body: "abcd" }).headers[1], ["content-length", "4"]);
+});
+
+Deno.test("Request.respondWith() refuses a streamed Response sent before (regression: the second client got an empty 200)", async () => {
+  const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+  async function* lines() {
+    yield "one\n";
+    yield "two\n";
+  }
+  const shared = new Response({ body: lines() });
+  const outcomes: string[] = [];
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: (request) =>
+            request.respondWith(shared).then(
+              () => void outcomes.push("sent"),
+              (error: unknown) => {
+                outcomes.push(String(error));
+                throw error;
+              },
+            ),
+        }),
+      ],
+    }),
+    logger: { error() {}, warn() {}, info() {}, debug() {} },
+  });
+  const handler = createFetchHandler(app, { lifespan: "off" });
+  const first = await handler.fetch(new Request("http://localhost/"));
+  assertEquals([first.status, await first.text()], [200, "one\ntwo\n"]);
+  const second = await handler.fetch(new Request("http://localhost/"));
+  assertEquals(second.status, 500);
+  await second.body?.cancel();
+  assertEquals(outcomes, [
+    "sent",
+    "TypeError: Cannot send the streamed body of this Response again: a stream is read once; " +
+    "make a new Response (and body) for each request",
+  ]);
 });
 
 Deno.test("App gives each response message a header list of its own, for middleware to extend", async () => {
