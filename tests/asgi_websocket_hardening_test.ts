@@ -5,7 +5,12 @@
  * about a second.
  */
 import { assert, assertEquals, assertInstanceOf, assertMatch } from "@std/assert";
-import { type AsgiApplication, AsgiProtocolError, type ReceiveMessage } from "../asgi.ts";
+import {
+  type AsgiApplication,
+  AsgiProtocolError,
+  ClientDisconnected,
+  type ReceiveMessage,
+} from "../asgi.ts";
 import { closeTiming } from "../_asgi/websocket.ts";
 import { pingTiming } from "../_asgi/node_websocket.ts";
 import { bytes, rawRequest, sleep, start, text, TRANSPORTS } from "./fixtures/asgi_harness.ts";
@@ -244,6 +249,58 @@ for (const transport of TRANSPORTS) {
           client.close();
         }
       });
+    },
+  );
+
+  // Regression (resource probe, 2026-11-25): on node, sends to a client that had gone (reset,
+  // or its close frame in) resolved at once without a frame going out, so an application
+  // sending in a loop never yielded: the server answered nothing else (a GET took 4.5 s) and
+  // its memory grew by 400 MB before the loop ran out.
+  Deno.test(
+    `serve() [${transport}] fails the sends of an app sending in a loop once the client has gone`,
+    async (t) => {
+      for (const how of ["reset", "close frame"] as const) {
+        await t.step(how, async () => {
+          const outcome = Promise.withResolvers<{ error: unknown; mib: number }>();
+          const chunk = new Uint8Array(64 * 1024);
+          const app: AsgiApplication = async (scope, receive, send) => {
+            if (scope.type === "http") {
+              await send({ type: "http.response.start", status: 200 });
+              return await send({ type: "http.response.body", body: bytes("ok") });
+            }
+            if (scope.type !== "websocket") return;
+            await receive();
+            await send({ type: "websocket.accept" });
+            let sent = 0;
+            try {
+              // Bounded: 4 GiB would take minutes even if every send resolved at once.
+              for (; sent < 65536; sent++) await send({ type: "websocket.send", bytes: chunk });
+              outcome.resolve({ error: undefined, mib: sent / 16 });
+            } catch (error) {
+              outcome.resolve({ error, mib: sent / 16 });
+            }
+          };
+          await using server = await start(app, transport);
+          if (how === "reset") {
+            const client = await RawSocket.open(server.port);
+            await sleep(300);
+            client.close(); // unread data in its buffer: the kernel sends a reset
+          } else {
+            const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+            client.socket.close(4001, "bye");
+          }
+          await sleep(100);
+          const started = performance.now();
+          const response = await within(fetch(`http://127.0.0.1:${server.port}/`), 3000, "a GET");
+          assertEquals(await response.text(), "ok");
+          const took = performance.now() - started;
+          assert(took < 1000, `a GET took ${Math.round(took)} ms beside the sending loop`);
+          const { error, mib } = await within(outcome.promise, 3000, "the sending loop to end");
+          assertInstanceOf(error, ClientDisconnected);
+          assertEquals((error as ClientDisconnected).code, how === "reset" ? 1006 : 4001);
+          assert(mib < 200, `the loop sent ${mib} MiB to a client that had gone`);
+        });
+      }
     },
   );
 
