@@ -84,10 +84,21 @@ class Connections {
     this.#busy.delete(socket as Socket);
   }
 
-  /** A request of `socket` is in progress until `end` is called for it, when its response closes. */
-  begin(socket: Socket): void {
+  /**
+   * A request of `socket` is in progress until `end` is called for it, when its response closes.
+   *
+   * @returns `false` when the connection already has `MAX_PIPELINED` requests in progress: it is
+   *   closed, and the request is not served.
+   */
+  begin(socket: Socket): boolean {
     const count = this.#busy.get(socket);
-    if (count !== undefined) this.#busy.set(socket, count + 1);
+    if (count === undefined) return true;
+    if (count >= MAX_PIPELINED) {
+      socket.destroy();
+      return false;
+    }
+    this.#busy.set(socket, count + 1);
+    return true;
   }
 
   /** A request of `socket` is done. */
@@ -119,6 +130,16 @@ class Connections {
     for (const socket of this.#handshaking.values()) socket.destroy();
   }
 }
+
+/**
+ * The most requests one connection may have in progress at once. Deno's `node:http` hands over
+ * every request a client pipelines as soon as it is read, and cannot pause a socket (Node.js
+ * stops reading while responses queue up): a client that sent a million GETs and read none of
+ * the responses grew the server by 400 MiB per connection. Past this many, the connection is
+ * closed; the requests in progress see `http.disconnect`. Browsers do not pipeline, and
+ * clients that do keep far fewer requests outstanding.
+ */
+const MAX_PIPELINED = 64;
 
 /** Both ends of a connection, which identify it among the open ones. */
 function addressPair(socket: Socket): string {
@@ -399,8 +420,7 @@ export async function listenNode(
   };
   const { connections } = state;
   const handler = (request: IncomingMessage, response: ServerResponse) => {
-    connections.begin(request.socket);
-    handleNode(core, state, request, response);
+    if (connections.begin(request.socket)) handleNode(core, state, request, response);
   };
   const server = tls === undefined
     ? createServer(serverOptions, handler)

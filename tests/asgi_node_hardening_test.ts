@@ -300,3 +300,42 @@ Deno.test("serve() [node] sends no content-length beside the application's trans
   });
   assertEquals(s.logger.lines("error"), []);
 });
+
+// Regression (resource probe, 2026-11-25): Deno's node:http hands over every pipelined request
+// at once and cannot pause a socket, so a client that sent a million GETs and read no response
+// took the server from 56 to 470 MiB on one connection (1 GiB on three).
+Deno.test("serve() [node] closes a connection with more pipelined requests waiting than it serves", async (t) => {
+  let calls = 0;
+  const slow: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    calls++;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  };
+  await using s = await start(slow, "node");
+  const get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  await t.step("16 pipelined requests are all answered, in order", async () => {
+    const client = await RawClient.connect(s.port);
+    try {
+      await client.write(get.repeat(16));
+      for (let i = 0; i < 16; i++) assertEquals((await client.response()).body, "ok");
+    } finally {
+      client.close();
+    }
+  });
+  await t.step("1000 pipelined requests close the connection", async () => {
+    calls = 0;
+    const client = await RawClient.connect(s.port);
+    try {
+      await client.writeUntilClosed(get.repeat(1000));
+      assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection stayed open");
+      assert(calls <= 64, `the app was called ${calls} times`);
+    } finally {
+      client.close();
+    }
+  });
+  await t.step("other connections are served meanwhile", async () => {
+    assertEquals(await (await fetch(`http://127.0.0.1:${s.port}/`)).text(), "ok");
+  });
+});
