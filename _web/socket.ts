@@ -271,8 +271,9 @@ export class WebSocketRequest<App = unknown> {
 
   /**
    * Sends a message: a string as text, bytes as a binary message. Resolves once the bridge has
-   * handed it to the transport (it waits while a slow client has 64 KiB unread). On a closed
-   * socket it sends nothing and resolves, so a broadcast loop needs no try/catch.
+   * handed it to the transport (it waits while a slow client has 64 KiB unread, 256 KiB on
+   * `deno`). On a closed socket it sends nothing and resolves, so a broadcast loop needs no
+   * try/catch.
    *
    * @param message The message.
    * @returns Resolves when sent or dropped.
