@@ -23,7 +23,9 @@
  *   the handler sends later is ignored (logged at debug level), never a second response; and its
  *   background tasks do not run, as in the original. If the limit passes while a streamed body is
  *   still being sent, the stream is cut off and the connection closed (the server logs one
- *   warning line, `Response cut off: ...`). Once
+ *   warning line, `Response cut off: ...`; under `Deno.serve(app.fetch)` or `deno serve`, Deno's
+ *   default `onError` also prints the error that cut the stream: pass an `onError` to silence
+ *   it). Once
  *   the response is complete the limit no longer applies: the handler may go on, and every task
  *   it registers then runs.
  * - **Client disconnect.** `request.signal` aborts (reason: an `AbortError`) once the client goes
@@ -684,8 +686,8 @@ export class App<A extends object = Record<never, never>> {
    * Shuts the app down, as lifespan shutdown does: new requests get 503, waiting task
    * registrations are released, queued tasks are cancelled, running tasks get their signal
    * aborted, and in-flight requests and running tasks get one `shutdownGracePeriod`; then the
-   * lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN}, for at most one more
-   * `shutdownGracePeriod`. Every task ends logged.
+   * lifespan function runs with {@linkcode App.LIFESPAN_SHUTDOWN}, for at most
+   * `lifespanShutdownTimeLimit`. Every task ends logged.
    *
    * Under `deno serve` and `Deno.serve(app.fetch)` SIGINT and SIGTERM call it (see
    * `handleSignals`); under {@linkcode serve}, `server.shutdown()` calls it after the server
@@ -694,8 +696,8 @@ export class App<A extends object = Record<never, never>> {
    *
    * @returns Resolves once the lifespan function has run.
    * @throws {LifespanError} When the lifespan function fails at shutdown or has not settled
-   *   within its grace period (through the Fetch handler); otherwise the function's error, or a
-   *   `TimeoutError` `DOMException` naming the grace period.
+   *   within `lifespanShutdownTimeLimit` (through the Fetch handler); otherwise the function's
+   *   error, or a `TimeoutError` `DOMException` naming `lifespanShutdownTimeLimit`.
    */
   shutdown(): Promise<void> {
     const handler = this.#fetchHandler;

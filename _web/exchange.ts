@@ -336,8 +336,10 @@ export class Exchange implements TaskHolder {
     if (this.#phase !== PENDING || this.#ended) {
       return Promise.reject(
         new Error(
-          `Cannot respond to ${this.#label} twice: route "${this.routePath}" already ` +
-            `responded or the request is over`,
+          this.#phase === PENDING
+            ? `Cannot respond to ${this.#label} after route "${this.routePath}"'s handler ` +
+              `ended without responding (the client got 500): await respondWith() in the handler`
+            : `Cannot respond to ${this.#label} twice: route "${this.routePath}" already responded`,
         ),
       );
     }

@@ -229,7 +229,11 @@ export class WebSocketRequest<App = unknown> {
     if (this.#answered) {
       throw new Error(
         `Cannot accept ${this.#label} ${
-          this.#timedOut ? "after the request time limit: the client got 408" : "twice"
+          this.#timedOut
+            ? "after the request time limit: the client got 408"
+            : this.#state === CLOSING || this.#state === CLOSED
+            ? "after close() denied it (the client got 403)"
+            : "twice"
         }`,
       );
     }
@@ -305,9 +309,12 @@ export class WebSocketRequest<App = unknown> {
   /**
    * Closes the socket; before `accept()`, denies the handshake (HTTP 403).
    *
-   * @param code 1000, or 3000 to 4999 for the application's own codes.
+   * @param code 1000 (normal closure); a registered code an endpoint may send (1001-1003,
+   *   1007-1014); or 3000 to 4999 for the application's own codes.
    * @param reason At most 123 bytes of UTF-8.
    * @returns Resolves once the close is under way.
+   * @throws {AsgiProtocolError} For a code or reason the protocol does not allow; the socket
+   *   stays as it was.
    */
   async close(code = 1000, reason = ""): Promise<void> {
     if (this.#state === CLOSED || this.#state === CLOSING || this.#timedOut) return;

@@ -312,8 +312,7 @@ Deno.test("Request.respondWith() rejects a second response; the client gets the 
       await withTimeout(second.promise, BOUND_MS, "the second respondWith() to settle"),
       Error,
     ).message,
-    'Cannot respond to "GET /twice" twice: route "/twice" already responded or the request ' +
-      "is over",
+    'Cannot respond to "GET /twice" twice: route "/twice" already responded',
   );
 });
 
@@ -512,6 +511,25 @@ Deno.test("App answers HEAD on a streamed GET route with the head alone (regress
   assertEquals(bridgeLogger.lines, []);
   // GET still streams it.
   assertEquals(await (await fetch(`${served.base}/stream`)).text(), "line 0\nline 1\nline 2\n");
+});
+
+Deno.test('Request.respondWith() after the handler ended says so (regression: it said "twice")', async () => {
+  const late = Promise.withResolvers<string>();
+  function forgetful(request: Request): void {
+    setTimeout(() => {
+      request.respondWith(new Response({ body: "late" })).then(
+        () => late.resolve("resolved"),
+        (error) => late.resolve(error.message),
+      );
+    }, 20);
+  }
+  await using served = await startServer(appWith([["/", forgetful]]));
+  assertEquals((await fetch(served.base)).status, 500);
+  assertEquals(
+    await withTimeout(late.promise, BOUND_MS, "the late respondWith()"),
+    'Cannot respond to "GET /" after route "/"\'s handler ended without responding (the ' +
+      "client got 500): await respondWith() in the handler",
+  );
 });
 
 Deno.test("App.asgi is bound to its App, so it can be served on its own", async () => {

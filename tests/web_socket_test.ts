@@ -136,6 +136,23 @@ Deno.test('WebSocketRequest answers the handshake after a refused accept() or cl
   });
 });
 
+Deno.test('WebSocketRequest.accept() after a denial says so (regression: it said "twice")', async () => {
+  const outcome = Promise.withResolvers<string>();
+  const denier: SocketHandler = async (socket) => {
+    await socket.close();
+    await socket.accept().then(
+      () => outcome.resolve("accepted"),
+      (e) => outcome.resolve(e.message),
+    );
+  };
+  await using served = await serveApp([socketRoute("/s", denier)]);
+  assertMatch(await rawRequest(served.port, handshake("/s")), /^HTTP\/1\.1 403 /);
+  assertEquals(
+    await within(outcome.promise, 5000, "the handler"),
+    'Cannot accept WebSocket "/s" after close() denied it (the client got 403)',
+  );
+});
+
 Deno.test("App applies requestTimeLimit to the handshake only", async (t) => {
   await t.step("a handler that does not answer in time gets its client 408", async () => {
     let reason: unknown;
