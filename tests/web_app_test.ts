@@ -532,6 +532,29 @@ Deno.test('Request.respondWith() after the handler ended says so (regression: it
   );
 });
 
+Deno.test("A handler generic over the attributes fits Apps with and without them", async () => {
+  // What docs/web.md recommends for reusable handlers: a plain `Request` handler is refused by
+  // an App whose attributes have members (type check), a generic one is not.
+  async function health<A extends object>(request: Request<A>): Promise<void> {
+    await request.respondWith(new Response({ body: "ok" }));
+  }
+  type Attributes = { db: Map<string, string> };
+  const withAttributes = new App<Attributes>({
+    router: new AsgiRouter({ routes: [new Route("/health", { handler: health })] }),
+    attributes: { db: new Map() },
+    logger: new RecordingLogger(),
+  });
+  const plain = new App({
+    router: new AsgiRouter({ routes: [new Route("/health", { handler: health })] }),
+    logger: new RecordingLogger(),
+  });
+  for (const app of [withAttributes, plain]) {
+    const response = await app.fetch(new globalThis.Request("http://localhost/health"));
+    assertEquals(await response.text(), "ok");
+    await app.shutdown();
+  }
+});
+
 Deno.test("App.asgi is bound to its App, so it can be served on its own", async () => {
   const app = appWith([["/", ok]]);
   const asgi = app.asgi;
