@@ -58,6 +58,15 @@ async function lifespan(
   }
 }
 
+/** Shuts `server` down, which must fail with a LifespanError within `BOUND_MS`. */
+async function failedShutdown(server: AsgiServer, what: string): Promise<LifespanError> {
+  return await withTimeout(
+    assertRejects(() => server.shutdown(), LifespanError),
+    BOUND_MS,
+    what,
+  ) as LifespanError;
+}
+
 for (const transport of TRANSPORTS) {
   const name = (behaviour: string) => `serve() [${transport}] ${behaviour}`;
   const options = (logger: RecordingLogger) => ({
@@ -163,30 +172,6 @@ for (const transport of TRANSPORTS) {
           await server.shutdown();
         });
       }
-    },
-  );
-
-  Deno.test(
-    name(
-      "shuts down at once when lifespan.shutdown.failed carries a message that is no string (regression: it waited for lifespanTimeout)",
-    ),
-    async () => {
-      const logger = new RecordingLogger();
-      const server = serve(async (scope, receive, send) => {
-        if (scope.type !== "lifespan") return;
-        await receive();
-        await send({ type: "lifespan.startup.complete" });
-        await receive();
-        await send({ type: "lifespan.shutdown.failed", message: 42 as never });
-      }, { ...options(logger), lifespanTimeout: 60_000 });
-      await server.addr;
-      const error = await withTimeout(
-        assertRejects(() => server.shutdown(), LifespanError),
-        BOUND_MS,
-        "shutdown() after lifespan.shutdown.failed",
-      ) as LifespanError;
-      assertEquals(error.phase, "shutdown");
-      assertMatch(error.message, /^Lifespan shutdown failed; Invalid "message" 42 /);
     },
   );
 
@@ -300,20 +285,35 @@ for (const transport of TRANSPORTS) {
 
   Deno.test(
     name("rejects shutdown() and finished when the app sends shutdown.failed"),
-    async () => {
-      const logger = new RecordingLogger();
-      const server = serve(async (scope, receive, send) => {
-        if (scope.type !== "lifespan") return;
-        await receive();
-        await send({ type: "lifespan.startup.complete" });
-        await receive();
-        await send({ type: "lifespan.shutdown.failed", message: "Flush failed" });
-      }, options(logger));
-      await server.addr;
-      const error = await assertRejects(() => server.shutdown(), LifespanError, "Flush failed");
-      assertEquals((error as LifespanError).phase, "shutdown");
-      await assertRejects(() => server.finished, LifespanError, "Flush failed");
-      assertEquals(logger.lines("error"), ["Application shutdown failed: Flush failed"]);
+    async (t) => {
+      // Regression (ASGI audit, 2026-11-25): a message that was no string made only the send
+      // fail, and shutdown() waited for lifespanTimeout.
+      const cases: [string, unknown, string][] = [
+        ["a message", "Flush failed", "Flush failed"],
+        [
+          "a message that is no string",
+          42,
+          'Lifespan shutdown failed; Invalid "message" 42 in "lifespan.shutdown.failed": use a ' +
+          "string",
+        ],
+      ];
+      for (const [label, message, expected] of cases) {
+        await t.step(label, async () => {
+          const logger = new RecordingLogger();
+          const server = serve(async (scope, receive, send) => {
+            if (scope.type !== "lifespan") return;
+            await receive();
+            await send({ type: "lifespan.startup.complete" });
+            await receive();
+            await send({ type: "lifespan.shutdown.failed", message: message as string });
+          }, { ...options(logger), lifespanTimeout: 60_000 });
+          await server.addr;
+          const error = await failedShutdown(server, "shutdown() after lifespan.shutdown.failed");
+          assertEquals([error.phase, error.message], ["shutdown", expected]);
+          assertEquals(await assertRejects(() => server.finished, LifespanError), error);
+          assertEquals(logger.lines("error"), [`Application shutdown failed: ${expected}`]);
+        });
+      }
     },
   );
 
@@ -395,11 +395,7 @@ for (const transport of TRANSPORTS) {
         await gate().promise; // never answers lifespan.shutdown
       }, { ...options(logger), lifespanTimeout: 100 });
       await server.addr;
-      const error = await withTimeout(
-        assertRejects(() => server.shutdown(), LifespanError),
-        BOUND_MS,
-        "shutdown() beside a hung lifespan shutdown",
-      ) as LifespanError;
+      const error = await failedShutdown(server, "shutdown() beside a hung lifespan shutdown");
       assertEquals(error.phase, "shutdown");
       assertEquals(
         error.message,
