@@ -139,7 +139,13 @@ class DenoWebSocketCycle extends WebSocketCycle {
 
   protected override sendFrame(data: string | Uint8Array): Promise<void> | undefined {
     const socket = this.#socket;
-    if (socket === null || socket.readyState !== WebSocket.OPEN) return;
+    if (socket === null) return;
+    if (socket.readyState !== WebSocket.OPEN) {
+      // Closing or closed, but its "close" event, which tells the application, is not in yet:
+      // wait for the event loop to turn, or an application sending in a loop never lets it in
+      // (the whole server starved).
+      return new Promise((resolve) => setTimeout(resolve, 0));
+    }
     socket.send(data as string | Uint8Array<ArrayBuffer>);
     if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT) return;
     // The WebSocket API has no drain event: look again until Deno has written half of it out,

@@ -172,6 +172,8 @@ export class WebSocketRequest<App = unknown> {
   #pulling = false;
   #pending: TaskEntry[] = [];
   #holder: TaskHolder | undefined;
+  /** Messages dropped since the socket closed. */
+  #dropped = 0;
   #ended = Promise.withResolvers<void>();
 
   private constructor(
@@ -292,7 +294,14 @@ export class WebSocketRequest<App = unknown> {
       throw new Error(`Cannot send on ${this.#label}: accept() it first`);
     }
     if (this.#state === CLOSED || this.#state === CLOSING) {
-      this.#host.log.debug(`Dropped a message to ${this.#label}: the socket is closed`);
+      // Once per socket: a handler pushing in a loop would log each of millions.
+      if (this.#dropped++ === 0) {
+        this.#host.log.debug(`Dropped a message to ${this.#label}: the socket is closed`);
+      }
+      // Resolving at once lets a broadcast loop skip a closed socket for free; a handler that
+      // sends to its closed socket in a loop without looking at its signal would never let the
+      // event loop turn (the whole server starved). Every 64th dropped send waits for a turn.
+      if (this.#dropped % 64 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
       return;
     }
     try {

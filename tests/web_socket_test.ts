@@ -153,6 +153,43 @@ Deno.test('WebSocketRequest.accept() after a denial says so (regression: it said
   );
 });
 
+// Regression (2026-11-25): sends to a closed socket resolve at once, by design (a broadcast loop
+// needs no try/catch), and on deno so did the bridge's once the client's close was in but not yet
+// its event: a handler pushing in a loop that never looks at its signal starved the whole server
+// once its client left (5 timer turns in a second on deno, 10 million dropped sends).
+Deno.test("App keeps serving beside a handler that sends to its closed socket in a loop", async () => {
+  let dropped = 0;
+  const stop = Promise.withResolvers<void>();
+  let stopped = false;
+  stop.promise.then(() => stopped = true);
+  const pusher: SocketHandler = async (socket) => {
+    await socket.accept();
+    while (!stopped) {
+      await socket.send("tick");
+      dropped++;
+    }
+  };
+  await using served = await serveApp([socketRoute("/push", pusher)]);
+  const client = await WsClient.open(served.url("/push"));
+  await client.next();
+  client.socket.close();
+  await client.closed;
+  try {
+    let turns = 0;
+    const started = performance.now();
+    while (performance.now() - started < 500) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      turns++;
+    }
+    assert(turns >= 20, `${turns} timer turns in 500 ms beside the loop`);
+    const response = await fetch(`http://127.0.0.1:${served.port}/none`);
+    assertEquals(response.status, 404);
+    await response.body?.cancel();
+  } finally {
+    stop.resolve();
+  }
+});
+
 Deno.test("App applies requestTimeLimit to the handshake only", async (t) => {
   await t.step("a handler that does not answer in time gets its client 408", async () => {
     let reason: unknown;
