@@ -932,9 +932,6 @@ export abstract class HttpCycle {
         // the bytes themselves. Else no body, and no length unless the application set one.
         const whole = !more && declared < 0 && body.length > 0 && !isNullBodyStatus(this.#status);
         this.sendWhole(this.#status, this.#headers, whole ? body : null);
-        // The head is out, but the application is still sending: not yet the time for
-        // `http.disconnect` (a web layer took it for the client leaving mid-response).
-        if (more) return;
       } else if (!more) {
         this.#phase = DONE;
         this.sendWhole(this.#status, this.#headers, body);
@@ -961,6 +958,12 @@ export abstract class HttpCycle {
     const phase = this.#phase;
     // A client that went away explains an unfinished response, as in uvicorn: nothing to report.
     if (phase === DONE || this.#gone) return;
+    if (phase === STREAMING && this.#discard) {
+      // A HEAD response is whole once its head is out (receive() then says http.disconnect): an
+      // application that stops streaming the body nobody gets has left nothing unfinished.
+      this.#phase = DONE;
+      return;
+    }
     this.#endedByServer = true;
     if (phase === AWAIT_START) {
       this.core.logger.error("ASGI callable returned without starting response");

@@ -765,26 +765,25 @@ for (const transport of TRANSPORTS) {
 
   Deno.test(
     name(
-      "says http.disconnect to a streamed HEAD response only once it is complete (regression: after its first chunk)",
+      "says http.disconnect to a streamed HEAD response once its head is out, and logs nothing when the app then stops",
     ),
     async () => {
-      const seen = signal<string[]>("the HEAD app to finish");
+      // An endless stream (server-sent events) must learn that its HEAD response is over, or it
+      // runs on, and holds shutdown, for good (a review found a change doing that); it stops
+      // without the last body message, which is no error for a HEAD (uvicorn alike).
+      const seen = signal<string[]>("the HEAD app to stop");
       await using s = await start(async (scope, receive, send) => {
         if (scope.type !== "http") return;
-        const events: string[] = [];
         await readBody(receive);
         await send({ type: "http.response.start", status: 200 });
-        const early = receive().then((message) => message.type);
-        await send({ type: "http.response.body", body: bytes("one"), more_body: true });
-        events.push(await Promise.race([early, sleep(100).then(() => "still streaming")]));
-        await send({ type: "http.response.body", body: bytes("two"), more_body: true });
-        await send({ type: "http.response.body", body: bytes("three") });
-        events.push(await early);
-        seen.resolve(events);
+        const ended = receive();
+        await send({ type: "http.response.body", body: bytes("event\n"), more_body: true });
+        seen.resolve([(await withTimeout(ended, BOUND_MS, "http.disconnect")).type]);
       }, transport);
       const response = await fetch(s.url, { method: "HEAD" });
       assertEquals([response.status, await response.text()], [200, ""]);
-      assertEquals(await seen.promise, ["still streaming", "http.disconnect"]);
+      assertEquals(await seen.promise, ["http.disconnect"]);
+      await sleep(20);
       assertEquals(s.logger.lines(), []);
     },
   );
