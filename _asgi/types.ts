@@ -908,7 +908,7 @@ export interface WebSocketAcceptMessage {
 /**
  * Sends one message: exactly one of `text` and `bytes` (the other left out or `null`). Resolves
  * once the frame is handed to the transport, and waits first while the transport still holds
- * more than 64 KiB unsent for this socket (a slow reader).
+ * more than 64 KiB (`node`) or 256 KiB (`deno`) unsent for this socket (a slow reader).
  *
  * @example Sending text and bytes
  * ```ts

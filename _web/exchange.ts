@@ -334,6 +334,9 @@ export class Exchange implements TaskHolder {
       return Promise.resolve();
     }
     if (this.#phase !== PENDING || this.#ended) {
+      // The handler ended without responding after its client left: nothing was sent, and a
+      // response to a client that has gone is dropped silently.
+      if (this.#phase === PENDING && this.#disconnected) return Promise.resolve();
       return Promise.reject(
         new Error(
           this.#phase === PENDING

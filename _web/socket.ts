@@ -174,6 +174,8 @@ export class WebSocketRequest<App = unknown> {
   #holder: TaskHolder | undefined;
   /** Messages dropped since the socket closed. */
   #dropped = 0;
+  /** `close()` answered the handshake: the client got 403. */
+  #denied = false;
   #ended = Promise.withResolvers<void>();
 
   private constructor(
@@ -233,7 +235,7 @@ export class WebSocketRequest<App = unknown> {
         `Cannot accept ${this.#label} ${
           this.#timedOut
             ? "after the request time limit: the client got 408"
-            : this.#state === CLOSING || this.#state === CLOSED
+            : this.#denied
             ? "after close() denied it (the client got 403)"
             : "twice"
         }`,
@@ -334,6 +336,7 @@ export class WebSocketRequest<App = unknown> {
     const message: SendMessage = { type: "websocket.close", code, reason };
     if (!wasOpen) {
       if (!await this.#answerWith(message, state)) return;
+      this.#denied = true;
     } else {
       try {
         await this.#send(message);

@@ -532,6 +532,29 @@ Deno.test('Request.respondWith() after the handler ended says so (regression: it
   );
 });
 
+Deno.test("Request.respondWith() after the handler ended and its client left is dropped silently", async () => {
+  const late = Promise.withResolvers<string>();
+  const left = Promise.withResolvers<void>();
+  async function forgetful(request: Request): Promise<void> {
+    await new Promise((resolve) => request.signal.addEventListener("abort", resolve));
+    left.resolve();
+    setTimeout(() => {
+      request.respondWith(new Response({ body: "late" })).then(
+        () => late.resolve("resolved"),
+        (error) => late.resolve(error.message),
+      );
+    }, 20);
+  }
+  await using served = await startServer(appWith([["/", forgetful]]));
+  const controller = new AbortController();
+  const pending = fetch(served.base, { signal: controller.signal }).catch(() => "aborted");
+  await delay(100);
+  controller.abort();
+  assertEquals(await pending, "aborted");
+  await withTimeout(left.promise, BOUND_MS, "the handler to see the client leave");
+  assertEquals(await withTimeout(late.promise, BOUND_MS, "the late respondWith()"), "resolved");
+});
+
 Deno.test("A handler generic over the attributes fits Apps with and without them", async () => {
   // What docs/web.md recommends for reusable handlers: a plain `Request` handler is refused by
   // an App whose attributes have members (type check), a generic one is not.
