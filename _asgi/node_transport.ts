@@ -136,8 +136,9 @@ class Connections {
  * every request a client pipelines as soon as it is read, and cannot pause a socket (Node.js
  * stops reading while responses queue up): a client that sent a million GETs and read none of
  * the responses grew the server by 400 MiB per connection. Past this many, the connection is
- * closed; the requests in progress see `http.disconnect`. Browsers do not pipeline, and
- * clients that do keep far fewer requests outstanding.
+ * closed at once; the requests in progress see `http.disconnect`, and responses queued behind
+ * an unwritten one are lost with it (answering 503 instead would queue more for a client that
+ * reads nothing). Browsers do not pipeline, and clients that do keep far fewer outstanding.
  */
 const MAX_PIPELINED = 64;
 
