@@ -785,6 +785,9 @@ export abstract class HttpCycle {
   }
 
   #waitForEnd(): Promise<ReceiveMessage> {
+    // A HEAD (or 204, 304) response is whole once its head is out, whatever the application
+    // still sends: the transports stop watching the client then, so waiting would be for good.
+    if (this.#phase === STREAMING && this.#discard) return Promise.resolve(disconnect());
     this.watchClient();
     return new Promise((resolve) => (this.#waiters ??= []).push(resolve));
   }
@@ -959,8 +962,9 @@ export abstract class HttpCycle {
     // A client that went away explains an unfinished response, as in uvicorn: nothing to report.
     if (phase === DONE || this.#gone) return;
     if (phase === STREAMING && this.#discard) {
-      // A HEAD response is whole once its head is out (receive() then says http.disconnect): an
-      // application that stops streaming the body nobody gets has left nothing unfinished.
+      // A HEAD (or 204, 304) response is whole once its head is out (receive() then says
+      // http.disconnect): an application that stops streaming the body nobody gets has left
+      // nothing unfinished on the wire. (uvicorn logs it as returning mid-response.)
       this.#phase = DONE;
       return;
     }

@@ -171,6 +171,8 @@ export class Exchange implements TaskHolder {
   #older: Exchange | undefined;
   #newer: Exchange | undefined;
   #disconnected = false;
+  /** The App answered 500 in the handler's stead: the bridge's http.disconnect then is no leaving. */
+  #servedError = false;
   #controller: AbortController | undefined;
   #abortReason: unknown;
   /** The request time limit while it is armed. */
@@ -336,7 +338,9 @@ export class Exchange implements TaskHolder {
     if (this.#phase !== PENDING || this.#ended) {
       // The handler ended without responding after its client left: nothing was sent, and a
       // response to a client that has gone is dropped silently.
-      if (this.#phase === PENDING && this.#disconnected) return Promise.resolve();
+      if (this.#phase === PENDING && this.#disconnected && !this.#servedError) {
+        return Promise.resolve();
+      }
       return Promise.reject(
         new Error(
           this.#phase === PENDING
@@ -533,7 +537,7 @@ export class Exchange implements TaskHolder {
       // After a complete response the bridge reports the end of the exchange the same way (and
       // may do so before the final send() resolves); the client did nothing wrong then, so the
       // signal stays as it is and a body chunk already received can still be read.
-      if (this.#phase !== COMPLETE && !this.#lastChunk) {
+      if (this.#phase !== COMPLETE && !this.#lastChunk && !this.#servedError) {
         this.#buffered = undefined;
         this.#abort(new DOMException("The client disconnected", "AbortError"));
       }
@@ -818,6 +822,7 @@ export class Exchange implements TaskHolder {
       this.#discardPending(`${this.#label} never responded`);
       if (this.#disconnected) return;
       log.error(`${where} returned without responding; sent 500`);
+      this.#servedError = true;
       return await sendFixed(this.#sendRaw, SERVER_ERROR_RESPONSE);
     }
     const error = result.error;
@@ -829,6 +834,7 @@ export class Exchange implements TaskHolder {
     if (this.#phase === PENDING) {
       this.#discardPending(`the handler of ${this.#label} failed`);
       log.error(`${where} failed; sent 500:`, error);
+      this.#servedError = true;
       return await sendFixed(this.#sendRaw, SERVER_ERROR_RESPONSE);
     }
     if (this.#phase === SENDING) {

@@ -335,8 +335,16 @@ export class WebSocketRequest<App = unknown> {
     this.#state = CLOSING;
     const message: SendMessage = { type: "websocket.close", code, reason };
     if (!wasOpen) {
-      if (!await this.#answerWith(message, state)) return;
+      // Denied from now on (an accept() made meanwhile must say so), unless the bridge refuses.
       this.#denied = true;
+      let sent: boolean;
+      try {
+        sent = await this.#answerWith(message, state);
+      } catch (error) {
+        this.#denied = false;
+        throw error;
+      }
+      if (!sent) return;
     } else {
       try {
         await this.#send(message);

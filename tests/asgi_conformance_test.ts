@@ -765,26 +765,37 @@ for (const transport of TRANSPORTS) {
 
   Deno.test(
     name(
-      "says http.disconnect to a streamed HEAD response once its head is out, and logs nothing when the app then stops",
+      "says http.disconnect to a streamed HEAD or 204 response once its head is out, and logs nothing when the app then stops",
     ),
-    async () => {
-      // An endless stream (server-sent events) must learn that its HEAD response is over, or it
-      // runs on, and holds shutdown, for good (a review found a change doing that); it stops
-      // without the last body message, which is no error for a HEAD (uvicorn alike).
-      const seen = signal<string[]>("the HEAD app to stop");
-      await using s = await start(async (scope, receive, send) => {
-        if (scope.type !== "http") return;
-        await readBody(receive);
-        await send({ type: "http.response.start", status: 200 });
-        const ended = receive();
-        await send({ type: "http.response.body", body: bytes("event\n"), more_body: true });
-        seen.resolve([(await withTimeout(ended, BOUND_MS, "http.disconnect")).type]);
-      }, transport);
-      const response = await fetch(s.url, { method: "HEAD" });
-      assertEquals([response.status, await response.text()], [200, ""]);
-      assertEquals(await seen.promise, ["http.disconnect"]);
-      await sleep(20);
-      assertEquals(s.logger.lines(), []);
+    async (t) => {
+      // An endless stream (server-sent events) must learn that its response is over, or it runs
+      // on, and holds shutdown, for good: a review found a change doing that, and then that a
+      // receive() made after the first body message still waited for good. It stops without the
+      // last body message, which leaves nothing unfinished on the wire.
+      const cases: [string, string, number, boolean][] = [
+        ["HEAD, receive() before the first body message", "HEAD", 200, true],
+        ["HEAD, receive() after it", "HEAD", 200, false],
+        ["GET 204, receive() after it", "GET", 204, false],
+      ];
+      for (const [label, method, status, early] of cases) {
+        await t.step(label, async () => {
+          const seen = signal<string>("the app to stop");
+          await using s = await start(async (scope, receive, send) => {
+            if (scope.type !== "http") return;
+            await readBody(receive);
+            await send({ type: "http.response.start", status });
+            const before = early ? receive() : undefined;
+            await send({ type: "http.response.body", body: bytes("event\n"), more_body: true });
+            const ended = before ?? receive();
+            seen.resolve((await withTimeout(ended, BOUND_MS, "http.disconnect")).type);
+          }, transport);
+          const response = await fetch(s.url, { method });
+          assertEquals([response.status, await response.text()], [status, ""]);
+          assertEquals(await seen.promise, "http.disconnect");
+          await sleep(20);
+          assertEquals(s.logger.lines(), []);
+        });
+      }
     },
   );
 
