@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import type { ReceiveMessage, SendMessage } from "../asgi.ts";
 import { app } from "../examples/asgi_minimal.ts";
 import { rawRequest, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { httpScope } from "./fixtures/web_helpers.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -163,22 +164,7 @@ Deno.test("examples/asgi_minimal.ts app sends nothing when receive() returns htt
     await t.step(`${method} ${path}`, async () => {
       const sent: SendMessage[] = [];
       await app(
-        {
-          type: "http",
-          asgi: { version: "3.0", spec_version: "2.1" },
-          http_version: "1.1",
-          method,
-          scheme: "http",
-          path,
-          raw_path: new TextEncoder().encode(path),
-          query_string: new Uint8Array(),
-          root_path: "",
-          headers: [],
-          client: null,
-          server: null,
-          state: {},
-          extensions: {},
-        },
+        httpScope(method, path),
         () => Promise.resolve({ type: "http.disconnect" }),
         (message) => {
           sent.push(message);
