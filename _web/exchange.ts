@@ -634,24 +634,21 @@ export class Exchange implements TaskHolder {
       // No one gets the body of a HEAD response (the GET route serves it): it is not made. A
       // stream is cancelled, a generator closed.
       await body[Symbol.asyncIterator]().return?.();
-      this.#lastChunk = true;
-      await this.#send({ type: "http.response.body", body: EMPTY, more_body: false });
-      this.#sent();
-      return;
-    }
-    // abortable() stops waiting for the next chunk when the time limit passes or the client goes
-    // away, and closes the iterator.
-    const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;
-    for await (const chunk of chunks) {
-      let bytes: Uint8Array;
-      if (typeof chunk === "string") bytes = encoder.encode(chunk);
-      else if (chunk instanceof Uint8Array) bytes = chunk;
-      else {
-        throw new TypeError(
-          `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
-        );
+    } else {
+      // abortable() stops waiting for the next chunk when the time limit passes or the client
+      // goes away, and closes the iterator.
+      const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;
+      for await (const chunk of chunks) {
+        let bytes: Uint8Array;
+        if (typeof chunk === "string") bytes = encoder.encode(chunk);
+        else if (chunk instanceof Uint8Array) bytes = chunk;
+        else {
+          throw new TypeError(
+            `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
+          );
+        }
+        await this.#send({ type: "http.response.body", body: bytes, more_body: true });
       }
-      await this.#send({ type: "http.response.body", body: bytes, more_body: true });
     }
     this.#lastChunk = true;
     await this.#send({ type: "http.response.body", body: EMPTY, more_body: false });

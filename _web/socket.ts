@@ -337,14 +337,7 @@ export class WebSocketRequest<App = unknown> {
     if (!wasOpen) {
       // Denied from now on (an accept() made meanwhile must say so), unless the bridge refuses.
       this.#denied = true;
-      let sent: boolean;
-      try {
-        sent = await this.#answerWith(message, state);
-      } catch (error) {
-        this.#denied = false;
-        throw error;
-      }
-      if (!sent) return;
+      if (!await this.#answerWith(message, state)) return;
     } else {
       try {
         await this.#send(message);
@@ -435,6 +428,7 @@ export class WebSocketRequest<App = unknown> {
     this.#answered = true;
     const attempt = Promise.withResolvers<boolean>();
     this.#attempt = attempt.promise;
+    let sent = true;
     try {
       await this.#send(message);
     } catch (error) {
@@ -442,17 +436,16 @@ export class WebSocketRequest<App = unknown> {
       // closed, as `closed` and `signal` say, and sends are dropped.
       if (!this.#lost(error)) {
         this.#answered = false;
+        this.#denied = false;
         if (this.#state === CLOSING) this.#state = state;
         attempt.resolve(false);
         throw error;
       }
-      this.#answer.resolve();
-      attempt.resolve(true);
-      return false;
+      sent = false;
     }
     this.#answer.resolve();
     attempt.resolve(true);
-    return true;
+    return sent;
   }
 
   get #label(): string {
@@ -587,8 +580,9 @@ export class WebSocketRequest<App = unknown> {
 
   /** The handshake was not answered within the request time limit: 408, signal aborted. */
   async #timeOut(limitMs: number): Promise<undefined | typeof ANSWERED> {
-    // An answer on its way when the limit passed counts, unless the bridge refuses it.
-    if (this.#answered && (this.#attempt === undefined || await this.#attempt)) return ANSWERED;
+    // An answer on its way when the limit passed counts, unless the bridge refuses it (then
+    // #answered is false again, unless the handler answered anew meanwhile).
+    if (this.#answered) await this.#attempt;
     if (this.#answered) return ANSWERED;
     this.#timedOut = true;
     this.#markAnswered();
