@@ -357,6 +357,14 @@ export function httpVerdicts(run: HttpRun): Verdict[] {
     ["App ÷ ASGI app", "app", "asgi"],
     ["ASGI app on node ÷ bare node:http", "asgi-node", "node"],
   ];
+  // The bound is measured only on request (`--servers=...,native-bound`): no rows otherwise.
+  if (run.options.servers.includes("native-bound")) {
+    info.push(
+      ["bound: an App without ASGI ÷ the floor", "native-bound", "floor"],
+      ["bound: an App without ASGI ÷ Hono", "native-bound", "hono"],
+      ["App ÷ bound: an App without ASGI", "app", "native-bound"],
+    );
+  }
   for (const [target, id, base] of info) {
     for (const route of routes) rows.push(ratioVerdict(run, target, id, base, route, undefined));
   }

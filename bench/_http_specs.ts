@@ -17,6 +17,8 @@ export interface ServerSpec {
   readonly env?: Readonly<Record<string, string>>;
   /** The server the ratio column divides by. */
   readonly baseline: string;
+  /** Left out of the default run: only `--servers` names it. */
+  readonly optional?: boolean;
 }
 
 /** Every server, in the order of the first round. */
@@ -45,6 +47,13 @@ export const SERVERS: readonly ServerSpec[] = [
     script: "asgi_app.ts",
     env: { TRANSPORT: "node" },
     baseline: "node",
+  },
+  {
+    id: "native-bound",
+    label: "bound: an App without ASGI",
+    script: "native_bound.ts",
+    baseline: "deno",
+    optional: true,
   },
 ];
 
@@ -160,7 +169,7 @@ export function parseOptions(args: readonly string[]): HttpOptions {
     rounds: number("rounds", "BENCH_ROUNDS", 3, 1),
     connections: number("connections", "BENCH_CONNECTIONS", 64, 64),
     threads: threads === undefined ? undefined : number("threads", "", 1, 1),
-    servers: list("servers", SERVERS, SERVERS.map((s) => s.id)),
+    servers: list("servers", SERVERS, SERVERS.filter((s) => !s.optional).map((s) => s.id)),
     routes: list("routes", ROUTES, DEFAULT_ROUTES),
     pin: !flags.has("no-pin"),
     write: !flags.has("no-write"),

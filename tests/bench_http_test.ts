@@ -67,7 +67,9 @@ Deno.test("parseOptions() defaults to three pinned rounds of 4 s and takes a qui
     [full.duration, full.warmup, full.rounds, full.connections, full.threads, full.pin],
     [4, 1, 3, 64, undefined, true],
   );
-  assertEquals(full.servers, SERVERS.map((s) => s.id));
+  assertEquals(full.servers, SERVERS.filter((s) => !s.optional).map((s) => s.id));
+  assertEquals(full.servers.includes("native-bound"), false);
+  assertEquals(parseOptions(["--servers=floor,native-bound"]).servers, ["floor", "native-bound"]);
   assertEquals(full.routes, DEFAULT_ROUTES);
   const quick = parseOptions(["--quick", "--servers=deno,asgi", "--no-write", "--no-pin"]);
   assertEquals([quick.duration, quick.warmup, quick.rounds, quick.write, quick.pin], [
