@@ -170,7 +170,7 @@ class NodeWebSocketCycle extends WebSocketCycle {
     }
     head += "connection: close\r\n\r\n";
     socket.write(head, "latin1");
-    socket.end(body);
+    endAndClose(socket, body);
   }
 
   protected override sendFrame(data: string | Uint8Array): Promise<void> | undefined {
@@ -265,11 +265,26 @@ function handshakeHead(request: IncomingMessage, scheme: string): HandshakeHead 
 }
 
 function refuse(socket: Duplex, status: number, reason: string, extra = ""): void {
-  socket.end(
+  endAndClose(
+    socket,
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extra}` +
       `content-type: text/plain; charset=utf-8\r\ncontent-length: ${reason.length}\r\n` +
       `connection: close\r\n\r\n${reason}`,
   );
+}
+
+/**
+ * Writes the last of a handshake's answer and closes the connection, as node:http closes one
+ * after a `connection: close` response. Half-closing alone (`end()`) left the fd open for as long
+ * as the client kept its side open: an upgrade socket is out of the server's connection tracking,
+ * so no timeout ever reached it (200 denied handshakes held 200 fds, a few held `maxConnections`
+ * for good, and shutdown waited its whole `shutdownTimeout` for them). A client that does not read
+ * the answer is dropped after `closeTiming.timeoutMs`, as one that does not answer a close.
+ */
+function endAndClose(socket: Duplex, data: string | Uint8Array): void {
+  const timer = setTimeout(() => socket.destroy(), closeTiming.timeoutMs);
+  socket.once("close", () => clearTimeout(timer));
+  socket.end(data, () => socket.destroy());
 }
 
 /**

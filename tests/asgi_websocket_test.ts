@@ -598,3 +598,74 @@ Deno.test("serve() [node] stops reading from a client whose messages the app doe
   client.socket.close();
   await client.closeEvent();
 });
+
+/** This process's open fds (Linux), or undefined elsewhere. */
+function openFds(): number | undefined {
+  try {
+    return [...Deno.readDirSync("/proc/self/fd")].length;
+  } catch {
+    return undefined;
+  }
+}
+
+Deno.test({
+  name:
+    "serve() [node] closes the connection after denying or refusing a handshake (regression: fd held while the client stayed)",
+  ignore: openFds() === undefined,
+  async fn(t) {
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "websocket") return;
+      await receive();
+      if (scope.path === "/close") return await send({ type: "websocket.close" });
+      await send({ type: "websocket.http.response.start", status: 404, headers: [] });
+      await send({ type: "websocket.http.response.body", body: bytes("no such room") });
+    };
+    const cases: [string, string, RegExp][] = [
+      ["closed before accept (403)", handshake("/close"), /^HTTP\/1\.1 403 /],
+      ["the application's own denial", handshake("/deny"), /^HTTP\/1\.1 404 [^]*no such room$/],
+      [
+        "a refused handshake (426)",
+        handshake("/").replace("Sec-WebSocket-Version: 13", "Sec-WebSocket-Version: 8"),
+        /^HTTP\/1\.1 426 /,
+      ],
+    ];
+    const clients = 20;
+    for (const [name, request, expected] of cases) {
+      await t.step(name, async () => {
+        // A server each, so that what one case leaves open does not count in the next.
+        await using server = await start(app, "node");
+        const before = openFds()!;
+        const conns = await Promise.all(
+          Array.from(
+            { length: clients },
+            () => Deno.connect({ hostname: "127.0.0.1", port: server.port }),
+          ),
+        );
+        try {
+          for (const conn of conns) {
+            await conn.write(new TextEncoder().encode(request));
+            const buffer = new Uint8Array(4096);
+            let answer = "";
+            for (;;) {
+              const n = await conn.read(buffer);
+              if (n === null) break;
+              answer += new TextDecoder().decode(buffer.subarray(0, n));
+            }
+            assertMatch(answer, expected);
+          }
+          await sleep(200);
+          // The clients keep their side open. Before the fix the server only half-closed its
+          // side (the client read its end above), keeping one fd per client for as long as the
+          // client stayed: 2 fds per client here instead of 1.
+          const held = openFds()! - before - clients;
+          assert(
+            held < clients / 2,
+            `the server holds ${held} fds for ${clients} answered clients`,
+          );
+        } finally {
+          for (const conn of conns) conn.close();
+        }
+      });
+    }
+  },
+});
