@@ -53,6 +53,7 @@ import {
   withResolvers,
 } from "./_asgi/core.ts";
 import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
+import { checkTls } from "./_asgi/tls.ts";
 import {
   abortWebSockets,
   closeWebSockets,
@@ -327,7 +328,8 @@ export function createFetchHandler(
  * @param app The application, or an object with an `asgi` method.
  * @param options Listening address, transport, lifespan and limits.
  * @returns The running server: await `addr` for the bound address.
- * @throws {TypeError} When `app` is not an application, or an option has the wrong type.
+ * @throws {TypeError} When `app` is not an application, an option has the wrong type, or `cert`
+ *   and `key` are not a certificate and its key as PEM text.
  * @throws {RangeError} When an option is out of range.
  *
  * @example Serving on a free port
@@ -395,7 +397,7 @@ export function serve(
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw new TypeError(`Invalid signal ${describe(options.signal)}: use an AbortSignal`);
   }
-  const tls = tlsOption(options.cert, options.key);
+  const tls = checkTls(options.cert, options.key);
   return new Server(core, {
     port,
     hostname,
@@ -416,18 +418,6 @@ export function serve(
         )),
     signal: options.signal,
   });
-}
-
-function tlsOption(cert: unknown, key: unknown): { cert: string; key: string } | undefined {
-  if (cert === undefined && key === undefined) return undefined;
-  if (typeof cert !== "string" || typeof key !== "string") {
-    throw new TypeError(
-      `Invalid TLS options (cert ${describe(cert === undefined ? cert : typeof cert)}, key ${
-        describe(key === undefined ? key : typeof key)
-      }): give both cert and key as PEM text`,
-    );
-  }
-  return { cert, key };
 }
 
 function noLimitAsZero(ms: number): number {

@@ -662,13 +662,15 @@ export interface ServeOptions extends FetchHandlerOptions {
   /**
    * The server certificate chain, PEM text, as `Deno.serve` takes it: given with `key`, the
    * server speaks TLS (HTTPS and WSS; scopes say `"https"` and `"wss"`). The node transport
-   * passes both to `node:https`.
+   * passes both to `node:https`. Give the file's text (`Deno.readTextFileSync("cert.pem")`), not
+   * its name: `serve()` throws a `TypeError` for a value that is no PEM text, holds no readable
+   * certificate, or whose `key` is not this certificate's.
    *
    * @default {undefined (plain HTTP)}
    */
   cert?: string;
   /**
-   * The private key of `cert`, PEM text.
+   * The private key of `cert`, PEM text, unencrypted.
    *
    * @default {undefined (plain HTTP)}
    */

@@ -161,6 +161,84 @@ Deno.test("serve() rejects a cert without a key", () => {
   );
 });
 
+/** Runs openssl with `args`; its stdout as text. */
+async function openssl(...args: string[]): Promise<string> {
+  const output = await new Deno.Command("openssl", { args, stdout: "piped", stderr: "piped" })
+    .output();
+  if (!output.success) throw new Error(new TextDecoder().decode(output.stderr));
+  return new TextDecoder().decode(output.stdout);
+}
+
+Deno.test({
+  name:
+    "serve() refuses a TLS pair that cannot serve, saying why (regression: node started and failed every handshake)",
+  ignore: tls === undefined,
+  async fn(t) {
+    const { dir, cert, key } = tls!;
+    // Another certificate's key, and this key encrypted.
+    await openssl(
+      ..."req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1".split(" "),
+      ...["-subj", "/CN=other", "-keyout", `${dir}/other.key`, "-out", `${dir}/other.pem`],
+    );
+    const otherKey = await Deno.readTextFile(`${dir}/other.key`);
+    const encrypted = await openssl(
+      ..."pkey -aes256 -passout pass:secret -in".split(" "),
+      `${dir}/key.pem`,
+    );
+    const body = key.split("\n").filter((line) => !line.startsWith("-----")).join("\n");
+    const cases: [string, string, string, RegExp][] = [
+      [
+        "a file name for cert",
+        `${dir}/cert.pem`,
+        key,
+        /^Invalid TLS cert "[^"]*cert\.pem": pass the file's text, not its name: Deno\.readTextFileSync\(/,
+      ],
+      [
+        "a file name for key",
+        cert,
+        `${dir}/key.pem`,
+        /^Invalid TLS key "[^"]*key\.pem": pass the file's text/,
+      ],
+      ["empty strings", "", "", /^Invalid TLS cert "": give the PEM text, which starts with/],
+      [
+        "cert and key swapped",
+        key,
+        cert,
+        /^Invalid TLS cert \(PEM text of a private key\): give the certificate as cert/,
+      ],
+      [
+        "a key without its PEM lines (not quoted)",
+        cert,
+        body,
+        /^Invalid TLS key \(\d+ characters without a "-----BEGIN" line\): give the PEM text/,
+      ],
+      [
+        "an encrypted key",
+        cert,
+        encrypted,
+        /^Invalid TLS key \(an encrypted private key\): give the key's PEM text unencrypted/,
+      ],
+      [
+        "another certificate's key",
+        cert,
+        otherKey,
+        /^Invalid TLS key \(not the certificate's key\) for cert "CN=127\.0\.0\.1": give the key/,
+      ],
+    ];
+    for (const [name, badCert, badKey, message] of cases) {
+      await t.step(name, () => {
+        for (const transport of TRANSPORTS) {
+          const error = assertThrows(() => serve(app, { transport, cert: badCert, key: badKey }));
+          assertMatch((error as Error).message, message);
+          assertEquals((error as Error).constructor, TypeError);
+          // The message never carries key material.
+          assertEquals((error as Error).message.includes(body.slice(0, 40)), false);
+        }
+      });
+    }
+  },
+});
+
 Deno.test({
   name: "tls fixture cleanup",
   ignore: tls === undefined,

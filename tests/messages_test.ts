@@ -169,6 +169,13 @@ const cases: Case[] = [
     undefined,
     '(cert "string", key undefined)',
   ],
+  [
+    "serve() cert given as a file name",
+    () => serve(app, { cert: "certs/cert.pem", key: "certs/key.pem" }),
+    TypeError,
+    "TLS cert",
+    "certs/cert.pem",
+  ],
   // web.ts
   ["new App() options", () => new App(undefined as never), TypeError, "options", undefined],
   ["new App() router", () => new App({ router: {} as never }), TypeError, "router", {}],
