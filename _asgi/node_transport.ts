@@ -423,9 +423,13 @@ export async function listenNode(
   const handler = (request: IncomingMessage, response: ServerResponse) => {
     if (connections.begin(request.socket)) handleNode(core, state, request, response);
   };
-  const server = tls === undefined
-    ? createServer(serverOptions, handler)
-    : createTlsServer({ ...serverOptions, ...tls }, handler);
+  const server = tls === undefined ? createServer(serverOptions, handler) : createTlsServer({
+    ...serverOptions,
+    ...tls,
+    // A TLS handshake comes before the head: a client that stalls in it is held to the same
+    // limit as one that stalls in the head (node's own default held it for 120 s).
+    ...(headersTimeout > 0 ? { handshakeTimeout: headersTimeout } : {}),
+  }, handler);
   // One above the limit, so that a request Node cut short is over it, never exactly at it.
   server.maxHeadersCount = MAX_HEADER_FIELDS + 1;
   if (tls === undefined) {

@@ -610,8 +610,9 @@ export interface ServeOptions extends FetchHandlerOptions {
   /**
    * How long a connection may take to send a complete request head, in milliseconds, from when
    * it opens or its previous response ends; then it is closed (Node answers 408 first). `0` or
-   * `Infinity`: no limit; at most 2147483647 otherwise. Node's default. Applies to `transport: "node"` only: `Deno.serve` offers no such
-   * control (see the README's limits and docs/asgi.md).
+   * `Infinity`: no limit; at most 2147483647 otherwise. Node's default. Over TLS it also bounds
+   * the TLS handshake (node's own limit for that is 120 s). Applies to `transport: "node"` only:
+   * `Deno.serve` offers no such control (see the README's limits and docs/asgi.md).
    *
    * @default {60000}
    */

@@ -113,6 +113,27 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "serve() [node] over TLS drops a client stalled in its handshake at headersTimeout (regression: held for 120 s)",
+  ignore: tls === undefined,
+  async fn() {
+    await using s = await start(echoHead, "node", { ...tls!, headersTimeout: 300 });
+    using stalled = await RawClient.connect(s.port);
+    const ms = await stalled.closedWithin(5000);
+    assert(ms > 200 && ms < 3000, `a stalled TLS handshake was closed after ${Math.round(ms)} ms`);
+    // The server still serves a client that completes its handshake.
+    const client = Deno.createHttpClient({ caCerts: [tls!.cert] });
+    try {
+      const response = await fetch(`https://127.0.0.1:${s.port}/`, { client });
+      assertEquals(response.status, 200);
+      await response.body?.cancel();
+    } finally {
+      client.close();
+    }
+  },
+});
+
 Deno.test("serve() [node] finishes the requests in progress at shutdown and closes the idle connections at once", async () => {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
