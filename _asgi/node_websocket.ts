@@ -69,6 +69,14 @@ interface Answer {
  */
 export const pingTiming: { intervalMs: number } = { intervalMs: 20_000 };
 
+/**
+ * The most frames one message may come in (ws refuses more with 1008): each frame costs a Buffer
+ * until the message is whole, and a 20 KB message in one-byte frames is 20,000 of them.
+ */
+const MAX_FRAGMENTS = 16_384;
+/** RFC 6455's "policy violation", what ws closes with past `MAX_FRAGMENTS`. */
+const POLICY_VIOLATION = 1008;
+
 /** Queue lengths at which reading from the client stops and starts again. */
 const PAUSE_AT = 16;
 const RESUME_AT = 4;
@@ -131,6 +139,13 @@ class NodeWebSocketCycle extends WebSocketCycle {
             `WebSocket message exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
           );
           this.closed(MESSAGE_TOO_BIG, "");
+        } else if (error.code === "WS_ERR_TOO_MANY_BUFFERED_PARTS") {
+          // ws's guard against a message in countless tiny frames (each costs a Buffer): it
+          // closes with 1008, which the application heard of as 1006, with no log line.
+          this.core.logger.warn(
+            `WebSocket message in more than ${MAX_FRAGMENTS} fragments: closed with 1008`,
+          );
+          this.closed(POLICY_VIOLATION, "");
         }
       });
       ws.on("pong", () => (this.#alive = true));
@@ -317,6 +332,8 @@ export async function nodeUpgradeHandler(
   const answers = new WeakMap<IncomingMessage, Answer>();
   const server = new module.WebSocketServer({
     noServer: true,
+    // ws 8.23's default, written out so that the warning's figure holds whatever ws does next.
+    maxFragments: MAX_FRAGMENTS,
     maxPayload: Number.isFinite(maxMessageSize) ? maxMessageSize : Number.MAX_SAFE_INTEGER,
     // Compression costs memory per socket and is a known source of trouble; uvicorn's
     // websockets implementation offers it, browsers cope without it.

@@ -110,6 +110,11 @@ class RawSocket {
     }
   }
 
+  /** Writes bytes as they are (frames made with `clientFrame()`). */
+  async write(data: Uint8Array): Promise<void> {
+    for (let at = 0; at < data.length;) at += await this.#conn.write(data.subarray(at));
+  }
+
   close(): void {
     try {
       this.#conn.close();
@@ -453,3 +458,53 @@ for (const transport of TRANSPORTS) {
     assertMatch(await rawRequest(server.port, h2c), /^HTTP\/1\.1 200 [^]*plain GET$/);
   });
 }
+
+/** A client frame (masked with a zero key) of up to 125 bytes. */
+function clientFrame(fin: boolean, opcode: number, payload: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(6 + payload.length);
+  frame[0] = (fin ? 0x80 : 0) | opcode;
+  frame[1] = 0x80 | payload.length;
+  frame.set(payload, 6);
+  return frame;
+}
+
+Deno.test("serve() [node] closes a message in too many fragments with 1008 and says so (regression: the app saw 1006, no log line)", async () => {
+  const codes: number[] = [];
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    for (;;) {
+      const message = await receive();
+      if (message.type === "websocket.disconnect") return void codes.push(message.code);
+    }
+  };
+  await using server = await start(app, "node");
+  const client = await RawSocket.open(server.port);
+  try {
+    assertMatch(client.head, /^HTTP\/1\.1 101 /);
+    // One text message in 16,385 one-byte frames: one more than ws takes.
+    const one = bytes("a");
+    const frames = new Uint8Array(7 * 16_386);
+    frames.set(clientFrame(false, 1, one), 0);
+    for (let i = 1; i <= 16_384; i++) frames.set(clientFrame(false, 0, one), 7 * i);
+    frames.set(clientFrame(true, 0, one), 7 * 16_385);
+    await client.write(frames).catch(() => {});
+    const close = await client.frame();
+    assertEquals(close?.opcode, 8);
+    assertEquals((close!.payload[0]! << 8) | close!.payload[1]!, 1008);
+  } finally {
+    client.close();
+  }
+  await within(
+    (async () => {
+      while (codes.length === 0) await sleep(10);
+    })(),
+    5000,
+    "the app's disconnect",
+  );
+  assertEquals(codes, [1008]);
+  assertEquals(server.logger.lines("warn"), [
+    "WebSocket message in more than 16384 fragments: closed with 1008",
+  ]);
+});
