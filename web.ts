@@ -488,6 +488,22 @@ const IN_WORKER = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerG
   "function";
 
 /**
+ * The path the App routes on: `scope.path` without the `root_path` the application is mounted at
+ * (as Starlette routes), so that `serve(app, { rootPath: "/api" })`, or a proxy that sets
+ * `root_path`, leaves the routes as written. ASGI's `path` includes `root_path`; routing on it
+ * made every route unreachable under a mount point. A path outside the mount point, or one that
+ * only shares its first letters (`/apiary` under `/api`), is routed as it is; the mount point
+ * itself routes as `/`.
+ */
+function routePath(scope: { path: string; root_path?: string }): string {
+  const root = scope.root_path;
+  const path = scope.path;
+  if (root === undefined || root === "" || !path.startsWith(root)) return path;
+  if (path.length === root.length) return "/";
+  return path.charCodeAt(root.length) === 0x2f ? path.slice(root.length) : path;
+}
+
+/**
  * An app: a router, time limits, a lifespan function and typed attributes. See the module
  * documentation for the semantics of the limits, of cancellation and of shutdown.
  *
@@ -713,7 +729,7 @@ export class App<A extends object = Record<never, never>> {
     if (scope.type === "http") return this.#http(scope, receive, send);
     if (scope.type === "lifespan") return this.#lifespanLoop(receive, send);
     if (scope.type === "websocket") {
-      const match = this.router.match(scope.path);
+      const match = this.router.match(routePath(scope));
       const route = match?.routeFor("WEBSOCKET");
       if (route === undefined) return denySocket(receive, send, match === undefined ? 404 : 403);
       // Shutting down: no new socket (it would get no 1012, and be dropped with the process).
@@ -731,7 +747,7 @@ export class App<A extends object = Record<never, never>> {
   #http(scope: HttpScope, receive: Receive, send: Send): Promise<void> {
     // The hot path: answer 404 and 405 from the match itself, with no exception thrown. Not an
     // async function: the exchange's own run is the only async frame the App adds.
-    const match = this.router.match(scope.path);
+    const match = this.router.match(routePath(scope));
     if (match === undefined) return sendFixed(send, NOT_FOUND_RESPONSE);
     // HEAD is GET without the body (RFC 9110, 9.3.2); the bridge drops the body.
     const route = match.routeFor(scope.method) ??

@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { delay } from "@std/async/delay";
-import { LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
+import { type HttpScope, LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type Request, Response, type WebHandler } from "../web.ts";
 import {
@@ -966,4 +966,61 @@ Deno.test("serve() does not start an App whose lifespan startup fails", async ()
   const error = instance(await assertRejects(() => server.addr), Error);
   assert(error.message.includes("database unreachable"), error.message);
   await server.finished.catch(() => {});
+});
+
+Deno.test("App routes on the path below root_path (regression: every route 404 under serve(app, { rootPath }))", async (t) => {
+  const seen: string[] = [];
+  // A fresh App each step: a server's shutdown shuts its App down.
+  const makeApp = () =>
+    appWith([
+      ["/", async (request) => {
+        seen.push(request.path);
+        await request.respondWith(new Response({ body: "root" }));
+      }],
+      ["/hello/{name}", async (request) => {
+        seen.push(request.path);
+        await request.respondWith(new Response({ body: `hello ${request.context.name}` }));
+      }],
+      ["/apiary", ok],
+    ], { handleSignals: false });
+  for (const transport of ["deno", "node"] as const) {
+    await t.step(transport, async () => {
+      seen.length = 0;
+      // A proxy strips "/api"; the server puts it back into `path` and `root_path`, as uvicorn.
+      await using served = await startServer(makeApp(), { rootPath: "/api", transport });
+      const get = async (path: string) => {
+        const response = await fetch(`${served.base}${path}`);
+        return `${response.status} ${await response.text()}`;
+      };
+      assertEquals(await get("/hello/bob"), "200 hello bob");
+      assertEquals(await get("/"), "200 root");
+      assertEquals(await get("/apiary"), "200 ok");
+      // request.path stays ASGI's path, root_path included.
+      assertEquals(seen, ["/api/hello/bob", "/api/"]);
+    });
+  }
+  await t.step(
+    "scopes from middleware: outside the mount point, or only sharing letters",
+    async () => {
+      const app = makeApp();
+      const cases: [path: string, root: string | undefined, expected: number][] = [
+        ["/api/hello/bob", "/api", 200],
+        ["/api", "/api", 200], // the mount point itself routes as "/"
+        ["/apiary", "/api", 200], // not under "/api": routed as it is
+        ["/hello/bob", "/api", 200], // outside the mount point: as it is
+        ["/hello/bob", undefined, 200], // no root_path at all
+        ["/api/nope", "/api", 404],
+      ];
+      for (const [path, root, expected] of cases) {
+        const scope = { ...httpScope("GET", path), root_path: root } as HttpScope;
+        const sent: SendMessage[] = [];
+        await app.asgi(scope, () => Promise.resolve({ type: "http.disconnect" }), (message) => {
+          sent.push(message);
+          return Promise.resolve();
+        });
+        const start = sent[0] as { status: number };
+        assertEquals(start.status, expected, `${path} under ${root}`);
+      }
+    },
+  );
 });
