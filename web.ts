@@ -94,6 +94,7 @@ import {
   type AsgiApplication,
   type AsgiFetchHandler,
   createFetchHandler,
+  type FetchHandlerOptions,
   type FetchInfo,
   type HttpDisconnectMessage,
   type HttpRequestMessage,
@@ -295,7 +296,59 @@ export interface AppOptions<A extends object = Record<never, never>> {
    * @default {true}
    */
   handleSignals?: boolean;
+  /**
+   * Limits of the bridge behind `app.fetch`, for when the app is served that way (`deno serve`,
+   * `Deno.serve(app.fetch)`, `export default app`): `maxBodySize` (bytes; a larger
+   * `content-length` gets 413, a longer body is cut off), `maxMessageSize` (bytes of one WebSocket
+   * message) and `rootPath` (the mount point), each as {@linkcode FetchHandlerOptions} documents
+   * it. Without them `app.fetch` takes request bodies of any size. Under {@linkcode serve} they
+   * have no effect: pass the same options to `serve(app, { maxBodySize })` there.
+   *
+   * @default {{} (no body limit, 16 MiB messages, no mount point)}
+   */
+  fetchOptions?: AppFetchOptions;
 }
+
+/**
+ * The options of the bridge behind `app.fetch`; see {@linkcode AppOptions.fetchOptions}.
+ *
+ * @example A body limit under `deno serve`
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { App, AsgiRouter, Request, Response, Route } from "@stellarator/stellarator/web";
+ *
+ * const app = new App({
+ *   router: new AsgiRouter({
+ *     routes: [
+ *       new Route("/upload", {
+ *         methods: ["POST"],
+ *         handler: async (request: Request) => {
+ *           const body = await request.bytes();
+ *           await request.respondWith(new Response({ body: `${body.length} bytes` }));
+ *         },
+ *       }),
+ *     ],
+ *   }),
+ *   fetchOptions: { maxBodySize: 1024 },
+ * });
+ * const upload = (size: number) =>
+ *   app.fetch(new globalThis.Request("http://localhost/upload", {
+ *     method: "POST",
+ *     body: new Uint8Array(size),
+ *   }));
+ * assertEquals(await (await upload(1024)).text(), "1024 bytes");
+ * const tooLarge = await upload(1025);
+ * assertEquals(tooLarge.status, 413);
+ * await tooLarge.body?.cancel();
+ * await app.shutdown();
+ * ```
+ */
+export type AppFetchOptions = Pick<
+  FetchHandlerOptions,
+  "maxBodySize" | "maxMessageSize" | "rootPath"
+>;
+
+const FETCH_OPTION_NAMES: readonly string[] = ["maxBodySize", "maxMessageSize", "rootPath"];
 
 // ---------------------------------------------------------------------------------------------
 // Request
@@ -488,6 +541,33 @@ const IN_WORKER = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerG
   "function";
 
 /**
+ * Checks `fetchOptions` where the App is made, rather than at its first request: the bridge's
+ * own checks run on a handler made for the purpose and dropped (it holds no resources).
+ */
+function checkFetchOptions(
+  asgi: AsgiApplication,
+  options: AppFetchOptions | undefined,
+): AppFetchOptions | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(
+      `Invalid fetchOptions ${describe(options)}: pass an object, e.g. { maxBodySize: 1048576 }`,
+    );
+  }
+  for (const key of Object.keys(options)) {
+    if (!FETCH_OPTION_NAMES.includes(key)) {
+      throw new TypeError(
+        `Invalid fetchOptions key ${describe(key)}: use ${
+          FETCH_OPTION_NAMES.join(", ")
+        } (serve() takes the other server options)`,
+      );
+    }
+  }
+  createFetchHandler(asgi, options);
+  return { ...options };
+}
+
+/**
  * The path the App routes on: `scope.path` without the `root_path` the application is mounted at
  * (as Starlette routes), so that `serve(app, { rootPath: "/api" })`, or a proxy that sets
  * `root_path`, leaves the routes as written. ASGI's `path` includes `root_path`; routing on it
@@ -581,11 +661,14 @@ export class App<A extends object = Record<never, never>> {
         if (!this.#signalsWatched) this.#watchSignals();
         if (this.#handleSignals) this.#track(info);
       }
-      return (this.#fetchHandler ??= createFetchHandler(this, { logger: this.#log }))
-        .fetch(request, info);
+      return (this.#fetchHandler ??= createFetchHandler(this, {
+        ...this.#fetchOptions,
+        logger: this.#log,
+      })).fetch(request, info);
     };
 
   #lifespan: Lifespan<A> | undefined;
+  #fetchOptions: AppFetchOptions | undefined;
   #log: WebLogger;
   #runner: BackgroundRunner;
   #host: Host;
@@ -682,6 +765,7 @@ export class App<A extends object = Record<never, never>> {
       idle: undefined,
     };
     this.asgi = this.#asgi.bind(this);
+    this.#fetchOptions = checkFetchOptions(this.asgi, options.fetchOptions);
     if (attributes !== undefined) {
       if (attributes === null || typeof attributes !== "object") {
         throw new TypeError(`Invalid attributes ${describe(attributes)}: pass an object`);

@@ -2,7 +2,7 @@ import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows }
 import { delay } from "@std/async/delay";
 import { type HttpScope, LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
-import { App, type Request, Response, type WebHandler } from "../web.ts";
+import { App, type AppFetchOptions, type Request, Response, type WebHandler } from "../web.ts";
 import {
   httpScope,
   instance,
@@ -16,7 +16,12 @@ type Handler = WebHandler<Record<never, never>>;
 
 function appWith(
   routes: [string, Handler, string[]?][],
-  options: { requestTimeLimit?: number; logger?: RecordingLogger; handleSignals?: boolean } = {},
+  options: {
+    requestTimeLimit?: number;
+    logger?: RecordingLogger;
+    handleSignals?: boolean;
+    fetchOptions?: AppFetchOptions;
+  } = {},
 ) {
   const router = new AsgiRouter({
     routes: routes.map(([path, handler, methods]) => new Route(path, { handler, methods })),
@@ -1023,4 +1028,46 @@ Deno.test("App routes on the path below root_path (regression: every route 404 u
       }
     },
   );
+});
+
+Deno.test("App fetchOptions bound app.fetch's request bodies (regression: no limit under Deno.serve(app.fetch))", async (t) => {
+  let called = 0;
+  const app = appWith([["/upload", async (request) => {
+    called++;
+    const body = await request.bytes();
+    await request.respondWith(new Response({ body: `${body.length}` }));
+  }, ["POST"]]], { handleSignals: false, fetchOptions: { maxBodySize: 1000 } });
+  await using server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    app.fetch,
+  );
+  const url = `http://127.0.0.1:${server.addr.port}/upload`;
+  const small = await fetch(url, { method: "POST", body: new Uint8Array(1000) });
+  assertEquals([small.status, await small.text()], [200, "1000"]);
+  const large = await fetch(url, { method: "POST", body: new Uint8Array(1001) });
+  assertEquals(large.status, 413);
+  await large.body?.cancel();
+  assertEquals(called, 1, "the handler never saw the large body");
+  await app.shutdown();
+
+  await t.step("bad fetchOptions fail new App()", () => {
+    const router = new AsgiRouter({ routes: [new Route("/", { handler: ok })] });
+    const cases: [unknown, ErrorConstructor, string][] = [
+      [null, TypeError, "Invalid fetchOptions null: pass an object, e.g. { maxBodySize: 1048576 }"],
+      [
+        { port: 8000 },
+        TypeError,
+        'Invalid fetchOptions key "port": use maxBodySize, maxMessageSize, rootPath (serve() takes the other server options)',
+      ],
+      [{ maxBodySize: -1 }, RangeError, "maxBodySize"],
+      [{ rootPath: "api" }, RangeError, "rootPath"],
+    ];
+    for (const [fetchOptions, errorClass, message] of cases) {
+      assertThrows(
+        () => new App({ router, fetchOptions: fetchOptions as never }),
+        errorClass,
+        message,
+      );
+    }
+  });
 });
