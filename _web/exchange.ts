@@ -283,8 +283,8 @@ export class Exchange implements TaskHolder {
     if (this.#chunksTaken) {
       return Promise.reject(
         new TypeError(
-          `Cannot read the body of ${this.#label} with bytes(): it was consumed with receive(); ` +
-            `keep the chunks or call bytes() instead`,
+          `Cannot read the body of ${this.#label} with bytes() or text(): it was consumed ` +
+            `with receive(); keep the chunks or call bytes() or text() instead of receive()`,
         ),
       );
     }

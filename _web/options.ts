@@ -11,24 +11,34 @@ import { MAX_TIMER_MS } from "../_common/timers.ts";
  * Reads a time limit given in seconds and returns it in milliseconds.
  *
  * @param option The option's name, for error messages.
- * @param value The option's value; `undefined` means "no limit".
+ * @param value The option's value; `undefined` means "no limit", or the default.
+ * @param fallbackSeconds The default, which messages name; leave it out for a limit whose
+ *   default is none.
  * @returns The limit in milliseconds, or `undefined`.
  * @throws {TypeError} When the value is not a number.
  * @throws {RangeError} When it is negative, NaN, infinite or longer than a timer can wait.
  */
-export function secondsOption(option: string, value: unknown): number | undefined {
+export function secondsOption(
+  option: string,
+  value: unknown,
+  fallbackSeconds?: number,
+): number | undefined {
   if (value === undefined) return undefined;
+  // "Leave it out" must say what leaving it out gives: no limit, or the default.
+  const leaveOut = fallbackSeconds === undefined
+    ? "or leave it out for no limit"
+    : `or leave it out for the default of ${fallbackSeconds} s`;
   if (typeof value !== "number") {
     throw new TypeError(
       `Invalid ${option} ${describe(value)}: use a number of seconds, such as 1 or 0.5, ` +
-        `or leave it out for no limit`,
+        leaveOut,
     );
   }
   const ms = value * 1000;
   if (!Number.isFinite(value) || value < 0 || ms > MAX_TIMER_MS) {
     throw new RangeError(
       `Invalid ${option} ${describe(value)}: use a finite number of seconds from 0 to ` +
-        `${MAX_TIMER_MS / 1000}, or leave it out for no limit`,
+        `${MAX_TIMER_MS / 1000}, ${leaveOut}`,
     );
   }
   return ms;

@@ -62,10 +62,18 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       "Invalid backgroundTaskTimeLimit 3000000",
     ],
     [
-      "negative grace period",
+      "negative grace period (regression: said leaving it out meant no limit)",
       { shutdownGracePeriod: -0.5 },
       RangeError,
-      "Invalid shutdownGracePeriod -0.5",
+      "Invalid shutdownGracePeriod -0.5: use a finite number of seconds from 0 to 2147483.647, " +
+      "or leave it out for the default of 5 s",
+    ],
+    [
+      "lifespan shutdown time limit as text",
+      { lifespanShutdownTimeLimit: "5" },
+      TypeError,
+      'Invalid lifespanShutdownTimeLimit "5": use a number of seconds, such as 1 or 0.5, or ' +
+      "leave it out for the default of 5 s",
     ],
     [
       "time limit as text",

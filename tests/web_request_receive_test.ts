@@ -120,8 +120,11 @@ Deno.test("Request.bytes() after receive() took part or all of the body says to 
         await assertRejects(
           () => request.bytes(),
           TypeError,
-          "it was consumed with receive(); keep the chunks or call bytes() instead",
+          "with bytes() or text(): it was consumed with receive(); keep the chunks or call " +
+            "bytes() or text() instead of receive()",
         );
+        // text() reads through bytes(): its message names it too (it once said only bytes()).
+        await assertRejects(() => request.text(), TypeError, "with bytes() or text()");
         await request.respondWith(new Response({ body: "ok" }));
       });
       await settle();
