@@ -284,8 +284,10 @@ export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * Whether a server that calls `app.fetch` (`deno serve`, `Deno.serve(app.fetch)`) makes the app
    * shut down gracefully on SIGINT and SIGTERM and then exit: with code 0, or 1 when the lifespan
-   * function failed or ran out of time at shutdown. Turn it off to call {@linkcode App.shutdown}
-   * yourself.
+   * function failed or ran out of time at shutdown. A second signal exits at once (code 130 or
+   * 143), except the first signal again within 0.5 s: that is one signal sent to a process group
+   * and passed on by a wrapper (npm's `deno`, a task runner), not a second Ctrl+C. Turn it off to
+   * call {@linkcode App.shutdown} yourself.
    *
    * It has no effect under {@linkcode serve}, which never calls `app.fetch`: there nothing
    * handles the signals, and SIGINT or SIGTERM ends the process at once (exit code 130 or 143)
@@ -535,6 +537,12 @@ export class Request<A extends object = Record<never, never>> {
 
 /** What the grace period's timer resolves to, unlike anything a lifespan function returns. */
 const TIMED_OUT: unique symbol = Symbol("timed out");
+/**
+ * A second delivery of the first signal within this many milliseconds is the same signal passed
+ * on by a wrapper, not a second Ctrl+C; a later one (or another signal) exits at once.
+ */
+const REPEAT_WINDOW_MS = 500;
+
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
 /** Whether this code runs in a worker, where `Deno.exit()` ends the whole process. */
 const IN_WORKER = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope ===
@@ -1019,14 +1027,26 @@ export class App<A extends object = Record<never, never>> {
     this.#signalsWatched = true;
     if (!this.#handleSignals || typeof Deno?.addSignalListener !== "function") return;
     const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-    let received = false;
+    let first: Deno.Signal | undefined;
+    let firstAt = 0;
     for (const signal of signals) {
       Deno.addSignalListener(signal, () => {
-        if (received) {
+        if (first !== undefined) {
+          // One signal sent to a process group reaches a wrapper (npm's deno, a task runner)
+          // and this process both, and the wrapper passes its copy on: the same signal twice
+          // within milliseconds. Taken for "exit now", it cut off every request in flight.
+          if (signal === first && performance.now() - firstAt < REPEAT_WINDOW_MS) {
+            this.#log.debug(
+              `Received ${signal} again within ${REPEAT_WINDOW_MS} ms: taken as the same one ` +
+                `(a process group and a wrapper both deliver it)`,
+            );
+            return;
+          }
           this.#log.warn(`Received ${signal} again: exiting without waiting`);
           Deno.exit(128 + (SIGNAL_NUMBERS[signal] ?? 0));
         }
-        received = true;
+        first = signal;
+        firstAt = performance.now();
         this.#log.info(`Received ${signal}: shutting down`);
         // In a worker (`deno serve --parallel` runs one App per worker) Deno.exit() would end
         // the whole process, cutting off the other workers' shutdowns: a worker closes itself

@@ -85,6 +85,56 @@ Deno.test("App shuts down gracefully on SIGINT and SIGTERM in every deployment f
   }
 });
 
+Deno.test("App takes the same signal twice within 0.5 s as one, and a later one as exit now (regression: a process group's SIGTERM cut off requests in flight)", async (t) => {
+  for (
+    const [name, gapMs, expected] of [
+      // 50 ms apart, as a wrapper passes it on (two at once the kernel delivers as one).
+      ["twice within 50 ms: one graceful shutdown", 50, { code: 0, slow: "200 slow done" }],
+      // The slow request ends at 0.4 s, before the second signal: what differs is the exit code.
+      ["again after 0.7 s: exit at once", 700, { code: 143, slow: "200 slow done" }],
+    ] as const
+  ) {
+    await t.step(name, async () => {
+      const port = freePort();
+      const { args, env } = FORMS["Deno.serve(app.fetch)"]!(port);
+      const child = new Deno.Command(Deno.execPath(), {
+        args,
+        env,
+        cwd: root,
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const output = child.output();
+      try {
+        await (await waitForServer(`http://127.0.0.1:${port}/hello`)).text();
+        // The stubborn task holds shutdown for its 1 s grace period, so a second signal 0.7 s
+        // later still finds it shutting down.
+        await (await fetch(`http://127.0.0.1:${port}/stubborn`)).text();
+        const slow = fetch(`http://127.0.0.1:${port}/slow`).then(
+          async (response) => `${response.status} ${await response.text()}`,
+          () => "cut off",
+        );
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        child.kill("SIGTERM");
+        await new Promise((resolve) => setTimeout(resolve, gapMs));
+        child.kill("SIGTERM");
+        const { code, stdout } = await output;
+        const log = new TextDecoder().decode(stdout);
+        assertEquals({ code, slow: await slow }, expected, log);
+        if (gapMs < 500) assertStringIncludes(log, "taken as the same one");
+        else assertStringIncludes(log, "Received SIGTERM again: exiting without waiting");
+      } finally {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // Already exited, as it should.
+        }
+        await output;
+      }
+    });
+  }
+});
+
 /** How many tasks the load test registers; WEB_SHUTDOWN_TASKS=50000 for the issue's figure. */
 const TASKS = Number(Deno.env.get("WEB_SHUTDOWN_TASKS") ?? 5000);
 
