@@ -25,7 +25,7 @@ export function describe(value: unknown): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "string":
-      return `"${shorten(value)}"`;
+      return `"${visible(shorten(value))}"`;
     case "number":
     case "boolean":
     case "bigint":
@@ -40,6 +40,26 @@ export function describe(value: unknown): string {
       if (value instanceof Uint8Array) return "a Uint8Array";
       return "an object";
   }
+}
+
+/**
+ * `text` with its control characters written as escapes (`\n`, `\r`, `\t`, `\u0000`), so that
+ * a quoted value stays on one line and the character a message complains about can be seen.
+ * Backslashes and quotes stay as they are: a quoted regex reads as it was written.
+ */
+function visible(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(
+    /[\u0000-\u001f\u007f]/g,
+    (c) =>
+      c === "\n"
+        ? "\\n"
+        : c === "\r"
+        ? "\\r"
+        : c === "\t"
+        ? "\\t"
+        : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 /** `text`, cut to 200 characters, for quoting a path that may be long. */

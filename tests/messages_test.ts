@@ -2,7 +2,14 @@
 // Issue 12, point 5: every bad-argument message of the router and the ASGI layer follows one
 // template, `Invalid <what> <value>[ for|in <subject>]: <fix>`, with the value described by the
 // one shared helper, so a caller reads the same shape whichever function they misused.
-import { assert, assertInstanceOf, assertMatch, assertStringIncludes } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertInstanceOf,
+  assertMatch,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
 import { AsgiRouter, Route } from "@stellarator/stellarator/router";
 import { createFetchHandler, serve, textBytes } from "@stellarator/stellarator/asgi";
 import { App, Response } from "@stellarator/stellarator/web";
@@ -297,4 +304,14 @@ Deno.test('describe() quotes strings only, so 200 and "200" read differently', (
   assert(describe([]) === "an array" && describe(noop) === "a function");
   assert(describe(new Uint8Array(1)) === "a Uint8Array" && describe({}) === "an object");
   assert(describe("x".repeat(300)).endsWith('…"'));
+});
+
+Deno.test("describe() shows control characters as escapes (regression: a header value with LF broke the message in two)", () => {
+  assertEquals(describe("a\nb"), '"a\\nb"');
+  assertEquals(describe("x\r"), '"x\\r"');
+  assertEquals(describe("\u0000\t\u007f"), '"\\u0000\\t\\u007f"');
+  // Backslashes and quotes stay as written: a quoted regex reads as in the source.
+  assertEquals(describe('{id:\\d+}"'), '"{id:\\d+}""');
+  const error = assertThrows(() => new Response({ headers: { "x-a": "a\nb" } }), TypeError);
+  assertEquals((error as Error).message.includes("\n"), false, (error as Error).message);
 });

@@ -125,7 +125,7 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "header value with CR LF",
       () => new Response({ headers: { "x-a": "1\r\nx-b: 2" } }),
       TypeError,
-      'Invalid value "1\r\nx-b: 2" for header "x-a": use a string of printable ASCII ' +
+      'Invalid value "1\\r\\nx-b: 2" for header "x-a": use a string of printable ASCII ' +
       "(percent-encode other text)",
     ],
     [
