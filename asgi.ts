@@ -183,8 +183,8 @@ function checkOptions(options: ServeOptions): void {
       );
     }
   }
-  checkNonNegative("maxBodySize", maxBodySize);
-  checkNonNegative("maxMessageSize", options.maxMessageSize);
+  checkByteCount("maxBodySize", maxBodySize);
+  checkByteCount("maxMessageSize", options.maxMessageSize);
   if (
     logger !== undefined &&
     (typeof logger !== "object" || logger === null ||
@@ -204,6 +204,17 @@ function checkNonNegative(name: string, value: unknown): void {
   }
   if (value < 0) {
     throw new RangeError(`Invalid ${name} ${describe(value)}: use a number of 0 or more`);
+  }
+}
+
+/** Checks a size in bytes: a whole number of 0 or more, or `Infinity` (a fraction of a byte was
+ * taken, and compared as if it meant something). */
+function checkByteCount(name: string, value: unknown): void {
+  checkNonNegative(name, value);
+  if (value !== undefined && !Number.isInteger(value) && value !== Infinity) {
+    throw new RangeError(
+      `Invalid ${name} ${describe(value)}: use a whole number of bytes, or Infinity for no limit`,
+    );
   }
 }
 
@@ -356,7 +367,10 @@ export function serve(
   if (options === undefined) options = {};
   const core = createCore(app, options);
   const { port = DEFAULT_PORT, hostname = DEFAULT_HOSTNAME, transport = "deno" } = options;
-  if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65535) {
+  if (typeof port !== "number") {
+    throw new TypeError(`Invalid port ${describe(port)}: use a number from 0 to 65535`);
+  }
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new RangeError(`Invalid port ${describe(port)}: use an integer from 0 to 65535`);
   }
   if (typeof hostname !== "string" || hostname === "") {
@@ -370,11 +384,14 @@ export function serve(
   checkMilliseconds("headersTimeout", options.headersTimeout);
   checkMilliseconds("keepAliveTimeout", options.keepAliveTimeout);
   const { maxConnections } = options;
+  if (maxConnections !== undefined && typeof maxConnections !== "number") {
+    throw new TypeError(
+      `Invalid maxConnections ${describe(maxConnections)}: use a number, or Infinity`,
+    );
+  }
   if (
     maxConnections !== undefined &&
-    (typeof maxConnections !== "number" ||
-      !(Number.isInteger(maxConnections) || maxConnections === Infinity) ||
-      maxConnections < 1)
+    (!(Number.isInteger(maxConnections) || maxConnections === Infinity) || maxConnections < 1)
   ) {
     throw new RangeError(
       `Invalid maxConnections ${

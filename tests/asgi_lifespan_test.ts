@@ -577,6 +577,30 @@ Deno.test("serve() rejects bad arguments with built-in errors", async (t) => {
       "Invalid maxBodySize -1: use a number of 0 or more",
     ],
     [
+      "a fraction of a byte (regression: accepted)",
+      () => serve(app, { maxBodySize: 1.5 }),
+      RangeError,
+      "Invalid maxBodySize 1.5: use a whole number of bytes, or Infinity for no limit",
+    ],
+    [
+      "a fractional message size (regression: accepted)",
+      () => serve(app, { maxMessageSize: 0.5 }),
+      RangeError,
+      "Invalid maxMessageSize 0.5: use a whole number of bytes, or Infinity for no limit",
+    ],
+    [
+      "port as text (regression: a RangeError)",
+      () => serve(app, { port: "8000" as never }),
+      TypeError,
+      'Invalid port "8000": use a number from 0 to 65535',
+    ],
+    [
+      "maxConnections as text (regression: a RangeError)",
+      () => serve(app, { maxConnections: "100" as never, transport: "node" }),
+      TypeError,
+      'Invalid maxConnections "100": use a number, or Infinity',
+    ],
+    [
       // setTimeout fires at once beyond 2^31 - 1 ms: 1e12 once meant no wait at all.
       "shutdown timeout beyond a timer's reach",
       () => serve(app, { shutdownTimeout: 1e12 }),
