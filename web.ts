@@ -720,7 +720,7 @@ export class App<A extends object = Record<never, never>> {
     }
     if (lifespan !== undefined && typeof lifespan !== "function") {
       throw new TypeError(
-        `Invalid lifespan ${describe(lifespan)}: pass an async function (app, messageType)`,
+        `Invalid lifespan ${describe(lifespan)}: pass a function (app, messageType), sync or async`,
       );
     }
     if (

@@ -322,9 +322,14 @@ export class Exchange implements TaskHolder {
    */
   respondWith(response: Response): Promise<void> {
     if (!(response instanceof Response)) {
+      // Response is also a global: the likeliest slip is the Fetch one, so name it.
+      const fetchResponse = (response as unknown) instanceof globalThis.Response;
       return Promise.reject(
         new TypeError(
-          `Invalid response ${describe(response)}: pass a Response from the web layer`,
+          `Invalid response ${fetchResponse ? "a Fetch Response" : describe(response)}: pass a ` +
+            `Response from the web layer${
+              fetchResponse ? ' (import { Response } from "@stellarator/stellarator/web")' : ""
+            }`,
         ),
       );
     }

@@ -137,9 +137,20 @@ export class Response {
     if (typeof body === "string") bytes = textBytes(body);
     else if (body instanceof Uint8Array) bytes = body;
     else if (body === null || typeof body !== "object" || !(Symbol.asyncIterator in body)) {
+      // Binary data of another kind is one step away from a Uint8Array: say which step.
+      const kind = (body as unknown) instanceof ArrayBuffer
+        ? "an ArrayBuffer"
+        : ArrayBuffer.isView(body)
+        ? `a ${(body as object).constructor.name}`
+        : undefined;
       throw new TypeError(
-        `Invalid body ${describe(body)}: use a string, a Uint8Array or an async iterable ` +
-          `of them`,
+        kind === undefined
+          ? `Invalid body ${describe(body)}: use a string, a Uint8Array or an async iterable ` +
+            `of them`
+          : `Invalid body ${kind}: pass a Uint8Array over its bytes, e.g. ` +
+            `new Uint8Array(${
+              kind === "an ArrayBuffer" ? "buffer" : "view.buffer, view.byteOffset, view.byteLength"
+            })`,
       );
     }
     const nullBody = status === 204 || status === 205 || status === 304;

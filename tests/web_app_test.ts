@@ -111,7 +111,7 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       "lifespan that is not a function",
       { lifespan: "yes" },
       TypeError,
-      'Invalid lifespan "yes": pass an async function (app, messageType)',
+      'Invalid lifespan "yes": pass a function (app, messageType), sync or async',
     ],
     [
       "handleSignals that is not a boolean",
@@ -342,7 +342,7 @@ Deno.test("Request.respondWith() rejects a value that is not a web Response", as
   assertEquals(
     instance(await withTimeout(rejected.promise, BOUND_MS, "respondWith() to reject"), TypeError)
       .message,
-    "Invalid response an object: pass a Response from the web layer",
+    'Invalid response a Fetch Response: pass a Response from the web layer (import { Response } from "@stellarator/stellarator/web")',
   );
 });
 

@@ -110,6 +110,18 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "Invalid body 42: use a string, a Uint8Array or an async iterable of them",
     ],
     [
+      "an ArrayBuffer body (regression: called an object, with no way out)",
+      () => new Response({ body: new ArrayBuffer(2) as unknown as Uint8Array }),
+      TypeError,
+      "Invalid body an ArrayBuffer: pass a Uint8Array over its bytes, e.g. new Uint8Array(buffer)",
+    ],
+    [
+      "a DataView body",
+      () => new Response({ body: new DataView(new ArrayBuffer(2)) as unknown as Uint8Array }),
+      TypeError,
+      "Invalid body a DataView: pass a Uint8Array over its bytes, e.g. new Uint8Array(view.buffer, view.byteOffset, view.byteLength)",
+    ],
+    [
       "body with 204",
       () => new Response({ status: 204, body: "x" }),
       TypeError,
