@@ -43,6 +43,7 @@ import type {
 } from "./_asgi/types.ts";
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
 import { describe, errorText } from "./_common/describe.ts";
+import { rejectUnknownKeys } from "./_common/keys.ts";
 import { guardLogger } from "./_common/logger.ts";
 import { MAX_TIMER_MS } from "./_common/timers.ts";
 import {
@@ -160,6 +161,32 @@ function resolveApp(app: AsgiApplication | { asgi: AsgiApplication }): AsgiAppli
     }: pass an ASGI callable (scope, receive, send) or an object with an "asgi" method`,
   );
 }
+
+/** Every key of `FetchHandlerOptions`. */
+const FETCH_HANDLER_KEYS: readonly string[] = [
+  "lifespan",
+  "rootPath",
+  "maxBodySize",
+  "logger",
+  "maxMessageSize",
+];
+
+/** Every key of `ServeOptions`. */
+const SERVE_KEYS: readonly string[] = [
+  ...FETCH_HANDLER_KEYS,
+  "port",
+  "hostname",
+  "signal",
+  "onListen",
+  "transport",
+  "headersTimeout",
+  "keepAliveTimeout",
+  "maxConnections",
+  "shutdownTimeout",
+  "lifespanTimeout",
+  "cert",
+  "key",
+];
 
 function checkOptions(options: ServeOptions): void {
   if (typeof options !== "object" || options === null) {
@@ -289,6 +316,7 @@ export function createFetchHandler(
   options?: FetchHandlerOptions,
 ): AsgiFetchHandler {
   const core = createCore(app, options === undefined ? {} : options);
+  if (options !== undefined) rejectUnknownKeys(options, FETCH_HANDLER_KEYS, "createFetchHandler()");
   const lifespan = core.lifespan;
   let failureLogged = false;
   const unavailable = (error: unknown): Response => {
@@ -366,6 +394,8 @@ export function serve(
 ): AsgiServer {
   if (options === undefined) options = {};
   const core = createCore(app, options);
+  // Deno.serve's own options (reusePort, handler) are not taken either: say so, not ignore them.
+  rejectUnknownKeys(options, SERVE_KEYS, "serve()");
   const { port = DEFAULT_PORT, hostname = DEFAULT_HOSTNAME, transport = "deno" } = options;
   if (typeof port !== "number") {
     throw new TypeError(`Invalid port ${describe(port)}: use a number from 0 to 65535`);

@@ -109,6 +109,7 @@ import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
 import { countOption, seconds, secondsOption } from "./_web/options.ts";
 import { describe, errorText } from "./_common/describe.ts";
+import { rejectUnknownKeys } from "./_common/keys.ts";
 import { guardLogger } from "./_common/logger.ts";
 import {
   closeSockets,
@@ -352,6 +353,21 @@ export type AppFetchOptions = Pick<
 
 const FETCH_OPTION_NAMES: readonly string[] = ["maxBodySize", "maxMessageSize", "rootPath"];
 
+/** Every key of `AppOptions`. */
+const APP_OPTION_KEYS: readonly string[] = [
+  "router",
+  "requestTimeLimit",
+  "backgroundTaskTimeLimit",
+  "backgroundTaskLimit",
+  "shutdownGracePeriod",
+  "lifespanShutdownTimeLimit",
+  "lifespan",
+  "attributes",
+  "logger",
+  "handleSignals",
+  "fetchOptions",
+];
+
 // ---------------------------------------------------------------------------------------------
 // Request
 // ---------------------------------------------------------------------------------------------
@@ -513,7 +529,8 @@ export class Request<A extends object = Record<never, never>> {
    * @param task The task.
    * @param options The task's name for log lines.
    * @returns Resolves once the task is accepted, or logged as not run.
-   * @throws {TypeError} When `task` is not a function.
+   * @throws {TypeError} When `task` is not a function, or `options` is not `{ name }` with a
+   *   string name.
    * @throws {RangeError} When the request has not responded yet and already holds
    *   `backgroundTaskLimit` tasks: respond first, or raise the limit.
    */
@@ -526,6 +543,19 @@ export class Request<A extends object = Record<never, never>> {
         `Invalid background task ${describe(task)}: pass a function, e.g. ` +
           `() => work("argument")`,
       );
+    }
+    if (options !== undefined) {
+      // A bare string (`registerBackground(task, "mail")`) or a name of another type was taken
+      // and ignored: the task ran under the function's name.
+      if (options === null || typeof options !== "object") {
+        throw new TypeError(
+          `Invalid options ${describe(options)}: pass { name }, e.g. { name: "send-mail" }`,
+        );
+      }
+      rejectUnknownKeys(options, ["name"], "registerBackground()");
+      if (options.name !== undefined && typeof options.name !== "string") {
+        throw new TypeError(`Invalid name ${describe(options.name)}: use a string`);
+      }
     }
     await this.#exchange.registerBackground(task, options?.name);
   }
@@ -562,15 +592,8 @@ function checkFetchOptions(
       `Invalid fetchOptions ${describe(options)}: pass an object, e.g. { maxBodySize: 1048576 }`,
     );
   }
-  for (const key of Object.keys(options)) {
-    if (!FETCH_OPTION_NAMES.includes(key)) {
-      throw new TypeError(
-        `Invalid fetchOptions key ${describe(key)}: use ${
-          FETCH_OPTION_NAMES.join(", ")
-        } (serve() takes the other server options)`,
-      );
-    }
-  }
+  // serve()'s other options (port, say) belong to serve(), not to app.fetch.
+  rejectUnknownKeys(options, FETCH_OPTION_NAMES, "fetchOptions");
   createFetchHandler(asgi, options);
   return { ...options };
 }
@@ -711,6 +734,7 @@ export class App<A extends object = Record<never, never>> {
     if (options === null || typeof options !== "object") {
       throw new TypeError(`Invalid options ${describe(options)}: pass { router, ... }`);
     }
+    rejectUnknownKeys(options, APP_OPTION_KEYS, "new App()");
     const { router, lifespan, attributes, logger = console, handleSignals = true } = options;
     if (router === null || typeof router !== "object" || typeof router.match !== "function") {
       throw new TypeError(

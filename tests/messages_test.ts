@@ -237,6 +237,35 @@ const cases: Case[] = [
     "header name",
     "x y",
   ],
+  // Unknown option keys (regression: a misspelt option was ignored, so its limit never applied).
+  [
+    "new App() misspelt option",
+    () => new App({ router: endpointRouter(), requestTimeLimt: 1 } as never),
+    TypeError,
+    "option",
+    "requestTimeLimt",
+  ],
+  [
+    "serve() misspelt option",
+    () => serve(app, { maxBodysize: 10 } as never),
+    TypeError,
+    "option",
+    "maxBodysize",
+  ],
+  [
+    "serve() a Deno.serve option it does not take",
+    () => serve(app, { reusePort: true } as never),
+    TypeError,
+    "option",
+    "reusePort",
+  ],
+  [
+    "createFetchHandler() a serve() option",
+    () => createFetchHandler(app, { port: 8000 } as never),
+    TypeError,
+    "option",
+    "port",
+  ],
   [
     "new Response() contentType",
     () => new Response({ contentType: 5 as never }),
@@ -314,4 +343,32 @@ Deno.test("describe() shows control characters as escapes (regression: a header 
   assertEquals(describe('{id:\\d+}"'), '"{id:\\d+}""');
   const error = assertThrows(() => new Response({ headers: { "x-a": "a\nb" } }), TypeError);
   assertEquals((error as Error).message.includes("\n"), false, (error as Error).message);
+});
+
+Deno.test("unknown options name the closest known one, or list them all", () => {
+  const cases: [() => unknown, string][] = [
+    [
+      () => new App({ router: endpointRouter(), requestTimeLimt: 1 } as never),
+      'Invalid option "requestTimeLimt" for new App(): use requestTimeLimit',
+    ],
+    [
+      () => serve(app, { maxBodysize: 10 } as never),
+      'Invalid option "maxBodysize" for serve(): use maxBodySize',
+    ],
+    [
+      () => createFetchHandler(app, { port: 8000 } as never),
+      'Invalid option "port" for createFetchHandler(): use one of lifespan, rootPath, ' +
+      "maxBodySize, logger, maxMessageSize",
+    ],
+  ];
+  for (const [call, message] of cases) {
+    let caught: unknown;
+    try {
+      call();
+    } catch (error) {
+      caught = error;
+    }
+    assertInstanceOf(caught, TypeError);
+    assertEquals((caught as Error).message, message);
+  }
 });

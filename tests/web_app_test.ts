@@ -1065,7 +1065,7 @@ Deno.test("App fetchOptions bound app.fetch's request bodies (regression: no lim
       [
         { port: 8000 },
         TypeError,
-        'Invalid fetchOptions key "port": use maxBodySize, maxMessageSize, rootPath (serve() takes the other server options)',
+        'Invalid option "port" for fetchOptions: use one of maxBodySize, maxMessageSize, rootPath',
       ],
       [{ maxBodySize: -1 }, RangeError, "maxBodySize"],
       [{ rootPath: "api" }, RangeError, "rootPath"],
@@ -1078,4 +1078,25 @@ Deno.test("App fetchOptions bound app.fetch's request bodies (regression: no lim
       );
     }
   });
+});
+
+Deno.test("Request.registerBackground() rejects options that are not { name } (regression: a bare string was ignored)", async () => {
+  const errors: string[] = [];
+  async function wrong(request: Request): Promise<void> {
+    await request.respondWith(new Response({ body: "ok" }));
+    for (const options of ["mail", { name: 5 }, { nmae: "mail" }, null]) {
+      await request.registerBackground(() => {}, options as never).catch((error: Error) =>
+        errors.push(`${error.constructor.name}: ${error.message}`)
+      );
+    }
+  }
+  await using served = await startServer(appWith([["/", wrong]]));
+  assertEquals(await (await fetch(served.base)).text(), "ok");
+  await waitFor(() => errors.length === 4, BOUND_MS, "four rejections");
+  assertEquals(errors, [
+    'TypeError: Invalid options "mail": pass { name }, e.g. { name: "send-mail" }',
+    "TypeError: Invalid name 5: use a string",
+    'TypeError: Invalid option "nmae" for registerBackground(): use name',
+    'TypeError: Invalid options null: pass { name }, e.g. { name: "send-mail" }',
+  ]);
 });
