@@ -142,6 +142,22 @@ export { Response, type ResponseOptions } from "./_web/response.ts";
  * A request handler: answers with `request.respondWith(...)`.
  *
  * @typeParam A The app's attributes, see {@linkcode App}.
+ *
+ * @example A handler typed on its own
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { App, AsgiRouter, Response, Route, type WebHandler } from "@stellarator/stellarator/web";
+ *
+ * const health: WebHandler = async (request) => {
+ *   await request.respondWith(new Response({ body: `ok: ${request.method} ${request.path}` }));
+ * };
+ *
+ * const routes = [new Route("/health", { handler: health })];
+ * const app = new App({ router: new AsgiRouter({ routes }) });
+ * const response = await app.fetch(new globalThis.Request("http://localhost/health"));
+ * assertEquals(await response.text(), "ok: GET /health");
+ * await app.shutdown();
+ * ```
  */
 export type WebHandler<A extends object = Record<never, never>> = (
   request: Request<A>,
@@ -152,6 +168,32 @@ export type WebHandler<A extends object = Record<never, never>> = (
  * then receives and sends until the socket closes.
  *
  * @typeParam A The app's attributes, see {@linkcode App}.
+ *
+ * @example A socket that answers in upper case
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { App, AsgiRouter, Route, serve, type SocketHandler } from "@stellarator/stellarator/web";
+ *
+ * const shout: SocketHandler = async (socket) => {
+ *   await socket.accept();
+ *   for await (const message of socket) {
+ *     if (typeof message === "string") await socket.send(message.toUpperCase());
+ *   }
+ * };
+ *
+ * const routes = [new Route("/shout", { handler: shout, methods: ["WEBSOCKET"] })];
+ * await using server = serve(new App({ router: new AsgiRouter({ routes }) }), {
+ *   port: 0,
+ *   onListen() {},
+ * });
+ * const client = new WebSocket(`ws://127.0.0.1:${(await server.addr).port}/shout`);
+ * client.onopen = () => client.send("hello");
+ * const reply = new Promise((resolve) => (client.onmessage = (event) => resolve(event.data)));
+ * assertEquals(await reply, "HELLO");
+ * const closed = new Promise((resolve) => (client.onclose = resolve));
+ * client.close();
+ * await closed;
+ * ```
  */
 export type SocketHandler<A extends object = Record<never, never>> = (
   socket: WebSocketRequest<App<A> & A>,
@@ -163,6 +205,44 @@ export type SocketHandler<A extends object = Record<never, never>> = (
  * `new AsgiRouter<AppHandler>({ routes })`.
  *
  * @typeParam A The app's attributes, see {@linkcode App}.
+ *
+ * @example A page and its socket in one router
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   type AppHandler,
+ *   AsgiRouter,
+ *   type Request,
+ *   Response,
+ *   Route,
+ *   type WebSocketRequest,
+ * } from "@stellarator/stellarator/web";
+ *
+ * async function page(request: Request): Promise<void> {
+ *   await request.respondWith(new Response({ body: "<p>live</p>", contentType: "text/html" }));
+ * }
+ *
+ * async function live(socket: WebSocketRequest): Promise<void> {
+ *   await socket.accept();
+ *   await socket.send("connected");
+ * }
+ *
+ * const router = new AsgiRouter<AppHandler>({
+ *   routes: [
+ *     new Route("/", { handler: page }),
+ *     new Route("/live", { handler: live, methods: ["WEBSOCKET"] }),
+ *   ],
+ * });
+ * const app = new App({ router });
+ * const response = await app.fetch(new globalThis.Request("http://localhost/"));
+ * assertEquals(await response.text(), "<p>live</p>");
+ * // A plain HTTP request to a path that has only a WebSocket route asks for an upgrade.
+ * const upgrade = await app.fetch(new globalThis.Request("http://localhost/live"));
+ * assertEquals(upgrade.status, 426);
+ * await upgrade.body?.cancel();
+ * await app.shutdown();
+ * ```
  */
 export type AppHandler<A extends object = Record<never, never>> = WebHandler<A> | SocketHandler<A>;
 
@@ -170,32 +250,202 @@ export type AppHandler<A extends object = Record<never, never>> = WebHandler<A> 
  * A background task, registered with {@linkcode Request.registerBackground}. It is called with one
  * argument, a signal that aborts when the task reaches its time limit or the app shuts down; a
  * zero-argument function fits too.
+ *
+ * @example A task made for each request, run after the response
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   type BackgroundTask,
+ *   type Request,
+ *   Response,
+ *   Route,
+ * } from "@stellarator/stellarator/web";
+ *
+ * const notified = Promise.withResolvers<string>();
+ * // In a real app: `(signal) => fetch(url, { method: "POST", signal })`, which the signal stops.
+ * const notify = (id: string): BackgroundTask => (signal) => {
+ *   signal.throwIfAborted();
+ *   notified.resolve(id);
+ * };
+ *
+ * async function order(request: Request): Promise<void> {
+ *   await request.registerBackground(notify(request.context.id!), { name: "notify" });
+ *   await request.respondWith(new Response({ status: 202 }));
+ * }
+ *
+ * const app = new App({
+ *   router: new AsgiRouter({ routes: [new Route("/orders/{id}", { handler: order })] }),
+ *   backgroundTaskTimeLimit: 10,
+ * });
+ * const response = await app.fetch(new globalThis.Request("http://localhost/orders/42"));
+ * assertEquals(response.status, 202);
+ * await response.body?.cancel();
+ * assertEquals(await notified.promise, "42");
+ * await app.shutdown();
+ * ```
  */
 export type BackgroundTask = (signal: AbortSignal) => unknown;
 
-/** The message types the lifespan function is called with. */
+/**
+ * The message types the lifespan function is called with: {@linkcode App.LIFESPAN_STARTUP} and
+ * {@linkcode App.LIFESPAN_SHUTDOWN}.
+ *
+ * @example Recording the phases
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   type LifespanMessageType,
+ *   type Request,
+ *   Response,
+ *   Route,
+ * } from "@stellarator/stellarator/web";
+ *
+ * const phases: LifespanMessageType[] = [];
+ * const app = new App({
+ *   router: new AsgiRouter({
+ *     routes: [
+ *       new Route("/", {
+ *         handler: async (request: Request) => {
+ *           await request.respondWith(new Response({ body: "up" }));
+ *         },
+ *       }),
+ *     ],
+ *   }),
+ *   lifespan: (_app, messageType) => {
+ *     phases.push(messageType);
+ *   },
+ * });
+ * // The first request runs lifespan startup; shutdown runs the lifespan function once more.
+ * await (await app.fetch(new globalThis.Request("http://localhost/"))).body?.cancel();
+ * await app.shutdown();
+ * assertEquals(phases, ["lifespan.startup", "lifespan.shutdown"]);
+ * ```
+ */
 export type LifespanMessageType = "lifespan.startup" | "lifespan.shutdown";
 
 /**
  * The lifespan function: called with {@linkcode App.LIFESPAN_STARTUP} when the server starts and
  * {@linkcode App.LIFESPAN_SHUTDOWN} when it stops, and awaited. It may set and clear the app's
- * attributes, and may return the app (as the original does) or nothing. An exception reports
- * `lifespan.startup.failed` or `lifespan.shutdown.failed` with its message.
+ * attributes, and may return the app or nothing (the return value is ignored). An exception
+ * reports `lifespan.startup.failed` or `lifespan.shutdown.failed` with its message.
  *
  * @typeParam A The app's attributes, see {@linkcode App}.
+ *
+ * @example A connection opened at startup and closed at shutdown
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   type Lifespan,
+ *   type Request,
+ *   Response,
+ *   Route,
+ * } from "@stellarator/stellarator/web";
+ *
+ * type Attributes = { db: Map<string, string> | null };
+ *
+ * const lifespan: Lifespan<Attributes> = (app, messageType) => {
+ *   if (messageType === App.LIFESPAN_STARTUP) app.db = new Map([["greeting", "hello"]]);
+ *   else app.db = null; // a real database would be closed here
+ * };
+ *
+ * async function greet(request: Request<Attributes>): Promise<void> {
+ *   await request.respondWith(new Response({ body: request.app.db?.get("greeting") ?? "" }));
+ * }
+ *
+ * const app = new App<Attributes>({
+ *   router: new AsgiRouter({ routes: [new Route("/", { handler: greet })] }),
+ *   lifespan,
+ *   attributes: { db: null },
+ * }) as App<Attributes> & Attributes;
+ * const response = await app.fetch(new globalThis.Request("http://localhost/"));
+ * assertEquals(await response.text(), "hello");
+ * await app.shutdown();
+ * assertEquals(app.db, null);
+ * ```
  */
 export type Lifespan<A extends object = Record<never, never>> = (
   app: App<A> & A,
   messageType: LifespanMessageType,
 ) => Promise<App<A> | void> | App<A> | void;
 
-/** The HTTP scope of a request handled by an App: the bridge's scope plus `app` (seed 2.7). */
+/**
+ * The HTTP scope of a request handled by an App: the bridge's {@linkcode HttpScope} plus `app`, the
+ * App itself, so code that holds only the scope (a helper, ASGI middleware) reaches the App and
+ * its attributes.
+ *
+ * @typeParam A The app's attributes, see {@linkcode App}.
+ *
+ * @example A helper that needs only the scope
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   type Request,
+ *   Response,
+ *   Route,
+ *   type WebScope,
+ * } from "@stellarator/stellarator/web";
+ *
+ * type Attributes = { name: string };
+ *
+ * function describeRequest(scope: WebScope<Attributes>): string {
+ *   return `${scope.app.name}: ${scope.method} ${scope.path}`;
+ * }
+ *
+ * async function show(request: Request<Attributes>): Promise<void> {
+ *   await request.respondWith(new Response({ body: describeRequest(request.scope) }));
+ * }
+ *
+ * const app = new App<Attributes>({
+ *   router: new AsgiRouter({ routes: [new Route("/show", { handler: show })] }),
+ *   attributes: { name: "shop" },
+ * });
+ * const response = await app.fetch(new globalThis.Request("http://localhost/show"));
+ * assertEquals(await response.text(), "shop: GET /show");
+ * await app.shutdown();
+ * ```
+ */
 export type WebScope<A extends object = Record<never, never>> = HttpScope & {
   /** The App handling the request, with its attributes. */
   app: App<A> & A;
 };
 
-/** Where an App writes its log lines; `console` fits. */
+/**
+ * Where an App writes its log lines; `console` fits.
+ *
+ * @example Collecting errors, e.g. in a test
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { App, AsgiRouter, Route, type WebLogger } from "@stellarator/stellarator/web";
+ *
+ * const errors: unknown[][] = [];
+ * const logger: WebLogger = {
+ *   debug() {},
+ *   info() {},
+ *   warn() {},
+ *   error: (...data) => errors.push(data),
+ * };
+ * const fail = () => {
+ *   throw new Error("database unreachable");
+ * };
+ * const app = new App({
+ *   router: new AsgiRouter({ routes: [new Route("/fail", { handler: fail })] }),
+ *   logger,
+ * });
+ * const response = await app.fetch(new globalThis.Request("http://localhost/fail"));
+ * assertEquals(response.status, 500);
+ * await response.body?.cancel();
+ * assertEquals(errors.length, 1); // the handler's failure, with its route and stack
+ * await app.shutdown();
+ * ```
+ */
 export interface WebLogger {
   /** Ignored late responses, abandoned results: things worth seeing while debugging. */
   debug(...data: unknown[]): void;
@@ -207,7 +457,48 @@ export interface WebLogger {
   error(...data: unknown[]): void;
 }
 
-/** Options of {@linkcode Request.registerBackground}. */
+/**
+ * Options of {@linkcode Request.registerBackground}.
+ *
+ * @example A task named in the log
+ * ```ts
+ * import { assert, assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   type RegisterBackgroundOptions,
+ *   type Request,
+ *   Response,
+ *   Route,
+ *   type WebLogger,
+ * } from "@stellarator/stellarator/web";
+ *
+ * const logged = Promise.withResolvers<string>();
+ * const logger: WebLogger = {
+ *   debug() {},
+ *   info: (...data) => logged.resolve(data.join(" ")),
+ *   warn() {},
+ *   error() {},
+ * };
+ * const options: RegisterBackgroundOptions = { name: "send-receipt" };
+ * const receipts: string[] = [];
+ *
+ * async function pay(request: Request): Promise<void> {
+ *   await request.registerBackground(() => receipts.push(request.path), options);
+ *   await request.respondWith(new Response({ body: "paid" }));
+ * }
+ *
+ * const app = new App({
+ *   router: new AsgiRouter({ routes: [new Route("/pay", { handler: pay })] }),
+ *   logger,
+ * });
+ * const response = await app.fetch(new globalThis.Request("http://localhost/pay"));
+ * assertEquals(await response.text(), "paid");
+ * assert((await logged.promise).includes("send-receipt"));
+ * assertEquals(receipts, ["/pay"]);
+ * await app.shutdown();
+ * ```
+ */
 export interface RegisterBackgroundOptions {
   /**
    * The task's name in log lines.
@@ -220,6 +511,40 @@ export interface RegisterBackgroundOptions {
  * Options of {@linkcode App}. Time limits are in seconds, fractions allowed.
  *
  * @typeParam A The app's attributes, see {@linkcode App}.
+ *
+ * @example Limits for a small API, and the 408 a slow handler gets
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { delay } from "@std/async";
+ * import {
+ *   App,
+ *   type AppOptions,
+ *   AsgiRouter,
+ *   type Request,
+ *   Response,
+ *   Route,
+ * } from "@stellarator/stellarator/web";
+ *
+ * async function report(request: Request): Promise<void> {
+ *   // Passing the signal on stops the wait once the client has its 408.
+ *   await delay(10_000, { signal: request.signal }).catch(() => {});
+ *   if (!request.signal.aborted) await request.respondWith(new Response({ body: "done" }));
+ * }
+ *
+ * const options: AppOptions = {
+ *   router: new AsgiRouter({ routes: [new Route("/report", { handler: report })] }),
+ *   requestTimeLimit: 0.05, // seconds
+ *   backgroundTaskTimeLimit: 30,
+ *   backgroundTaskLimit: 100,
+ *   shutdownGracePeriod: 2,
+ *   lifespanShutdownTimeLimit: 2,
+ *   logger: { debug() {}, info() {}, warn() {}, error: console.error },
+ * };
+ * const app = new App(options);
+ * const response = await app.fetch(new globalThis.Request("http://localhost/report"));
+ * assertEquals([response.status, await response.text()], [408, "Request time limit exceeded"]);
+ * await app.shutdown();
+ * ```
  */
 export interface AppOptions<A extends object = Record<never, never>> {
   /**

@@ -9,7 +9,35 @@ import { textBytes } from "../_asgi/bytes.ts";
 import type { Send } from "../_asgi/types.ts";
 import { describe, shorten } from "../_common/describe.ts";
 
-/** Options of {@linkcode Response}. */
+/**
+ * Options of {@linkcode Response}.
+ *
+ * @example A redirect that sets two cookies
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { Response, type ResponseOptions } from "@stellarator/stellarator/web";
+ *
+ * const options: ResponseOptions = {
+ *   status: 303,
+ *   // A list of pairs, since a record cannot repeat `set-cookie`.
+ *   headers: [
+ *     ["Location", "/account"],
+ *     ["set-cookie", "session=abc"],
+ *     ["set-cookie", "theme=dark"],
+ *   ],
+ * };
+ * const response = new Response(options);
+ * assertEquals(response.status, 303);
+ * // Names in lower case; the default content type and the length of the empty body added.
+ * assertEquals(response.headers, [
+ *   ["content-type", "text/plain; charset=utf-8"],
+ *   ["location", "/account"],
+ *   ["set-cookie", "session=abc"],
+ *   ["set-cookie", "theme=dark"],
+ *   ["content-length", "0"],
+ * ]);
+ * ```
+ */
 export interface ResponseOptions {
   /**
    * The body: bytes, text (sent as UTF-8), or an async iterable of chunks, streamed as they come.

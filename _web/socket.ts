@@ -50,7 +50,43 @@ export interface SocketHost {
   readonly limitMs: number | undefined;
 }
 
-/** Options of {@linkcode WebSocketRequest.accept}. */
+/**
+ * Options of {@linkcode WebSocketRequest.accept}.
+ *
+ * @example Choosing the newest subprotocol the client offers
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   type AcceptOptions,
+ *   App,
+ *   AsgiRouter,
+ *   Route,
+ *   serve,
+ *   type WebSocketRequest,
+ * } from "@stellarator/stellarator/web";
+ *
+ * async function chat(socket: WebSocketRequest): Promise<void> {
+ *   const subprotocol = ["chat.v2", "chat.v1"].find((p) => socket.subprotocols.includes(p));
+ *   if (subprotocol === undefined) return await socket.close(); // denied: the client gets 403
+ *   const options: AcceptOptions = { subprotocol, headers: { "x-server": "stellarator" } };
+ *   await socket.accept(options);
+ *   await socket.send(`speaking ${subprotocol}`);
+ * }
+ *
+ * const routes = [new Route("/chat", { handler: chat, methods: ["WEBSOCKET"] })];
+ * await using server = serve(new App({ router: new AsgiRouter({ routes }) }), {
+ *   port: 0,
+ *   onListen() {},
+ * });
+ * const url = `ws://127.0.0.1:${(await server.addr).port}/chat`;
+ * const client = new WebSocket(url, ["chat.v1", "chat.v2"]);
+ * const greeting = new Promise((resolve) => (client.onmessage = (event) => resolve(event.data)));
+ * assertEquals([await greeting, client.protocol], ["speaking chat.v2", "chat.v2"]);
+ * const closed = new Promise((resolve) => (client.onclose = resolve));
+ * client.close();
+ * await closed;
+ * ```
+ */
 export interface AcceptOptions {
   /**
    * The subprotocol to speak: one of {@linkcode WebSocketRequest.subprotocols}.
@@ -66,7 +102,42 @@ export interface AcceptOptions {
   headers?: Record<string, string>;
 }
 
-/** How a socket ended: the close code and reason. */
+/**
+ * How a socket ended: the close code and reason, as {@linkcode WebSocketRequest.closed} gives it.
+ *
+ * @example Logging why a client left
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   type CloseInfo,
+ *   Route,
+ *   serve,
+ *   type WebSocketRequest,
+ * } from "@stellarator/stellarator/web";
+ *
+ * const ended = Promise.withResolvers<CloseInfo | undefined>();
+ *
+ * async function session(socket: WebSocketRequest): Promise<void> {
+ *   await socket.accept();
+ *   while (await socket.receive() !== null); // `null` once the socket is closed
+ *   ended.resolve(socket.closed);
+ * }
+ *
+ * const routes = [new Route("/session", { handler: session, methods: ["WEBSOCKET"] })];
+ * await using server = serve(new App({ router: new AsgiRouter({ routes }) }), {
+ *   port: 0,
+ *   onListen() {},
+ * });
+ * const client = new WebSocket(`ws://127.0.0.1:${(await server.addr).port}/session`);
+ * await new Promise((resolve) => (client.onopen = resolve));
+ * const closed = new Promise((resolve) => (client.onclose = resolve));
+ * client.close(4000, "logged out");
+ * await closed;
+ * assertEquals(await ended.promise, { code: 4000, reason: "logged out" });
+ * ```
+ */
 export interface CloseInfo {
   /** The close code: the client's, the one the server closed with, or 1006 when lost. */
   readonly code: number;
@@ -74,7 +145,24 @@ export interface CloseInfo {
   readonly reason: string;
 }
 
-/** A message: text, or bytes for a binary message. */
+/**
+ * A message: text, or bytes for a binary message.
+ *
+ * @example Telling text from binary messages
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import type { SocketMessage } from "@stellarator/stellarator/web";
+ *
+ * function summary(message: SocketMessage): string {
+ *   return typeof message === "string"
+ *     ? `text: ${message}`
+ *     : `binary: ${message.byteLength} bytes`;
+ * }
+ *
+ * assertEquals(summary("hello"), "text: hello");
+ * assertEquals(summary(new Uint8Array([1, 2, 3])), "binary: 3 bytes");
+ * ```
+ */
 export type SocketMessage = string | Uint8Array;
 
 const encoder = new TextEncoder();
