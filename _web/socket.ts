@@ -312,7 +312,8 @@ export class WebSocketRequest<App = unknown> {
   /**
    * Accepts the handshake: the client's `open` event fires.
    *
-   * @param options The subprotocol and extra response headers.
+   * @param options The subprotocol and extra response headers. Optional: defaults to `{}` (no
+   *   subprotocol, no extra headers).
    * @returns Resolves once the bridge has the answer.
    * @throws {Error} When the handshake was already answered, or the time limit has passed.
    * @throws {AsgiProtocolError} When the subprotocol was not offered or a header is invalid.
@@ -409,8 +410,8 @@ export class WebSocketRequest<App = unknown> {
    * Closes the socket; before `accept()`, denies the handshake (HTTP 403).
    *
    * @param code 1000 (normal closure); a registered code an endpoint may send (1001-1003,
-   *   1007-1014); or 3000 to 4999 for the application's own codes.
-   * @param reason At most 123 bytes of UTF-8.
+   *   1007-1014); or 3000 to 4999 for the application's own codes. Optional: defaults to `1000`.
+   * @param reason At most 123 bytes of UTF-8. Optional: defaults to `""` (no reason).
    * @returns Resolves once the close is under way.
    * @throws {AsgiProtocolError} For a code or reason the protocol does not allow; the socket
    *   stays as it was.
