@@ -179,14 +179,29 @@ export async function app(scope: Scope, receive: Receive, send: Send): Promise<v
   }
 }
 
-if (import.meta.main) {
-  const port = Number(Deno.env.get("PORT") ?? "8000");
-  const transport = Deno.env.get("TRANSPORT") ?? "deno";
-  if (transport !== "deno" && transport !== "node") {
-    console.error(`Unknown TRANSPORT "${transport}": use "deno" or "node"`);
-    Deno.exit(2);
+/**
+ * Reads `PORT` and `TRANSPORT` as `examples/web_app.ts` does.
+ *
+ * @param env Reads `PORT` and `TRANSPORT`.
+ * @returns The port and the transport.
+ * @throws {RangeError} When `PORT` or `TRANSPORT` is invalid.
+ */
+export function settings(
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): { port: number; transport: "deno" | "node" } {
+  const port = Number(env("PORT") ?? 8000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`Cannot use PORT "${env("PORT")}": give a port from 0 to 65535`);
   }
-  const server = serve(app, { port, transport });
+  const transport = env("TRANSPORT") ?? "deno";
+  if (transport !== "deno" && transport !== "node") {
+    throw new RangeError(`Cannot use TRANSPORT "${transport}": give "deno" or "node"`);
+  }
+  return { port, transport };
+}
+
+if (import.meta.main) {
+  const server = serve(app, settings());
   const stop = () => server.shutdown();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);

@@ -106,11 +106,21 @@ export function createChatApp(): App<ChatAttributes> & ChatAttributes {
 /**
  * Serves the chat on 127.0.0.1 until SIGINT or SIGTERM.
  *
- * @param port The port.
+ * @param env Reads `PORT` and `TRANSPORT`.
  * @returns The server.
+ * @throws {RangeError} When `PORT` or `TRANSPORT` is invalid.
  */
-export function main(port = Number(Deno.env.get("PORT") ?? 8000)): AsgiServer {
-  const transport = Deno.env.get("TRANSPORT") === "node" ? "node" : "deno";
+export function main(
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): AsgiServer {
+  const port = Number(env("PORT") ?? 8000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`Cannot use PORT "${env("PORT")}": give a port from 0 to 65535`);
+  }
+  const transport = env("TRANSPORT") ?? "deno";
+  if (transport !== "deno" && transport !== "node") {
+    throw new RangeError(`Cannot use TRANSPORT "${transport}": give "deno" or "node"`);
+  }
   const controller = new AbortController();
   const server = serve(createChatApp(), {
     port,
