@@ -756,7 +756,7 @@ class Match<H extends AnyHandler> implements RouteMatch<H> {
  *
  * @typeParam H The handler type shared by the routes.
  *
- * @example The seed's example routes
+ * @example Two routes, one with a constrained variable and one method
  * ```ts
  * import { AsgiRouter, MethodNotAllowed, Route, UnknownEndpoint } from "@stellarator/stellarator/router";
  * import { assertEquals, assertRejects, assertThrows } from "@std/assert";

@@ -21,7 +21,7 @@
  *   `content-type: text/plain; charset=utf-8`, `content-length: 27` and the body
  *   `Request time limit exceeded`; `request.signal` aborts (reason: a `TimeoutError`); whatever
  *   the handler sends later is ignored (logged at debug level), never a second response; and its
- *   background tasks do not run, as in the original. If the limit passes while a streamed body is
+ *   background tasks do not run. If the limit passes while a streamed body is
  *   still being sent, the stream is cut off and the connection closed (the server logs one
  *   warning line, `Response cut off: ...`; under `Deno.serve(app.fetch)` or `deno serve`, Deno's
  *   default `onError` also prints the error that cut the stream: pass an `onError` to silence

@@ -25,7 +25,7 @@
  * - **A stream cut off at the limit is intended**: the exchange raises a `ResponseCutOffError`,
  *   which the bridge turns into a closed connection and one warning line, no stack.
  *
- * What a request costs, and why it is shaped so (issue 13; figures in docs/performance.md):
+ * What a request costs, and why it is shaped so (figures in docs/performance.md):
  *
  * - **A fixed response goes out in the handler's turn.** The bridge's `send` returns one shared
  *   promise, `ACCEPTED`, for a message it took at once; `respondWith` recognises it for the head

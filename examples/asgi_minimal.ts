@@ -17,8 +17,9 @@
  * curl -X GET --data hello http://127.0.0.1:8000/   # "hello" with TRANSPORT=node, "OK" with deno
  * ```
  *
- * `Deno.serve` (the default transport) drops the body of a GET request, as Fetch does; the `node`
- * transport (`node:http`) delivers it, which is what the seed's example shows.
+ * `Deno.serve` (the default transport) drops the body of a GET request, as Fetch does, so `GET /`
+ * with a body answers `OK`; the `node` transport (`node:http`) delivers the body, and `GET /`
+ * echoes it.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The web layer's example application (seed section 4.3), run by `deno task example`.
+ * The web layer's example application, run by `deno task example`.
  *
  * - `GET /` answers `{"received": <the JSON body, or {} when empty>}`, stores the payload in
  *   `app.db` under the request path and registers a background task that would sleep five times
