@@ -796,6 +796,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * Creates a router.
    *
    * @param options Routes and matching options; all optional.
+   * @throws {TypeError} If `allowUnsafeRegex` is not a boolean, or `trailingSlash` or
+   * `maxPathLength` has the wrong type.
    * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
@@ -813,13 +815,19 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
       allowUnsafeRegex = false,
     } = options ?? {};
     if (trailingSlash !== "relaxed" && trailingSlash !== "strict") {
-      throw new RangeError(
+      throw new (typeof trailingSlash === "string" ? RangeError : TypeError)(
         `Invalid trailingSlash ${describe(trailingSlash)}: use "relaxed" or "strict"`,
       );
     }
     if (!Number.isSafeInteger(maxPathLength) || maxPathLength < 1) {
-      throw new RangeError(
+      throw new (typeof maxPathLength === "number" ? RangeError : TypeError)(
         `Invalid maxPathLength ${describe(maxPathLength)}: use a positive integer such as 8192`,
+      );
+    }
+    // A safety switch: "no" or 0 must not turn the ReDoS guard off by being truthy.
+    if (typeof allowUnsafeRegex !== "boolean") {
+      throw new TypeError(
+        `Invalid allowUnsafeRegex ${describe(allowUnsafeRegex)}: pass true or false`,
       );
     }
     this.#relaxed = trailingSlash === "relaxed";

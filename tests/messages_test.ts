@@ -100,6 +100,13 @@ const cases: Case[] = [
     "route",
     {},
   ],
+  [
+    "new AsgiRouter() allowUnsafeRegex",
+    () => new AsgiRouter({ allowUnsafeRegex: "no" as never }),
+    TypeError,
+    "allowUnsafeRegex",
+    "no",
+  ],
   // asgi.ts
   ["textBytes() text", () => textBytes(42 as never), TypeError, "text", 42],
   ["serve() application", () => serve(42 as never), TypeError, "application", 42],

@@ -325,3 +325,34 @@ Deno.test("AsgiRouter() raises TypeError and RangeError for bad arguments", asyn
     }
   });
 });
+
+// Probe of the router's input checks, defect 1: `allowUnsafeRegex: "no"` was truthy and turned
+// the ReDoS guard off.
+Deno.test("new AsgiRouter() refuses a safety switch or a limit of the wrong type", async (t) => {
+  const risky = new Route("/a/{x:(a+)+}", { handler: noop });
+  await t.step("an allowUnsafeRegex that is not a boolean", () => {
+    for (const value of ["no", "false", 0, 1, null]) {
+      assertThrows(
+        () => new AsgiRouter({ allowUnsafeRegex: value as never, routes: [risky] }),
+        TypeError,
+        `Invalid allowUnsafeRegex ${
+          typeof value === "string" ? `"${value}"` : value
+        }: pass true or false`,
+      );
+    }
+  });
+  await t.step("a trailingSlash that is not a string", () => {
+    assertThrows(
+      () => new AsgiRouter({ trailingSlash: true as never }),
+      TypeError,
+      'Invalid trailingSlash true: use "relaxed" or "strict"',
+    );
+  });
+  await t.step("a maxPathLength that is not a number", () => {
+    assertThrows(
+      () => new AsgiRouter({ maxPathLength: "8192" as never }),
+      TypeError,
+      'Invalid maxPathLength "8192": use a positive integer such as 8192',
+    );
+  });
+});
