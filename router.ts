@@ -796,8 +796,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * Creates a router.
    *
    * @param options Routes and matching options; all optional.
-   * @throws {TypeError} If `allowUnsafeRegex` is not a boolean, or `trailingSlash` or
-   * `maxPathLength` has the wrong type.
+   * @throws {TypeError} If `allowUnsafeRegex` is not a boolean, `trailingSlash` or
+   * `maxPathLength` has the wrong type, or `routes` is not an iterable of {@linkcode Route}s.
    * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
@@ -833,7 +833,26 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     this.#relaxed = trailingSlash === "relaxed";
     this.#maxPathLength = maxPathLength;
     this.#allowUnsafeRegex = allowUnsafeRegex;
-    for (const route of routes) this.addRoute(route);
+    // A string is iterable too, one character at a time: refuse it with the rest.
+    if (
+      typeof routes !== "object" || routes === null ||
+      typeof (routes as Partial<Iterable<unknown>>)[Symbol.iterator] !== "function"
+    ) {
+      throw new TypeError(
+        `Invalid routes ${describe(routes)}: pass an array of Route objects, ` +
+          `e.g. { routes: [new Route(path, { handler })] }`,
+      );
+    }
+    let index = 0;
+    for (const route of routes) {
+      if (typeof route !== "object" || route === null || tokensOf(route) === undefined) {
+        throw new TypeError(
+          `Invalid routes[${index}] ${describe(route)}: pass new Route(path, { handler })`,
+        );
+      }
+      this.addRoute(route);
+      index++;
+    }
   }
 
   /**

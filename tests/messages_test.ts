@@ -107,6 +107,20 @@ const cases: Case[] = [
     "allowUnsafeRegex",
     "no",
   ],
+  [
+    "new AsgiRouter() routes",
+    () => new AsgiRouter({ routes: null as never }),
+    TypeError,
+    "routes",
+    null,
+  ],
+  [
+    "new AsgiRouter() routes element",
+    () => new AsgiRouter({ routes: ["/a" as never] }),
+    TypeError,
+    "routes[0]",
+    "/a",
+  ],
   // asgi.ts
   ["textBytes() text", () => textBytes(42 as never), TypeError, "text", 42],
   ["serve() application", () => serve(42 as never), TypeError, "application", 42],

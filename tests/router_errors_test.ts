@@ -356,3 +356,35 @@ Deno.test("new AsgiRouter() refuses a safety switch or a limit of the wrong type
     );
   });
 });
+
+// Probe of the router's input checks, defect 2: `routes: null` gave "routes is not iterable".
+Deno.test("new AsgiRouter() refuses routes that are not a list of Route objects, naming the index", async (t) => {
+  const route = new Route("/a", { handler: noop });
+  const fix = "pass an array of Route objects, e.g. { routes: [new Route(path, { handler })] }";
+  for (
+    const [name, routes, shown] of [
+      ["null", null, "null"],
+      ["a single Route", route, "an object"],
+      ["a string", "/a", '"/a"'],
+      ["a number", 5, "5"],
+    ] as const
+  ) {
+    await t.step(name, () => {
+      assertThrows(
+        () => new AsgiRouter({ routes: routes as never }),
+        TypeError,
+        `Invalid routes ${shown}: ${fix}`,
+      );
+    });
+  }
+  await t.step("an element that is not a Route", () => {
+    assertThrows(
+      () => new AsgiRouter({ routes: [route, { path: "/b" } as never] }),
+      TypeError,
+      "Invalid routes[1] an object: pass new Route(path, { handler })",
+    );
+  });
+  await t.step("any iterable of Routes is accepted", () => {
+    assertEquals(new AsgiRouter({ routes: new Set([route]) }).routes, [route]);
+  });
+});
