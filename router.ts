@@ -2,7 +2,7 @@
 /**
  * A radix-tree path router for ASGI-style applications: no dependencies, no Deno APIs (it runs
  * unchanged in Node, Bun and browsers), all conflicts found when a route is added, and lookups
- * that never throw and allocate little more than the result.
+ * that allocate little more than the result and throw only for a path that is not a string.
  *
  * ```ts
  * import { AsgiRouter, Route } from "@stellarator/stellarator/router";
@@ -144,7 +144,9 @@
  * Everything is checked when a route is added, never while serving: {@linkcode RouteConflict}
  * for the same shape with overlapping methods or a variable name in another place (rule 9),
  * {@linkcode InvalidRoutePattern} for malformed patterns (lone surrogates included) and
- * ReDoS-prone regexes, `TypeError` for missing handlers and unknown methods.
+ * ReDoS-prone regexes, `TypeError` for missing handlers and unknown methods. While serving,
+ * `match()` and `getRoute()` throw only a `TypeError` for a path that is not a string (a
+ * programming error, never the request's: a request path is always a string).
  *
  * @module
  */
@@ -746,13 +748,19 @@ class Match<H extends AnyHandler> implements RouteMatch<H> {
   }
 }
 
+/** The TypeError for a lookup of something that is not a string, kept out of the lookups. */
+function invalidPath(path: unknown): TypeError {
+  return new TypeError(`Invalid path ${describe(path)}: pass a string such as "/users/42"`);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The router
 
 /**
  * A radix-tree router: add {@linkcode Route}s, then look paths up with
- * {@linkcode AsgiRouter.match} (never throws) or {@linkcode AsgiRouter.getRoute} (throws
- * {@linkcode UnknownEndpoint}). The matching rules are in the module documentation.
+ * {@linkcode AsgiRouter.match} (returns `undefined` for a miss) or
+ * {@linkcode AsgiRouter.getRoute} (throws {@linkcode UnknownEndpoint}); both throw only a
+ * `TypeError`, for a path that is not a string. The matching rules are in the module documentation.
  *
  * @typeParam H The handler type shared by the routes.
  *
@@ -931,13 +939,15 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
   }
 
   /**
-   * Looks a path up. Never throws. Allocates the result and its context, and nothing else
+   * Looks a path up. Throws only for a path that is not a string (a programming error, not a
+   * request's fault). Allocates the result and its context, and nothing else
    * except a path without its trailing slash (relaxed mode) and the regex engine's match for
    * routes whose constrained variable is followed by more text in its segment.
    *
    * @param path The (percent-decoded) request path.
    * @returns The match, or `undefined` when no route matches or the path is longer than
    * `maxPathLength`.
+   * @throws {TypeError} If `path` is not a string.
    *
    * @example 404, 405 or a handler
    * ```ts
@@ -954,6 +964,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * ```
    */
   match(path: string): RouteMatch<H> | undefined {
+    // The one check on the hot path: a single typeof, its message built out of line.
+    if (typeof path !== "string") throw invalidPath(path);
     const endpoint = this.#find(path);
     if (endpoint === undefined) return undefined;
     return new Match(endpoint, endpoint.context(path, this.#caps));
@@ -966,6 +978,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * @returns The endpoint handler (see {@linkcode EndpointHandler}) and the path's context.
    * @throws {UnknownEndpoint} If no route matches; `reason` tells a miss from a path longer
    * than `maxPathLength`.
+   * @throws {TypeError} If `path` is not a string.
    *
    * @example Calling the endpoint handler
    * ```ts
@@ -984,6 +997,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * ```
    */
   getRoute(path: string): [EndpointHandler<H>, PathContext] {
+    if (typeof path !== "string") throw invalidPath(path);
     const endpoint = this.#find(path);
     if (endpoint === undefined) {
       throw path.length > this.#maxPathLength

@@ -121,6 +121,14 @@ const cases: Case[] = [
     "routes[0]",
     "/a",
   ],
+  ["AsgiRouter.match() path", () => endpointRouter().match(5 as never), TypeError, "path", 5],
+  [
+    "AsgiRouter.getRoute() path",
+    () => endpointRouter().getRoute(undefined as never),
+    TypeError,
+    "path",
+    undefined,
+  ],
   // asgi.ts
   ["textBytes() text", () => textBytes(42 as never), TypeError, "text", 42],
   ["serve() application", () => serve(42 as never), TypeError, "application", 42],

@@ -617,3 +617,20 @@ Deno.test("router.ts module doc states each rule once, tested here and summarise
   );
   assertEquals(summary, rules);
 });
+
+// Probe of the router's input checks, defect 3: match(undefined) threw "Cannot read properties
+// of undefined" from inside the lookup, while the docs said it never throws.
+Deno.test("AsgiRouter.match() and getRoute() throw TypeError for a path that is not a string", async (t) => {
+  const router = routerOf(["/a", "/{x}"]);
+  for (const path of [undefined, null, 5, ["/a"], new String("/a")]) {
+    await t.step(String(path), () => {
+      for (
+        const lookup of [() => router.match(path as never), () => router.getRoute(path as never)]
+      ) {
+        const error = assertThrows(lookup, TypeError) as Error;
+        assertEquals(error.message.startsWith("Invalid path "), true, error.message);
+        assertEquals(error.message.endsWith(': pass a string such as "/users/42"'), true);
+      }
+    });
+  }
+});
