@@ -169,10 +169,7 @@ export function parsePattern(pattern: string): Token[] {
       continue;
     }
     const regexStart = j + 1;
-    const close = findClose(pattern, regexStart);
-    if (close === -1) {
-      throw new PatternError('unbalanced "{"; close the variable with "}"', open);
-    }
+    const close = findClose(pattern, open, regexStart);
     const regex = pattern.slice(regexStart, close);
     i = close + 1;
     if (regex === "") {
@@ -212,22 +209,46 @@ export function parsePattern(pattern: string): Token[] {
   return tokens;
 }
 
-/** The index of the `}` closing a variable whose regex starts at `start`, or -1. */
-function findClose(pattern: string, start: number): number {
+/**
+ * The index of the `}` closing the variable opened at `open`, whose regex starts at `start`.
+ *
+ * @throws {PatternError} Naming what is left open: a class `[` (which swallows every `}` after
+ * it, so the variable's `{` is not the fault), a group `(` when the variable's `}` comes first
+ * (a bare `}` never belongs to a `u`-mode regex, so it can only close the variable), or else
+ * the variable's `{`.
+ */
+function findClose(pattern: string, open: number, start: number): number {
   let depth = 0;
-  let inClass = false;
+  let classAt = -1;
+  // Where the groups still open start, innermost last.
+  const groups: number[] = [];
   for (let k = start; k < pattern.length; k++) {
     const ch = pattern[k];
     if (ch === "\\") k++;
-    else if (inClass) inClass = ch !== "]";
-    else if (ch === "[") inClass = true;
+    else if (classAt !== -1) {
+      if (ch === "]") classAt = -1;
+    } else if (ch === "[") classAt = k;
+    else if (ch === "(") groups.push(k);
+    else if (ch === ")") groups.pop();
     else if (ch === "{") depth++;
     else if (ch === "}") {
-      if (depth === 0) return k;
-      depth--;
+      if (depth > 0) depth--;
+      else if (groups.length === 0) return k;
+      else {
+        throw new PatternError(
+          'unclosed group "("; close it with ")", or escape a literal "(" as "\\("',
+          groups.at(-1)!,
+        );
+      }
     }
   }
-  return -1;
+  if (classAt !== -1) {
+    throw new PatternError(
+      'unclosed character class "["; close it with "]", or escape a literal "[" as "\\["',
+      classAt,
+    );
+  }
+  throw new PatternError('unbalanced "{"; close the variable with "}"', open);
 }
 
 /** A variable regex's facts, with its tree (positions index the pattern). */
@@ -378,7 +399,7 @@ export function suffixTree(
       continue;
     }
     if (token.kind === REGEX) {
-      const end = findClose(pattern, token.regexPosition) + 1;
+      const end = findClose(pattern, token.position, token.regexPosition) + 1;
       items.push({ type: "seq", items: [token.facts!.tree], start: token.position, end });
       continue;
     }

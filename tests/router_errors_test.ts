@@ -98,7 +98,7 @@ Deno.test("new Route() rejects malformed patterns with InvalidRoutePattern and a
 });
 
 Deno.test("new Route() quotes the engine's message for a regex that does not compile", async (t) => {
-  const cases: [string, number][] = [["/a/{x:(a}", 6], ["/a/{x:a**}", 6], ["/v/{x:[z-a]}", 6]];
+  const cases: [string, number][] = [["/a/{x:a{2,1}}", 6], ["/a/{x:a**}", 6], ["/v/{x:[z-a]}", 6]];
   for (const [pattern, position] of cases) {
     await t.step(pattern, () => {
       const error = invalid(() => new Route(pattern, { handler: noop }));
@@ -386,5 +386,46 @@ Deno.test("new AsgiRouter() refuses routes that are not a list of Route objects,
   });
   await t.step("any iterable of Routes is accepted", () => {
     assertEquals(new AsgiRouter({ routes: new Set([route]) }).routes, [route]);
+  });
+});
+
+// Probe of the router's input checks, defect 4: "/a/{id:[0-9}" blamed the variable's "{"
+// while the fault is the class "[" that swallowed the closing "}".
+Deno.test('new Route() names an unclosed "[" or "(" in a regex, not the variable\'s "{"', async (t) => {
+  const cases: [string, string, number, string][] = [
+    [
+      "unclosed class",
+      "/a/{id:[0-9}",
+      7,
+      'unclosed character class "["; close it with "]", or escape a literal "[" as "\\["',
+    ],
+    [
+      "unclosed class before more text",
+      "/a/{id:[0-9}/b",
+      7,
+      'unclosed character class "["; close it with "]", or escape a literal "[" as "\\["',
+    ],
+    [
+      "unclosed group",
+      "/a/{id:(ab}",
+      7,
+      'unclosed group "("; close it with ")", or escape a literal "(" as "\\("',
+    ],
+    [
+      "unclosed inner group",
+      "/a/{id:(a|(b)}",
+      7,
+      'unclosed group "("; close it with ")", or escape a literal "(" as "\\("',
+    ],
+  ];
+  for (const [name, pattern, position, reason] of cases) {
+    await t.step(name, () => {
+      const error = invalid(() => new Route(pattern, { handler: noop }));
+      assertEquals([error.position, error.reason], [position, reason]);
+    });
+  }
+  await t.step("escaped and classed brackets are still literal", () => {
+    new Route("/a/{id:\\[[(]\\(}", { handler: noop });
+    new Route("/a/{id:([0-9]{2})}", { handler: noop });
   });
 });
