@@ -170,6 +170,7 @@ import { addKid, allKids, type Branch, Node } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
 import { describe, shorten } from "./_common/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
+import { checkOptionKeys } from "./_router/options.ts";
 
 // The record layout of `_router/layout.ts`, copied into constants of this module: the walk reads
 // them in its innermost loop, and an imported binding is read through its module cell each time.
@@ -605,6 +606,15 @@ export class InvalidRoutePattern extends RouterError {
 // Routes
 
 const DEFAULT_MAX_PATH_LENGTH = 8192;
+/** The keys of {@linkcode RouteOptions}: any other is refused, a typo would go unnoticed. */
+const ROUTE_OPTIONS: readonly string[] = ["handler", "methods"];
+/** The keys of {@linkcode AsgiRouterOptions}. */
+const ROUTER_OPTIONS: readonly string[] = [
+  "routes",
+  "trailingSlash",
+  "maxPathLength",
+  "allowUnsafeRegex",
+];
 const SLASH = 0x2f;
 
 /** Reads a route's parsed pattern; set by {@linkcode Route}'s static block. */
@@ -648,8 +658,9 @@ export class Route<H extends AnyHandler = AnyHandler> {
    *
    * @param path The pattern, starting with `/`.
    * @param options The handler and methods.
-   * @throws {TypeError} If `path` is not a string, the handler is not a function, or `methods`
-   * is empty or names an unknown method.
+   * @throws {TypeError} If `path` is not a string, `options` has a key other than `handler`
+   * and `methods`, the handler is not a function, or `methods` is empty or names an unknown
+   * method.
    * @throws {InvalidRoutePattern} If the pattern is malformed or a regex does not compile.
    */
   constructor(path: string, options: RouteOptions<H>) {
@@ -664,6 +675,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
           `pass { handler: (...args) => ... }`,
       );
     }
+    checkOptionKeys(options, ROUTE_OPTIONS, `route "${path}"`);
     const { handler, methods } = options;
     if (typeof handler !== "function") {
       throw new TypeError(
@@ -805,7 +817,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    *
    * @param options Routes and matching options; all optional.
    * @throws {TypeError} If `allowUnsafeRegex` is not a boolean, `trailingSlash` or
-   * `maxPathLength` has the wrong type, or `routes` is not an iterable of {@linkcode Route}s.
+   * `maxPathLength` has the wrong type, `routes` is not an iterable of {@linkcode Route}s, or
+   * `options` has a key that is not an option (a misspelt one would be ignored).
    * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
    * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
@@ -816,6 +829,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         `Invalid options ${describe(options)}: pass an object such as { routes: [...] }`,
       );
     }
+    if (options !== undefined) checkOptionKeys(options, ROUTER_OPTIONS, "AsgiRouter");
     const {
       routes = [],
       trailingSlash = "relaxed",

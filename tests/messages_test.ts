@@ -121,6 +121,20 @@ const cases: Case[] = [
     "routes[0]",
     "/a",
   ],
+  [
+    "new AsgiRouter() unknown option",
+    () => new AsgiRouter({ trailingslash: "strict" } as never),
+    TypeError,
+    "option",
+    "trailingslash",
+  ],
+  [
+    "new Route() unknown option",
+    () => new Route("/a", { handler: noop, metods: ["GET"] } as never),
+    TypeError,
+    "option",
+    "metods",
+  ],
   ["AsgiRouter.match() path", () => endpointRouter().match(5 as never), TypeError, "path", 5],
   [
     "AsgiRouter.getRoute() path",

@@ -429,3 +429,37 @@ Deno.test('new Route() names an unclosed "[" or "(" in a regex, not the variable
     new Route("/a/{id:([0-9]{2})}", { handler: noop });
   });
 });
+
+// Probe of the router's input checks, defect 5: misspelt option keys were ignored, leaving the
+// default in force.
+Deno.test("new AsgiRouter() and new Route() refuse unknown options, suggesting the closest", async (t) => {
+  const handler = noop;
+  const cases: [string, () => unknown, string][] = [
+    [
+      "AsgiRouter, another case",
+      () => new AsgiRouter({ trailingslash: "strict" } as never),
+      'Invalid option "trailingslash" for AsgiRouter: use trailingSlash',
+    ],
+    [
+      "AsgiRouter, nothing close",
+      () => new AsgiRouter({ debug: true } as never),
+      'Invalid option "debug" for AsgiRouter: remove it, or use one of routes, trailingSlash, ' +
+      "maxPathLength, allowUnsafeRegex",
+    ],
+    [
+      "Route, a typo",
+      () => new Route("/a", { handler, metods: ["GET"] } as never),
+      'Invalid option "metods" for route "/a": use methods',
+    ],
+    [
+      "Route, nothing close",
+      () => new Route("/a", { handler, name: "home" } as never),
+      'Invalid option "name" for route "/a": remove it, or use one of handler, methods',
+    ],
+  ];
+  for (const [name, fn, message] of cases) {
+    await t.step(name, () => {
+      assertEquals((assertThrows(fn, TypeError) as Error).message, message);
+    });
+  }
+});
