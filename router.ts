@@ -170,7 +170,7 @@ import { addKid, allKids, type Branch, Node } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
 import { describe, shorten } from "./_common/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
-import { checkOptionKeys } from "./_router/options.ts";
+import { rejectUnknownKeys } from "./_common/keys.ts";
 
 // The record layout of `_router/layout.ts`, copied into constants of this module: the walk reads
 // them in its innermost loop, and an imported binding is read through its module cell each time.
@@ -675,7 +675,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
           `pass { handler: (...args) => ... }`,
       );
     }
-    checkOptionKeys(options, ROUTE_OPTIONS, `route "${path}"`);
+    rejectUnknownKeys(options, ROUTE_OPTIONS, `route "${path}"`);
     const { handler, methods } = options;
     if (typeof handler !== "function") {
       throw new TypeError(
@@ -829,7 +829,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
         `Invalid options ${describe(options)}: pass an object such as { routes: [...] }`,
       );
     }
-    if (options !== undefined) checkOptionKeys(options, ROUTER_OPTIONS, "AsgiRouter");
+    if (options !== undefined) rejectUnknownKeys(options, ROUTER_OPTIONS, "AsgiRouter");
     const {
       routes = [],
       trailingSlash = "relaxed",

@@ -42,15 +42,18 @@ export function describe(value: unknown): string {
   }
 }
 
+/** C0 controls and DEL. */
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/g;
+
 /**
  * `text` with its control characters written as escapes (`\n`, `\r`, `\t`, `\u0000`), so that
  * a quoted value stays on one line and the character a message complains about can be seen.
  * Backslashes and quotes stay as they are: a quoted regex reads as it was written.
  */
 function visible(text: string): string {
-  // deno-lint-ignore no-control-regex
   return text.replace(
-    /[\u0000-\u001f\u007f]/g,
+    CONTROL,
     (c) =>
       c === "\n"
         ? "\\n"

@@ -27,39 +27,38 @@ export function rejectUnknownKeys(
     if (known.includes(key)) continue;
     const near = closest(key, known);
     throw new TypeError(
-      `Invalid option ${describe(key)} for ${subject}: use ${
-        near === undefined ? `one of ${known.join(", ")}` : near
-      }`,
+      `Invalid option ${describe(key)} for ${subject}: ` +
+        (near !== undefined ? `use ${near}` : `remove it, or use one of ${known.join(", ")}`),
     );
   }
 }
 
-/** The known key nearest to `key` (same letters in another case, or at most 2 edits), if any. */
+/** The name in `known` nearest to `key` (case aside, then by edit distance), if near enough. */
 function closest(key: string, known: readonly string[]): string | undefined {
   const lower = key.toLowerCase();
   let best: string | undefined;
-  let bestDistance = 3;
-  for (const candidate of known) {
-    if (candidate.toLowerCase() === lower) return candidate;
-    const distance = editDistance(lower, candidate.toLowerCase());
-    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  // A third of the name, at least 2 edits: "metods" finds "methods", "debug" finds nothing.
+  let bestDistance = Math.max(2, Math.floor(lower.length / 3)) + 1;
+  for (const name of known) {
+    const distance = editDistance(lower, name.toLowerCase());
+    if (distance < bestDistance) {
+      best = name;
+      bestDistance = distance;
+    }
   }
   return best;
 }
 
-/** Levenshtein distance; option names are short. */
+/** Levenshtein distance, one row at a time. */
 function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
-    const current = [i];
+    const next = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j]! + 1,
-        current[j - 1]! + 1,
-        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
+      const substitute = row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      next[j] = Math.min(substitute, row[j]! + 1, next[j - 1]! + 1);
     }
-    previous = current;
+    row = next;
   }
-  return previous[b.length]!;
+  return row[b.length]!;
 }

@@ -400,7 +400,7 @@ Deno.test("unknown options name the closest known one, or list them all", () => 
     ],
     [
       () => createFetchHandler(app, { port: 8000 } as never),
-      'Invalid option "port" for createFetchHandler(): use one of lifespan, rootPath, ' +
+      'Invalid option "port" for createFetchHandler(): remove it, or use one of lifespan, rootPath, ' +
       "maxBodySize, logger, maxMessageSize",
     ],
   ];

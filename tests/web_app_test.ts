@@ -1065,7 +1065,7 @@ Deno.test("App fetchOptions bound app.fetch's request bodies (regression: no lim
       [
         { port: 8000 },
         TypeError,
-        'Invalid option "port" for fetchOptions: use one of maxBodySize, maxMessageSize, rootPath',
+        'Invalid option "port" for fetchOptions: remove it, or use one of maxBodySize, maxMessageSize, rootPath',
       ],
       [{ maxBodySize: -1 }, RangeError, "maxBodySize"],
       [{ rootPath: "api" }, RangeError, "rootPath"],
