@@ -32,6 +32,7 @@ import {
   UnknownEndpoint,
 } from "../router.ts";
 import { type HttpScope, type Receive, type Scope, type Send, serve, textBytes } from "../asgi.ts";
+import { listenSettings } from "./_env.ts";
 
 /** A handler the router dispatches to: path variables first, then the ASGI triple. */
 type LowLevelHandler = (
@@ -190,15 +191,7 @@ export async function app(scope: Scope, receive: Receive, send: Send): Promise<v
 export function settings(
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),
 ): { port: number; transport: "deno" | "node" } {
-  const port = Number(env("PORT") ?? 8000);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(`Cannot use PORT "${env("PORT")}": give a port from 0 to 65535`);
-  }
-  const transport = env("TRANSPORT") ?? "deno";
-  if (transport !== "deno" && transport !== "node") {
-    throw new RangeError(`Cannot use TRANSPORT "${transport}": give "deno" or "node"`);
-  }
-  return { port, transport };
+  return listenSettings(env);
 }
 
 if (import.meta.main) {

@@ -21,6 +21,7 @@ import {
   type WebHandler,
   type WebSocketRequest,
 } from "../web.ts";
+import { listenSettings } from "./_env.ts";
 
 /** The app's attributes: the sockets of the open pages. */
 export type ChatAttributes = {
@@ -113,14 +114,7 @@ export function createChatApp(): App<ChatAttributes> & ChatAttributes {
 export function main(
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),
 ): AsgiServer {
-  const port = Number(env("PORT") ?? 8000);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(`Cannot use PORT "${env("PORT")}": give a port from 0 to 65535`);
-  }
-  const transport = env("TRANSPORT") ?? "deno";
-  if (transport !== "deno" && transport !== "node") {
-    throw new RangeError(`Cannot use TRANSPORT "${transport}": give "deno" or "node"`);
-  }
+  const { port, transport } = listenSettings(env);
   const controller = new AbortController();
   const server = serve(createChatApp(), {
     port,

@@ -35,6 +35,7 @@ import {
   type WebHandler,
   type WebLogger,
 } from "../web.ts";
+import { listenSettings } from "./_env.ts";
 
 /** The attributes of the example app: the lifespan sets `db` at startup and clears it. */
 export type Attributes = { db: Record<string, unknown> | null };
@@ -202,14 +203,7 @@ export function withAccessLog(app: AsgiApplication, log: (line: string) => void)
 export function main(
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),
 ): AsgiServer {
-  const port = Number(env("PORT") ?? 8000);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(`Cannot use PORT "${env("PORT")}": give a port from 0 to 65535`);
-  }
-  const transport = env("TRANSPORT") ?? "deno";
-  if (transport !== "deno" && transport !== "node") {
-    throw new RangeError(`Cannot use TRANSPORT "${transport}": give "deno" or "node"`);
-  }
+  const { port, transport } = listenSettings(env);
   const log = timestamped;
   const app = createApp({ log });
   const controller = new AbortController();
