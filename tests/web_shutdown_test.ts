@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import { fileURLToPath } from "node:url";
-import { appForms } from "./fixtures/app_forms.ts";
+import { appForms, type FormCommand } from "./fixtures/app_forms.ts";
 import { freePort, waitForServer } from "./fixtures/net.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -14,6 +14,22 @@ const FORMS = appForms(FIXTURE, [
   "serve(app)",
 ]);
 
+/** Starts a deployment form of the fixture on `port`, its output piped. */
+function spawnForm(
+  command: FormCommand,
+  port: number,
+): { child: Deno.ChildProcess; output: Promise<Deno.CommandOutput> } {
+  const { args, env } = command(port);
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env,
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  return { child, output: child.output() };
+}
+
 // Regression (issue 10, point 8): under `deno serve` and `Deno.serve(app.fetch)` a signal used to
 // end the process with lifespan shutdown never run and background tasks abandoned mid-flight.
 // Each form must now let the in-flight request finish, stop or abandon the tasks within the
@@ -23,15 +39,7 @@ Deno.test("App shuts down gracefully on SIGINT and SIGTERM in every deployment f
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
       await t.step(`${form}, ${signal}`, async () => {
         const port = freePort();
-        const { args, env } = command(port);
-        const child = new Deno.Command(Deno.execPath(), {
-          args,
-          env,
-          cwd: root,
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
-        const output = child.output();
+        const { child, output } = spawnForm(command, port);
         try {
           const hello = await waitForServer(`http://127.0.0.1:${port}/hello`);
           assertEquals(await hello.text(), "hello");
@@ -96,15 +104,7 @@ Deno.test("App takes the same signal twice within 0.5 s as one, and a later one 
   ) {
     await t.step(name, async () => {
       const port = freePort();
-      const { args, env } = FORMS["Deno.serve(app.fetch)"]!(port);
-      const child = new Deno.Command(Deno.execPath(), {
-        args,
-        env,
-        cwd: root,
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
-      const output = child.output();
+      const { child, output } = spawnForm(FORMS["Deno.serve(app.fetch)"]!, port);
       try {
         await (await waitForServer(`http://127.0.0.1:${port}/hello`)).text();
         // The stubborn task holds shutdown for its 1 s grace period, so a second signal 0.7 s
