@@ -43,21 +43,36 @@ export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
   }
   requirePem("cert", cert, "CERTIFICATE");
   requirePem("key", key, "PRIVATE KEY");
-  let certificate: X509Certificate;
-  try {
-    certificate = new X509Certificate(cert);
-  } catch (error) {
+  // A file may hold the key and the certificate chain both (the transports pick the blocks they
+  // need): check the first block of each kind, and pass the text on as it is.
+  const certBlock = CERT_BLOCK.exec(cert)?.[0];
+  if (certBlock === undefined) {
     throw new TypeError(
-      cert.includes("PRIVATE KEY-----")
+      KEY_BLOCK.test(cert)
         ? "Invalid TLS cert (PEM text of a private key): give the certificate as cert and its key as key"
-        : `Invalid TLS cert (PEM text without a certificate that can be read: ${
-          errorText(error)
-        }): give the certificate's PEM text`,
+        : 'Invalid TLS cert (PEM text without a "-----BEGIN CERTIFICATE-----" block): give the ' +
+          "certificate's PEM text",
     );
   }
-  if (
-    key.includes("-----BEGIN ENCRYPTED PRIVATE KEY-----") || /Proc-Type:\s*4,\s*ENCRYPTED/.test(key)
-  ) {
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(certBlock);
+  } catch (error) {
+    throw new TypeError(
+      `Invalid TLS cert (a certificate that cannot be read: ${errorText(error)}): give the ` +
+        "certificate's PEM text",
+    );
+  }
+  const keyBlock = KEY_BLOCK.exec(key)?.[0];
+  if (keyBlock === undefined) {
+    throw new TypeError(
+      CERT_BLOCK.test(key)
+        ? "Invalid TLS key (PEM text of a certificate): give the certificate as cert and its key as key"
+        : 'Invalid TLS key (PEM text without a "-----BEGIN ... PRIVATE KEY-----" block): give ' +
+          "the private key's PEM text",
+    );
+  }
+  if (keyBlock.startsWith("-----BEGIN ENCRYPTED") || /Proc-Type:\s*4,\s*ENCRYPTED/.test(keyBlock)) {
     // Neither transport takes a passphrase; node's own error says "interrupted or cancelled".
     throw new TypeError(
       "Invalid TLS key (an encrypted private key): give the key's PEM text unencrypted, e.g. " +
@@ -66,14 +81,11 @@ export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
   }
   let privateKey: KeyObject;
   try {
-    privateKey = createPrivateKey(key);
+    privateKey = createPrivateKey(keyBlock);
   } catch (error) {
     throw new TypeError(
-      !key.includes("PRIVATE KEY-----") && key.includes("CERTIFICATE-----")
-        ? "Invalid TLS key (PEM text of a certificate): give the certificate as cert and its key as key"
-        : `Invalid TLS key (PEM text without a private key that can be read: ${
-          errorText(error)
-        }): give the private key's PEM text`,
+      `Invalid TLS key (a private key that cannot be read: ${errorText(error)}): give the ` +
+        "private key's PEM text",
     );
   }
   if (!certificate.checkPrivateKey(privateKey)) {
@@ -86,25 +98,36 @@ export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
   return { cert, key };
 }
 
-/** Throws unless `value` holds a PEM block. */
+/** The first certificate of a PEM text. */
+const CERT_BLOCK = /-----BEGIN CERTIFICATE-----[^]*?-----END CERTIFICATE-----/;
+/** The first private key of a PEM text: PKCS#8, PKCS#1 ("RSA"), SEC1 ("EC"), or encrypted. */
+const KEY_BLOCK =
+  /-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----[^]*?-----END (?:[A-Z0-9]+ )?PRIVATE KEY-----/;
+
+/**
+ * Throws unless `value` holds a PEM block. A certificate is public and may be quoted (shortened);
+ * a key never is, whatever it looks like: a key's base64 body without its PEM lines is one short
+ * line, just like a file name.
+ */
 function requirePem(name: "cert" | "key", value: string, label: string): void {
   if (value.includes("-----BEGIN ")) return;
+  const shown = name === "cert" ? ` ${describe(value)}` : ` (${value.length} characters)`;
   if (value.trim() === "") {
     throw new TypeError(
-      `Invalid TLS ${name} ${describe(value)}: give the PEM text, which starts with ` +
-        `"-----BEGIN ${label}-----"`,
+      `Invalid TLS ${name}${shown}: give the PEM text, which starts with "-----BEGIN ${label}-----"`,
     );
   }
-  // A short line is a file name (the commonest mistake) and safe to quote; anything else may be
-  // key material, which a message must not carry into a log.
-  if (!value.includes("\n") && value.length <= 1024) {
+  const pathLike = !/\s/.test(value) &&
+    (/\.(?:pem|crt|cer|key)$/i.test(value) ||
+      (/[\\/]/.test(value) && !/^[A-Za-z0-9+/=]{40,}$/.test(value)));
+  if (pathLike) {
     throw new TypeError(
-      `Invalid TLS ${name} ${describe(value)}: pass the file's text, not its name: ` +
-        `Deno.readTextFileSync(${JSON.stringify(value)})`,
+      `Invalid TLS ${name}${shown}, which looks like a file name: pass the file's text, ` +
+        `e.g. Deno.readTextFileSync(path)`,
     );
   }
   throw new TypeError(
-    `Invalid TLS ${name} (${value.length} characters without a "-----BEGIN" line): give the ` +
-      `PEM text, which starts with "-----BEGIN ${label}-----"`,
+    `Invalid TLS ${name}${shown} without a "-----BEGIN" line: give the PEM text, which starts ` +
+      `with "-----BEGIN ${label}-----"`,
   );
 }

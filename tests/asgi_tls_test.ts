@@ -186,18 +186,19 @@ Deno.test({
       `${dir}/key.pem`,
     );
     const body = key.split("\n").filter((line) => !line.startsWith("-----")).join("\n");
+    const oneLine = `MC4CAQAwBQYDK2VwBCIEI/${body.replaceAll("\n", "").slice(0, 40)}`;
     const cases: [string, string, string, RegExp][] = [
       [
         "a file name for cert",
         `${dir}/cert.pem`,
         key,
-        /^Invalid TLS cert "[^"]*cert\.pem": pass the file's text, not its name: Deno\.readTextFileSync\(/,
+        /^Invalid TLS cert "[^"]*cert\.pem", which looks like a file name: pass the file's text, e\.g\. Deno\.readTextFileSync\(path\)$/,
       ],
       [
         "a file name for key",
         cert,
         `${dir}/key.pem`,
-        /^Invalid TLS key "[^"]*key\.pem": pass the file's text/,
+        /^Invalid TLS key \(\d+ characters\), which looks like a file name: pass the file's text/,
       ],
       ["empty strings", "", "", /^Invalid TLS cert "": give the PEM text, which starts with/],
       [
@@ -210,7 +211,14 @@ Deno.test({
         "a key without its PEM lines (not quoted)",
         cert,
         body,
-        /^Invalid TLS key \(\d+ characters without a "-----BEGIN" line\): give the PEM text/,
+        /^Invalid TLS key \(\d+ characters\) without a "-----BEGIN" line: give the PEM text/,
+      ],
+      [
+        // The body of a short key is one line with "/" in it, like a path (regression: quoted).
+        "a key's base64 on one line (not quoted)",
+        cert,
+        oneLine,
+        /^Invalid TLS key \(\d+ characters\) without a "-----BEGIN" line: give the PEM text/,
       ],
       [
         "an encrypted key",
@@ -233,8 +241,32 @@ Deno.test({
           assertEquals((error as Error).constructor, TypeError);
           // The message never carries key material.
           assertEquals((error as Error).message.includes(body.slice(0, 40)), false);
+          assertEquals((error as Error).message.includes(oneLine.slice(0, 30)), false);
         }
       });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "serve() takes one PEM file holding the key and the certificate, in either order (regression: refused)",
+  ignore: tls === undefined,
+  async fn(t) {
+    const { cert, key } = tls!;
+    for (const [order, combined] of [["key first", key + cert], ["cert first", cert + key]]) {
+      for (const transport of TRANSPORTS) {
+        await t.step(`${order}, ${transport}`, async () => {
+          await using server = await start(app, transport, { cert: combined!, key: combined! });
+          const client = Deno.createHttpClient({ caCerts: [cert] });
+          try {
+            const response = await fetch(`https://127.0.0.1:${server.port}/`, { client });
+            assertEquals(await response.text(), "https");
+          } finally {
+            client.close();
+          }
+        });
+      }
     }
   },
 });
