@@ -289,17 +289,29 @@ function refuse(socket: Duplex, status: number, reason: string, extra = ""): voi
 }
 
 /**
+ * How long a refused handshake's connection waits, once the answer is written, for the client to
+ * close its side; then it is closed. Mutable for tests.
+ */
+export const lingerTiming: { ms: number } = { ms: 2_000 };
+
+/**
  * Writes the last of a handshake's answer and closes the connection, as node:http closes one
  * after a `connection: close` response. Half-closing alone (`end()`) left the fd open for as long
  * as the client kept its side open: an upgrade socket is out of the server's connection tracking,
  * so no timeout ever reached it (200 denied handshakes held 200 fds, a few held `maxConnections`
- * for good, and shutdown waited its whole `shutdownTimeout` for them). A client that does not read
- * the answer is dropped after `closeTiming.timeoutMs`, as one that does not answer a close.
+ * for good, and shutdown waited its whole `shutdownTimeout` for them). Closing at once is no
+ * better: bytes the client sent meanwhile, unread, make the kernel answer the close with a reset
+ * that throws away what is still unsent (a 3 MB denial arrived as 128 KB). So this is a lingering
+ * close: the answer and a FIN go out, what the client still sends is read and dropped, and the
+ * connection closes when the client closes its side, or after `lingerTiming.ms`.
  */
 function endAndClose(socket: Duplex, data: string | Uint8Array): void {
-  const timer = setTimeout(() => socket.destroy(), closeTiming.timeoutMs);
+  const destroy = () => socket.destroy();
+  const timer = setTimeout(destroy, lingerTiming.ms);
   socket.once("close", () => clearTimeout(timer));
-  socket.end(data, () => socket.destroy());
+  socket.once("end", destroy);
+  socket.resume();
+  socket.end(data);
 }
 
 /**

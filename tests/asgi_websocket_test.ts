@@ -14,6 +14,7 @@ import {
 } from "../asgi.ts";
 import { bytes, rawRequest, sleep, start, text, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
+import { lingerTiming } from "../_asgi/node_websocket.ts";
 
 /** Records what the application saw and did; `done` settles when it returns or raises. */
 class Probe {
@@ -630,42 +631,82 @@ Deno.test({
       ],
     ];
     const clients = 20;
-    for (const [name, request, expected] of cases) {
-      await t.step(name, async () => {
-        // A server each, so that what one case leaves open does not count in the next.
-        await using server = await start(app, "node");
-        const before = openFds()!;
-        const conns = await Promise.all(
-          Array.from(
-            { length: clients },
-            () => Deno.connect({ hostname: "127.0.0.1", port: server.port }),
-          ),
-        );
-        try {
-          for (const conn of conns) {
-            await conn.write(new TextEncoder().encode(request));
-            const buffer = new Uint8Array(4096);
-            let answer = "";
-            for (;;) {
-              const n = await conn.read(buffer);
-              if (n === null) break;
-              answer += new TextDecoder().decode(buffer.subarray(0, n));
-            }
-            assertMatch(answer, expected);
-          }
-          await sleep(200);
-          // The clients keep their side open. Before the fix the server only half-closed its
-          // side (the client read its end above), keeping one fd per client for as long as the
-          // client stayed: 2 fds per client here instead of 1.
-          const held = openFds()! - before - clients;
-          assert(
-            held < clients / 2,
-            `the server holds ${held} fds for ${clients} answered clients`,
+    // The server waits this long for a client to close its side before closing the connection.
+    const linger = lingerTiming.ms;
+    lingerTiming.ms = 100;
+    try {
+      await allCases();
+    } finally {
+      lingerTiming.ms = linger;
+    }
+    async function allCases() {
+      for (const [name, request, expected] of cases) {
+        await t.step(name, async () => {
+          // A server each, so that what one case leaves open does not count in the next.
+          await using server = await start(app, "node");
+          const before = openFds()!;
+          const conns = await Promise.all(
+            Array.from(
+              { length: clients },
+              () => Deno.connect({ hostname: "127.0.0.1", port: server.port }),
+            ),
           );
-        } finally {
-          for (const conn of conns) conn.close();
-        }
-      });
+          try {
+            for (const conn of conns) {
+              await conn.write(new TextEncoder().encode(request));
+              const buffer = new Uint8Array(4096);
+              let answer = "";
+              for (;;) {
+                const n = await conn.read(buffer);
+                if (n === null) break;
+                answer += new TextDecoder().decode(buffer.subarray(0, n));
+              }
+              assertMatch(answer, expected);
+            }
+            await sleep(400);
+            // The clients keep their side open. Before the fix the server only half-closed its
+            // side (the client read its end above), keeping one fd per client for as long as the
+            // client stayed: 2 fds per client here instead of 1. Now it closes after lingering.
+            const held = openFds()! - before - clients;
+            assert(
+              held < clients / 2,
+              `the server holds ${held} fds for ${clients} answered clients`,
+            );
+          } finally {
+            for (const conn of conns) conn.close();
+          }
+        });
+      }
     }
   },
+});
+
+Deno.test("serve() [node] sends a large denial whole to a client that wrote more meanwhile (regression: reset after 128 KB)", async () => {
+  const size = 3_000_000;
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.http.response.start", status: 403, headers: [] });
+    await send({ type: "websocket.http.response.body", body: new Uint8Array(size).fill(120) });
+  };
+  await using server = await start(app, "node");
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+  try {
+    await conn.write(new TextEncoder().encode(handshake("/")));
+    await sleep(150);
+    // Bytes the server will never read: closing at once with them unread made the kernel reset
+    // the connection and drop what was still unsent.
+    await conn.write(new Uint8Array(10));
+    await sleep(100);
+    const buffer = new Uint8Array(65536);
+    let received = 0;
+    for (;;) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      received += n;
+    }
+    assert(received > size, `received ${received} bytes of a ${size}-byte denial`);
+  } finally {
+    conn.close();
+  }
 });
