@@ -380,6 +380,9 @@ function handleNode(
   new NodeCycle(core, request, response, state, scope, hasBody, expectedLength).run();
 }
 
+/** The least time a client is given for its TLS handshake, in milliseconds. */
+const MIN_HANDSHAKE_TIMEOUT = 1_000;
+
 /**
  * Starts a `node:http` server for the core.
  *
@@ -427,8 +430,12 @@ export async function listenNode(
     ...serverOptions,
     ...tls,
     // A TLS handshake comes before the head: a client that stalls in it is held to the same
-    // limit as one that stalls in the head (node's own default held it for 120 s).
-    ...(headersTimeout > 0 ? { handshakeTimeout: headersTimeout } : {}),
+    // limit as one that stalls in the head (node's own default held it for 120 s), but to 1 s
+    // at least: node applies this one exactly, where it checks headersTimeout only every quarter
+    // of itself, and a short headersTimeout failed every handshake over a slow link.
+    ...(headersTimeout > 0
+      ? { handshakeTimeout: Math.max(headersTimeout, MIN_HANDSHAKE_TIMEOUT) }
+      : {}),
   }, handler);
   // One above the limit, so that a request Node cut short is over it, never exactly at it.
   server.maxHeadersCount = MAX_HEADER_FIELDS + 1;

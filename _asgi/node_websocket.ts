@@ -142,8 +142,10 @@ class NodeWebSocketCycle extends WebSocketCycle {
         } else if (error.code === "WS_ERR_TOO_MANY_BUFFERED_PARTS") {
           // ws's guard against a message in countless tiny frames (each costs a Buffer): it
           // closes with 1008, which the application heard of as 1006, with no log line.
+          // One code for two guards: too many fragments, or too many buffered chunks.
           this.core.logger.warn(
-            `WebSocket message in more than ${MAX_FRAGMENTS} fragments: closed with 1008`,
+            `WebSocket message refused (${error.message}; at most ${MAX_FRAGMENTS} fragments): ` +
+              `closed with 1008`,
           );
           this.closed(POLICY_VIOLATION, "");
         }

@@ -115,13 +115,15 @@ Deno.test({
 
 Deno.test({
   name:
-    "serve() [node] over TLS drops a client stalled in its handshake at headersTimeout (regression: held for 120 s)",
+    "serve() [node] over TLS drops a client stalled in its handshake at headersTimeout, 1 s at least (regression: held for 120 s)",
   ignore: tls === undefined,
   async fn() {
     await using s = await start(echoHead, "node", { ...tls!, headersTimeout: 300 });
     using stalled = await RawClient.connect(s.port);
     const ms = await stalled.closedWithin(5000);
-    assert(ms > 200 && ms < 3000, `a stalled TLS handshake was closed after ${Math.round(ms)} ms`);
+    // headersTimeout 300 ms, but a handshake gets 1 s at least (a short limit, applied exactly,
+    // failed every handshake over a slow link).
+    assert(ms > 900 && ms < 3000, `a stalled TLS handshake was closed after ${Math.round(ms)} ms`);
     // The server still serves a client that completes its handshake.
     const client = Deno.createHttpClient({ caCerts: [tls!.cert] });
     try {

@@ -505,6 +505,6 @@ Deno.test("serve() [node] closes a message in too many fragments with 1008 and s
   );
   assertEquals(codes, [1008]);
   assertEquals(server.logger.lines("warn"), [
-    "WebSocket message in more than 16384 fragments: closed with 1008",
+    "WebSocket message refused (Too many message fragments; at most 16384 fragments): closed with 1008",
   ]);
 });
