@@ -675,7 +675,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
           `pass { handler: (...args) => ... }`,
       );
     }
-    rejectUnknownKeys(options, ROUTE_OPTIONS, `route "${path}"`);
+    rejectUnknownKeys(options, ROUTE_OPTIONS, `route ${describe(path)}`);
     const { handler, methods } = options;
     if (typeof handler !== "function") {
       throw new TypeError(

@@ -611,8 +611,8 @@ export interface AppOptions<A extends object = Record<never, never>> {
    * Whether a server that calls `app.fetch` (`deno serve`, `Deno.serve(app.fetch)`) makes the app
    * shut down gracefully on SIGINT and SIGTERM and then exit: with code 0, or 1 when the lifespan
    * function failed or ran out of time at shutdown. A second signal exits at once (code 130 or
-   * 143), except the first signal again within 0.5 s: that is one signal sent to a process group
-   * and passed on by a wrapper (npm's `deno`, a task runner), not a second Ctrl+C. Turn it off to
+   * 143), except one within 0.5 s of the first: that is one signal sent to a process group and
+   * passed on by a wrapper (npm's `deno`, a task runner), not a second Ctrl+C. Turn it off to
    * call {@linkcode App.shutdown} yourself.
    *
    * It has no effect under {@linkcode serve}, which never calls `app.fetch`: there nothing
@@ -893,8 +893,9 @@ export class Request<A extends object = Record<never, never>> {
 /** What the grace period's timer resolves to, unlike anything a lifespan function returns. */
 const TIMED_OUT: unique symbol = Symbol("timed out");
 /**
- * A second delivery of the first signal within this many milliseconds is the same signal passed
- * on by a wrapper, not a second Ctrl+C; a later one (or another signal) exits at once.
+ * A second signal within this many milliseconds of the first is the same one passed on by a
+ * wrapper (as is, or turned from SIGINT into SIGTERM), not a second Ctrl+C; a later one exits at
+ * once.
  */
 const REPEAT_WINDOW_MS = 500;
 
@@ -1384,10 +1385,12 @@ export class App<A extends object = Record<never, never>> {
           // One signal sent to a process group reaches a wrapper (npm's deno, a task runner)
           // and this process both, and the wrapper passes its copy on: the same signal twice
           // within milliseconds. Taken for "exit now", it cut off every request in flight.
-          if (signal === first && performance.now() - firstAt < REPEAT_WINDOW_MS) {
+          // Some wrappers also turn the Ctrl+C they get into a SIGTERM for their children:
+          // any second signal that close to the first is the same request to stop.
+          if (performance.now() - firstAt < REPEAT_WINDOW_MS) {
             this.#log.debug(
-              `Received ${signal} again within ${REPEAT_WINDOW_MS} ms: taken as the same one ` +
-                `(a process group and a wrapper both deliver it)`,
+              `Received ${signal} within ${REPEAT_WINDOW_MS} ms of ${first}: taken as the same ` +
+                `one (a process group and a wrapper both deliver it)`,
             );
             return;
           }

@@ -169,7 +169,7 @@ export class Response {
       const kind = (body as unknown) instanceof ArrayBuffer
         ? "an ArrayBuffer"
         : ArrayBuffer.isView(body)
-        ? `a ${(body as object).constructor.name}`
+        ? `a ${(body as { constructor?: { name?: string } }).constructor?.name ?? "typed array"}`
         : undefined;
       throw new TypeError(
         kind === undefined

@@ -116,6 +116,16 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "Invalid body an ArrayBuffer: pass a Uint8Array over its bytes, e.g. new Uint8Array(buffer)",
     ],
     [
+      "a typed array without a prototype (regression: crashed reading its constructor)",
+      () => {
+        const odd = new Uint16Array(2);
+        Object.setPrototypeOf(odd, null);
+        return new Response({ body: odd as unknown as Uint8Array });
+      },
+      TypeError,
+      "Invalid body a typed array: pass a Uint8Array over its bytes",
+    ],
+    [
       "a DataView body",
       () => new Response({ body: new DataView(new ArrayBuffer(2)) as unknown as Uint8Array }),
       TypeError,
