@@ -611,7 +611,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * How long a connection may take to send a complete request head, in milliseconds, from when
    * it opens or its previous response ends; then it is closed (Node answers 408 first). `0` or
    * `Infinity`: no limit; at most 2147483647 otherwise. Node's default. Over TLS it also bounds
-   * the TLS handshake (node's own limit for that is 120 s). Applies to `transport: "node"` only:
+   * the TLS handshake, to 1 s at least (node's own limit for that is 120 s). Applies to `transport: "node"` only:
    * `Deno.serve` offers no such control (see the README's limits and docs/asgi.md).
    *
    * @default {60000}
