@@ -305,15 +305,25 @@ export const lingerTiming: { ms: number } = { ms: 2_000 };
  * better: bytes the client sent meanwhile, unread, make the kernel answer the close with a reset
  * that throws away what is still unsent (a 3 MB denial arrived as 128 KB). So this is a lingering
  * close: the answer and a FIN go out, what the client still sends is read and dropped, and the
- * connection closes when the client closes its side, or after `lingerTiming.ms`.
+ * connection closes when the client closes its side, or `lingerTiming.ms` after the answer is
+ * written (a client that reads none of it is dropped after `closeTiming.timeoutMs`).
  */
 function endAndClose(socket: Duplex, data: string | Uint8Array): void {
   const destroy = () => socket.destroy();
-  const timer = setTimeout(destroy, lingerTiming.ms);
+  // A client that resets the connection (it left without reading) makes the socket emit an
+  // error; unheard, that error ended the whole server process.
+  socket.on("error", destroy);
+  // Until the answer is written, a client that does not read gets what an unanswered close
+  // gets; once it is written, lingerTiming.ms to close its side.
+  let timer = setTimeout(destroy, closeTiming.timeoutMs);
   socket.once("close", () => clearTimeout(timer));
-  socket.once("end", destroy);
+  // The client's FIN ends the wait, but not the answer still being written to it.
+  socket.once("end", () => socket.writableFinished ? destroy() : socket.once("finish", destroy));
   socket.resume();
-  socket.end(data);
+  socket.end(data, () => {
+    clearTimeout(timer);
+    timer = setTimeout(destroy, lingerTiming.ms);
+  });
 }
 
 /**

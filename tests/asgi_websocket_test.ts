@@ -710,3 +710,62 @@ Deno.test("serve() [node] sends a large denial whole to a client that wrote more
     conn.close();
   }
 });
+
+/** Whether Debian's Python is here (the reset below needs a client in another process). */
+const hasPython = await new Deno.Command("/usr/bin/python3", { args: ["-c", "pass"] }).output()
+  .then((output) => output.success, () => false);
+
+Deno.test({
+  name:
+    "serve() [node] survives a refused handshake whose client leaves without reading (regression: ECONNRESET ended the process)",
+  ignore: !hasPython,
+  async fn() {
+    const app: AsgiApplication = async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("still up") });
+    };
+    await using server = await start(app, "node");
+    // The 426 arrives and is never read: closing then makes the kernel send a reset, which
+    // the server read as an error nobody listened to. (A Deno client in this process does not
+    // provoke it: the client must be another process.)
+    const script = `
+import socket, time
+s = socket.create_connection(("127.0.0.1", ${server.port}))
+s.sendall(${JSON.stringify(handshake("/").replace("Version: 13", "Version: 8"))}.encode())
+time.sleep(0.3)
+s.close()
+`;
+    const output = await new Deno.Command("/usr/bin/python3", { args: ["-c", script] }).output();
+    assert(output.success, new TextDecoder().decode(output.stderr));
+    await sleep(300);
+    assertEquals(await (await fetch(server.url)).text(), "still up");
+  },
+});
+
+Deno.test("serve() [node] gives a slow reader a large denial whole (regression: cut 2 s after it began)", async () => {
+  const size = 8_000_000;
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.http.response.start", status: 403, headers: [] });
+    await send({ type: "websocket.http.response.body", body: new Uint8Array(size).fill(120) });
+  };
+  await using server = await start(app, "node");
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+  try {
+    await conn.write(new TextEncoder().encode(handshake("/")));
+    // Longer than lingerTiming (2 s) before reading anything: the answer is still being written.
+    await sleep(lingerTiming.ms + 500);
+    const buffer = new Uint8Array(1 << 20);
+    let received = 0;
+    for (;;) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      received += n;
+    }
+    assert(received > size, `received ${received} bytes of a ${size}-byte denial`);
+  } finally {
+    conn.close();
+  }
+});
