@@ -671,7 +671,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
     }
     if (typeof options !== "object" || options === null) {
       throw new TypeError(
-        `Invalid options ${describe(options)} for route "${path}": ` +
+        `Invalid options ${describe(options)} for route ${describe(path)}: ` +
           `pass { handler: (...args) => ... }`,
       );
     }
@@ -679,7 +679,7 @@ export class Route<H extends AnyHandler = AnyHandler> {
     const { handler, methods } = options;
     if (typeof handler !== "function") {
       throw new TypeError(
-        `Invalid handler ${describe(handler)} for route "${path}": ` +
+        `Invalid handler ${describe(handler)} for route ${describe(path)}: ` +
           `pass { handler: (...args) => ... }`,
       );
     }

@@ -41,6 +41,12 @@ export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
       }): give both cert and key as PEM text`,
     );
   }
+  // A byte order mark (Windows Notepad writes one) makes both transports find no PEM block.
+  return checkPair(cert.replace(BOM, ""), key.replace(BOM, ""));
+}
+
+/** Checks a pair of PEM texts, both given as strings; see `checkTls`. */
+function checkPair(cert: string, key: string): TlsPair {
   requirePem("cert", cert, "CERTIFICATE");
   requirePem("key", key, "PRIVATE KEY");
   // A file may hold the key and the certificate chain both (the transports pick the blocks they
@@ -98,6 +104,8 @@ export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
   return { cert, key };
 }
 
+/** A leading byte order mark. */
+const BOM = /^\uFEFF/;
 /** The first certificate of a PEM text. */
 const CERT_BLOCK = /-----BEGIN CERTIFICATE-----[^]*?-----END CERTIFICATE-----/;
 /** The first private key of a PEM text: PKCS#8, PKCS#1 ("RSA"), SEC1 ("EC"), or encrypted. */

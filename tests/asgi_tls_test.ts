@@ -250,11 +250,18 @@ Deno.test({
 
 Deno.test({
   name:
-    "serve() takes one PEM file holding the key and the certificate, in either order (regression: refused)",
+    "serve() takes one PEM file holding the key and the certificate, in either order, even after a BOM (regression: refused, or accepted and then unservable)",
   ignore: tls === undefined,
   async fn(t) {
     const { cert, key } = tls!;
-    for (const [order, combined] of [["key first", key + cert], ["cert first", cert + key]]) {
+    for (
+      const [order, combined] of [
+        ["key first", key + cert],
+        ["cert first", cert + key],
+        // Windows Notepad writes one; both transports find no PEM block behind it.
+        ["after a byte order mark", `\uFEFF${cert}${key}`],
+      ]
+    ) {
       for (const transport of TRANSPORTS) {
         await t.step(`${order}, ${transport}`, async () => {
           await using server = await start(app, transport, { cert: combined!, key: combined! });
