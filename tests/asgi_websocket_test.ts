@@ -681,15 +681,30 @@ Deno.test({
   },
 });
 
-Deno.test("serve() [node] sends a large denial whole to a client that wrote more meanwhile (regression: reset after 128 KB)", async () => {
-  const size = 3_000_000;
-  const app: AsgiApplication = async (scope, receive, send) => {
+/** An app that denies every WebSocket handshake with a 403 of `size` bytes. */
+function largeDenial(size: number): AsgiApplication {
+  return async (scope, receive, send) => {
     if (scope.type !== "websocket") return;
     await receive();
     await send({ type: "websocket.http.response.start", status: 403, headers: [] });
     await send({ type: "websocket.http.response.body", body: new Uint8Array(size).fill(120) });
   };
-  await using server = await start(app, "node");
+}
+
+/** Reads until the server closes the connection; how many bytes came. */
+async function readToEnd(conn: Deno.Conn): Promise<number> {
+  const buffer = new Uint8Array(1 << 20);
+  let received = 0;
+  for (;;) {
+    const n = await conn.read(buffer);
+    if (n === null) return received;
+    received += n;
+  }
+}
+
+Deno.test("serve() [node] sends a large denial whole to a client that wrote more meanwhile (regression: reset after 128 KB)", async () => {
+  const size = 3_000_000;
+  await using server = await start(largeDenial(size), "node");
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
   try {
     await conn.write(new TextEncoder().encode(handshake("/")));
@@ -698,13 +713,7 @@ Deno.test("serve() [node] sends a large denial whole to a client that wrote more
     // the connection and drop what was still unsent.
     await conn.write(new Uint8Array(10));
     await sleep(100);
-    const buffer = new Uint8Array(65536);
-    let received = 0;
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      received += n;
-    }
+    const received = await readToEnd(conn);
     assert(received > size, `received ${received} bytes of a ${size}-byte denial`);
   } finally {
     conn.close();
@@ -745,25 +754,13 @@ s.close()
 
 Deno.test("serve() [node] gives a slow reader a large denial whole (regression: cut 2 s after it began)", async () => {
   const size = 8_000_000;
-  const app: AsgiApplication = async (scope, receive, send) => {
-    if (scope.type !== "websocket") return;
-    await receive();
-    await send({ type: "websocket.http.response.start", status: 403, headers: [] });
-    await send({ type: "websocket.http.response.body", body: new Uint8Array(size).fill(120) });
-  };
-  await using server = await start(app, "node");
+  await using server = await start(largeDenial(size), "node");
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
   try {
     await conn.write(new TextEncoder().encode(handshake("/")));
     // Longer than lingerTiming (2 s) before reading anything: the answer is still being written.
     await sleep(lingerTiming.ms + 500);
-    const buffer = new Uint8Array(1 << 20);
-    let received = 0;
-    for (;;) {
-      const n = await conn.read(buffer);
-      if (n === null) break;
-      received += n;
-    }
+    const received = await readToEnd(conn);
     assert(received > size, `received ${received} bytes of a ${size}-byte denial`);
   } finally {
     conn.close();
