@@ -1090,12 +1090,12 @@ export class App<A extends object = Record<never, never>> {
     }
     const limitMs = secondsOption("requestTimeLimit", options.requestTimeLimit);
     const taskLimitMs = secondsOption("backgroundTaskTimeLimit", options.backgroundTaskTimeLimit);
-    this.#graceMs = secondsOption("shutdownGracePeriod", options.shutdownGracePeriod, 5) ?? 5000;
+    this.#graceMs = secondsOption("shutdownGracePeriod", options.shutdownGracePeriod, 5);
     this.#lifespanLimitMs = secondsOption(
       "lifespanShutdownTimeLimit",
       options.lifespanShutdownTimeLimit,
       5,
-    ) ?? 5000;
+    );
     this.router = router;
     this.requestTimeLimit = options.requestTimeLimit;
     this.backgroundTaskTimeLimit = options.backgroundTaskTimeLimit;

@@ -14,16 +14,21 @@ import { MAX_TIMER_MS } from "../_common/timers.ts";
  * @param value The option's value; `undefined` means "no limit", or the default.
  * @param fallbackSeconds The default, which messages name; leave it out for a limit whose
  *   default is none.
- * @returns The limit in milliseconds, or `undefined`.
+ * @returns The limit in milliseconds: the default's when the value is left out, or `undefined`
+ *   when there is no default.
  * @throws {TypeError} When the value is not a number.
  * @throws {RangeError} When it is negative, NaN, infinite or longer than a timer can wait.
  */
+export function secondsOption(option: string, value: unknown): number | undefined;
+export function secondsOption(option: string, value: unknown, fallbackSeconds: number): number;
 export function secondsOption(
   option: string,
   value: unknown,
   fallbackSeconds?: number,
 ): number | undefined {
-  if (value === undefined) return undefined;
+  if (value === undefined) {
+    return fallbackSeconds === undefined ? undefined : fallbackSeconds * 1000;
+  }
   // "Leave it out" must say what leaving it out gives: no limit, or the default.
   const leaveOut = fallbackSeconds === undefined
     ? "or leave it out for no limit"
