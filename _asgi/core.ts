@@ -284,8 +284,24 @@ export function originForm(target: string): string {
   if (target.charCodeAt(0) === 47 /* "/" */) return target;
   const authority = target.indexOf("://");
   if (authority === -1) return target;
-  const pathStart = target.indexOf("/", authority + 3);
-  return pathStart === -1 ? "/" : target.slice(pathStart);
+  const end = authorityEnd(target, authority + 3);
+  // "http://host?q" has an empty path, which origin form writes "/".
+  return end === target.length || target.charCodeAt(end) !== 47
+    ? "/" + target.slice(end)
+    : target.slice(end);
+}
+
+/**
+ * Where the authority of a URL that starts at `start` ends: at the first "/", "?" or "#"
+ * (RFC 3986 §3.2), or at its end. Taking the first "/" alone once read
+ * "http://host?next=/admin" as path "/admin".
+ */
+export function authorityEnd(url: string, start: number): number {
+  for (let i = start; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 47 /* "/" */ || c === 63 /* "?" */ || c === 35 /* "#" */) return i;
+  }
+  return url.length;
 }
 
 /**

@@ -769,3 +769,47 @@ Deno.test("serve() [node] refuses handshakes with two Hosts or over 1000 fields,
     client.close();
   }
 });
+
+// Regression (HTTP/1.1 differential probe against uvicorn, 2026-11-27): the path of an
+// absolute-form target was taken from the first "/" after "://", even when a "?" came first:
+// "GET http://a.example?next=/admin" reached the application as path "/admin" with no query on
+// both transports (a proxy that allowed "/" let "/admin" through), and "http://a.example?q" lost
+// its query. RFC 3986 §3.2: the authority ends at the first "/", "?" or "#".
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] ends the authority of an absolute-form target at "?"`, async () => {
+    await using served = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 200, headers: [] });
+      await send({
+        type: "http.response.body",
+        body: bytes(`${scope.path}|${latin1(scope.raw_path)}|${latin1(scope.query_string)}`),
+      });
+    }, transport);
+    const cases: [string, string][] = [
+      ["http://a.example?next=/admin", "/|/|next=/admin"],
+      ["http://a.example?a=b/c?d", "/|/|a=b/c?d"],
+      ["http://a.example?q", "/|/|q"],
+      ["http://a.example:81?q=/x", "/|/|q=/x"],
+      ["http://a.example", "/|/|"],
+      ["http://a.example/p/q?r=/s", "/p/q|/p/q|r=/s"],
+      ["http://h/x%2Fy?z", "/x/y|/x%2Fy|z"],
+    ];
+    for (const [target, expected] of cases) {
+      const client = await RawClient.connect(served.port);
+      await client.write(`GET ${target} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`);
+      const { head, body } = await client.response();
+      client.close();
+      assertMatch(head, /^HTTP\/1\.1 200 /, target);
+      assertEquals(body, expected, target);
+    }
+    // A fragment is no part of a request target (RFC 9112 §3.2): one that would hold the path is
+    // refused, as node's parser refuses it, rather than read as a path.
+    const client = await RawClient.connect(served.port);
+    await client.write(
+      `GET http://a.example#/admin HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`,
+    );
+    const { head } = await client.response();
+    client.close();
+    assertMatch(head, /^HTTP\/1\.1 400 /);
+  });
+}
