@@ -537,6 +537,18 @@ export function resetContentHeaders(headers: [string, string][]): [string, strin
   return kept;
 }
 
+/**
+ * A 204 states no framing at all (RFC 9110 §8.6, RFC 9112 §6.1: a server MUST NOT send
+ * `content-length` or `transfer-encoding` with one). node:http passed an application's on, and
+ * closed the connection after a `transfer-encoding`; Deno.serve drops them itself.
+ */
+export function noContentHeaders(headers: [string, string][]): [string, string][] {
+  return headers.filter(([name]) => {
+    const lower = name.toLowerCase();
+    return lower !== "content-length" && lower !== "transfer-encoding";
+  });
+}
+
 function disconnect(): HttpDisconnectMessage {
   return { type: "http.disconnect" };
 }
@@ -919,7 +931,11 @@ export abstract class HttpCycle {
       }
     }
     this.#status = status;
-    this.#headers = status === 205 ? resetContentHeaders(headers) : headers;
+    this.#headers = status === 205
+      ? resetContentHeaders(headers)
+      : status === 204
+      ? noContentHeaders(headers)
+      : headers;
     this.#declaredLength = declared;
     this.#discard = this.scope.method === "HEAD" || isNullBodyStatus(status);
     this.#phase = STARTED;

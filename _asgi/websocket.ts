@@ -32,6 +32,7 @@ import {
   headerValue,
   isNullBodyStatus,
   isToken,
+  noContentHeaders,
   type RequestHead,
   resetContentHeaders,
 } from "./core.ts";
@@ -672,6 +673,7 @@ export abstract class WebSocketCycle {
       // As for an HTTP response: no body, and a 205 states an empty one (node sent both).
       body = EMPTY;
       if (status === 205) headers = resetContentHeaders(headers);
+      else if (status === 204) headers = noContentHeaders(headers);
     }
     this.denyHandshake(status, headers, body);
     this.#serverClose = { type: "websocket.disconnect", code: ABNORMAL_CLOSURE, reason: "" };

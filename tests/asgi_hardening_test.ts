@@ -813,3 +813,42 @@ for (const transport of TRANSPORTS) {
     assertMatch(head, /^HTTP\/1\.1 400 /);
   });
 }
+
+// Regression (HTTP/1.1 differential probe against uvicorn, 2026-11-27): on node an application's
+// content-length or transfer-encoding went out on a 204 (RFC 9110 §8.6 and RFC 9112 §6.1: a
+// server MUST NOT send either), and after the transfer-encoding node closed the connection.
+// Starlette once stated "content-length: 4" on FastAPI's 204s ("null" as body), which h11 then
+// refused. uvicorn passes both on as well; Deno.serve drops them.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] sends a 204 without the application's content-length or transfer-encoding`, async () => {
+    await using served = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      const framing = scope.path === "/te" ? ["transfer-encoding", "chunked"] : [
+        "content-length",
+        "4",
+      ];
+      await send({
+        type: "http.response.start",
+        status: scope.path === "/ok" ? 200 : 204,
+        headers: [[bytes(framing[0]!), bytes(framing[1]!)], [bytes("x-kept"), bytes("1")]],
+      });
+      await send({
+        type: "http.response.body",
+        body: bytes(scope.path === "/ok" ? "okay" : "null"),
+      });
+    }, transport);
+    using client = await RawClient.connect(served.port);
+    for (const path of ["/cl", "/te"]) {
+      await client.write(`GET ${path} HTTP/1.1\r\nHost: h\r\n\r\n`);
+      const head = await client.head();
+      assertMatch(head, /^HTTP\/1\.1 204 /, path);
+      assertMatch(head, /\r\nx-kept: 1(\r\n|$)/i, path);
+      assert(!/\r\n(content-length|transfer-encoding):/i.test(head), `${path}: ${head}`);
+    }
+    // The connection serves on, and nothing of the dropped bodies is in the way.
+    await client.write("GET /ok HTTP/1.1\r\nHost: h\r\n\r\n");
+    const { head, body } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 200 /, client.pending);
+    assertEquals(body, "okay");
+  });
+}
