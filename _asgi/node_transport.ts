@@ -338,6 +338,10 @@ function handleNode(
   request: IncomingMessage,
   response: ServerResponse,
 ): void {
+  // node:http's parser takes "HTTP/2.0" in a request line, and "GET /x" alone as HTTP/0.9: the
+  // scope would say "2.0" or "0.9", which ASGI does not have. 505 (RFC 9110 §15.6.6); Deno.serve
+  // answers 400.
+  if (request.httpVersionMajor !== 1) return refuse(state, request, response, 505);
   const target = originForm(request.url ?? "/");
   const queryStart = target.indexOf("?");
   const raw = request.rawHeaders;

@@ -362,3 +362,42 @@ Deno.test("serve() [node] closes a connection with more pipelined requests waiti
     assertEquals(await (await fetch(`http://127.0.0.1:${s.port}/`)).text(), "ok");
   });
 });
+
+// Regression (HTTP/1.1 differential probe against uvicorn, 2026-11-27): node:http's parser takes
+// "HTTP/2.0" in a request line and a bare "GET /x" as HTTP/0.9, and the scope then said
+// http_version "2.0" or "0.9", which the ASGI spec does not have ("1.0", "1.1" or "2"): an
+// application that trusts "2.0" takes an HTTP/1.1 connection for HTTP/2. Deno.serve answers 400.
+Deno.test("serve() [node] answers 505 to a request line of another major version than 1", async (t) => {
+  let calls = 0;
+  await using s = await start((scope, receive, send) => {
+    calls++;
+    return echoHead(scope, receive, send);
+  }, "node");
+  for (
+    const request of [
+      "GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+      "POST / HTTP/2.0\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi",
+      "GET /\r\nHost: x\r\n\r\n",
+    ]
+  ) {
+    await t.step(JSON.stringify(request.slice(0, request.indexOf("\r\n"))), async () => {
+      using client = await RawClient.connect(s.port);
+      await client.write(request);
+      const head = await client.head();
+      assertMatch(head, /^HTTP\/1\.1 505 /);
+      assertEquals(
+        await client.body(Number(field(head, "content-length"))),
+        "HTTP Version Not Supported",
+      );
+      assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is open");
+    });
+  }
+  await t.step("HTTP/1.0 and HTTP/1.1 still reach the app", async () => {
+    for (const version of ["1.0", "1.1"]) {
+      using client = await RawClient.connect(s.port);
+      await client.write(`GET / HTTP/${version}\r\nHost: x\r\n\r\n`);
+      assertMatch(await client.head(), /^HTTP\/1\.1 200 /);
+    }
+  });
+  assertEquals(calls, 2);
+});
