@@ -190,6 +190,8 @@ class DenoCycle extends HttpCycle {
   #body: ReadableStream<Uint8Array> | null;
   /** The body is small and of known length: read it whole, with `request.bytes()`. */
   #whole: boolean;
+  /** That read, when it began before the application asked for the body: see `#respond`. */
+  #wholeRead: Promise<Uint8Array | null> | null = null;
   #expectedLength: number;
   #receivedLength = 0;
   /** A read of the body is in flight. */
@@ -242,6 +244,13 @@ class DenoCycle extends HttpCycle {
     // not replace a response made before anyone asked for it.
     if (this.#responded) return;
     this.#responded = true;
+    if (this.#whole && this.#wholeRead === null) {
+      // The application answers before reading its small body (a 401 or 404 to an upload):
+      // read it now. Deno only reads to its end a body it was asked for, and closed the
+      // connection ("connection: close") after every such answer.
+      const read = this.#wholeRead = this.#readWhole();
+      read.catch(() => {});
+    }
     const onAbort = this.#onAbort;
     if (onAbort !== null) {
       // Deno aborts the signal after a successful response too (and warns about listeners that
@@ -335,8 +344,9 @@ class DenoCycle extends HttpCycle {
   protected override readChunk(): Promise<Uint8Array | null> {
     if (this.#whole) {
       this.#whole = false;
-      // It ends the body too, so Deno reuses the connection (see #readToEnd).
-      return this.#request.bytes().then((bytes) => bytes.length === 0 ? null : bytes);
+      const read = this.#wholeRead ?? this.#readWhole();
+      this.#wholeRead = null;
+      return read;
     }
     const body = this.#body;
     if (body === null) return Promise.resolve(null);
@@ -360,6 +370,11 @@ class DenoCycle extends HttpCycle {
       this.#reading = false;
       throw error;
     });
+  }
+
+  /** Reads the whole body at once; it ends the body too, so Deno reuses the connection. */
+  #readWhole(): Promise<Uint8Array | null> {
+    return this.#request.bytes().then((bytes) => bytes.length === 0 ? null : bytes);
   }
 
   /**

@@ -308,7 +308,29 @@ class NodeCycle extends HttpCycle {
 
   protected override closeExchange(): void {
     this.#wakeWriter();
-    if (!this.#response.writableEnded) this.#response.destroy();
+    const response = this.#response;
+    if (!response.writableEnded) response.destroy();
+    else if (!this.#request.complete) this.#discardBody();
+  }
+
+  /**
+   * Reads the rest of a body the application answered without reading, and drops it, as Node's
+   * own server does (`req._dump()`) and uvicorn does. Deno's node:http leaves it in the socket:
+   * past ~128 KiB the connection's next request then waited forever.
+   */
+  #discardBody(): void {
+    const iterator = this.#iterator;
+    if (iterator === null) {
+      this.#request.resume();
+      return;
+    }
+    // The iterator reads with "readable" events, which resume() does not override.
+    const next = (): void => {
+      iterator.next().then((result) => {
+        if (!result.done) next();
+      }, () => {});
+    };
+    next();
   }
 }
 

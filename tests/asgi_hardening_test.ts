@@ -852,3 +852,50 @@ for (const transport of TRANSPORTS) {
     assertEquals(body, "okay");
   });
 }
+
+// Regression (HTTP/1.1 differential probe against uvicorn, 2026-11-27): a request body the
+// application answered without reading (a 401 or 404 to an upload) broke the connection's next
+// request. On node, past ~128 KiB, the next request on the connection waited forever: Deno's
+// node:http leaves an unread body in the socket, where Node's dumps it. On deno a body of up to
+// 64 KiB got "connection: close", since Deno only reads to its end a body whose stream was made.
+// uvicorn reads such a body to its end and serves the next request.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] serves the next request after a body the app did not read`, async (t) => {
+    await using served = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      // "/some" reads one chunk of the body and no more.
+      if (scope.path === "/some") await receive();
+      await send({ type: "http.response.start", status: 401, headers: [] });
+      await send({ type: "http.response.body", body: bytes("no") });
+    }, transport);
+    for (const size of [1000, 65536, 200_000, 1_000_000]) {
+      for (const path of ["/none", "/some"]) {
+        for (const chunked of [false, true]) {
+          await t.step(`${size} bytes${chunked ? " chunked" : ""}, ${path}`, async () => {
+            using client = await RawClient.connect(served.port);
+            const body = "x".repeat(size);
+            await client.write(
+              chunked
+                ? `POST ${path} HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n` +
+                  `${size.toString(16)}\r\n${body}\r\n0\r\n\r\n`
+                : `POST ${path} HTTP/1.1\r\nHost: h\r\nContent-Length: ${size}\r\n\r\n${body}`,
+            );
+            const first = await client.response();
+            assertMatch(first.head, /^HTTP\/1\.1 401 /);
+            // Documented (docs/asgi.md, request bodies on deno): a body the application began
+            // and stopped reading is cancelled, and the connection closes, as announced. (A small
+            // body of known length is read whole: one chunk is all of it.)
+            if (
+              transport === "deno" && path === "/some" && /\r\nconnection: close/i.test(first.head)
+            ) return;
+            assert(!/\r\nconnection: close/i.test(first.head), first.head);
+            await client.write("GET /next HTTP/1.1\r\nHost: h\r\n\r\n");
+            const { head, body: answer } = await client.response({ timeoutMs: 3000 });
+            assertMatch(head, /^HTTP\/1\.1 401 /);
+            assertEquals(answer, "no");
+          });
+        }
+      }
+    }
+  });
+}
