@@ -1277,6 +1277,16 @@ export function parseContentLength(value: string | null | undefined): number {
   return Number.isSafeInteger(n) && n >= 0 ? n : -1;
 }
 
+/**
+ * Whether a request's `transfer-encoding` is `chunked` alone, the one transfer coding the
+ * transports undo. Both parsers take one before it ("gzip, chunked"), which handed the
+ * application the still-coded bytes as its body: such a request gets 501 instead (RFC 9112 §6.1:
+ * a server SHOULD answer 501 to a transfer coding it does not understand; uvicorn answers 400).
+ */
+export function isChunkedOnly(coding: string): boolean {
+  return (coding.length === 7 ? coding : coding.trim()).toLowerCase() === "chunked";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Lifespan
 // ---------------------------------------------------------------------------------------------

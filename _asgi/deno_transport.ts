@@ -11,6 +11,7 @@ import {
   type Core,
   HttpCycle,
   httpScope,
+  isChunkedOnly,
   isNullBodyStatus,
   type Listener,
   parseContentLength,
@@ -471,6 +472,22 @@ function unavailable(): Response {
   });
 }
 
+/** Whether the request's `transfer-encoding`, if any, is `chunked` alone (see isChunkedOnly). */
+function chunkedOnly(fields: string[], count: number): boolean {
+  for (let i = 0; i < count; i += 2) {
+    if (fields[i] === "transfer-encoding") return isChunkedOnly(fields[i + 1]!);
+  }
+  return true;
+}
+
+/** The answer to a transfer coding the transports do not undo; the body is left unread. */
+function notImplemented(): Response {
+  return new Response("Not Implemented", {
+    status: 501,
+    headers: { "content-type": "text/plain; charset=utf-8", "connection": "close" },
+  });
+}
+
 function badRequest(): Response {
   return new Response("Bad Request", {
     status: 400,
@@ -568,6 +585,11 @@ export function handleFetch(
     expectedLength = parseContentLength(lengthText);
     whole = expectedLength >= 0 && expectedLength <= WHOLE_BODY_LIMIT;
     hasBody = whole ? expectedLength > 0 : request.body !== null;
+    // Deno refuses a content-length beside a transfer-encoding: only a body without one can
+    // carry a transfer coding, and Deno passes "gzip, chunked" on still gzipped.
+    if (lengthText === undefined && hasBody && !chunkedOnly(fields, count)) {
+      return notImplemented();
+    }
   }
   const remote = info?.remoteAddr;
   if (CAN_UPGRADE && method === "GET" && isUpgrade(fields, fieldCount)) {

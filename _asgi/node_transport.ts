@@ -17,6 +17,7 @@ import {
   type Core,
   HttpCycle,
   httpScope,
+  isChunkedOnly,
   type Listener,
   originForm,
   parseContentLength,
@@ -374,6 +375,7 @@ function handleNode(
   let expectedLength = -1;
   let hasBody = false;
   let hosts = 0;
+  let codings = 0;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
@@ -382,6 +384,8 @@ function handleNode(
       hasBody = true;
     } else if (name === "transfer-encoding") {
       hasBody = true;
+      // Two fields make one list of codings (RFC 9110 §5.3), so chunked is then not alone.
+      codings += isChunkedOnly(value) ? 1 : 2;
     } else if (name === "host") {
       hosts++;
     }
@@ -390,6 +394,7 @@ function handleNode(
   // RFC 9112 §3.2 requires 400 for more than one Host, as uvicorn and Deno.serve answer: node:http
   // passes them on, and two parties that each read a different one disagree on the target.
   if (hosts > 1) return refuse(state, request, response, 400);
+  if (codings > 1) return refuse(state, request, response, 501);
   const socket = request.socket;
   const scope = httpScope(
     core,

@@ -899,3 +899,49 @@ for (const transport of TRANSPORTS) {
     }
   });
 }
+
+// Regression (HTTP/1.1 differential probe against uvicorn, 2026-11-27): "Transfer-Encoding:
+// gzip, chunked" (or deflate, or any unknown coding before chunked) was taken on both transports,
+// and the application got the still-compressed bytes as the body, with nothing to say so but a
+// hop-by-hop header it has no reason to read. A transfer coding is the server's to undo; one it
+// does not implement gets 501 (RFC 9112 §6.1, §7). uvicorn answers 400.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] answers 501 to a transfer coding other than chunked`, async (t) => {
+    let calls = 0;
+    await using served = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      calls++;
+      await countBody(send, receive);
+    }, transport);
+    for (const coding of ["gzip, chunked", "deflate,chunked", "x-custom , chunked"]) {
+      await t.step(coding, async () => {
+        using client = await RawClient.connect(served.port);
+        await client.writeUntilClosed(
+          `POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ${coding}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+        );
+        const { head } = await client.response();
+        assertMatch(head, /^HTTP\/1\.1 501 /);
+        // The final coding is chunked, so the framing itself is sound: node closes the
+        // connection; Deno.serve, which cannot close one, has read the body and serves on.
+        if (transport === "node") {
+          assert(await client.closedWithin(2000) < 2000, "the connection is still open after 2 s");
+          return;
+        }
+        await client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi");
+        assertEquals((await client.response()).body, "got 2");
+      });
+    }
+    await t.step("chunked, in any case, still reaches the app", async () => {
+      for (const coding of ["chunked", "Chunked", " CHUNKED "]) {
+        using client = await RawClient.connect(served.port);
+        await client.write(
+          `POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ${coding}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+        );
+        const { head, body } = await client.response();
+        assertMatch(head, /^HTTP\/1\.1 200 /, coding);
+        assertEquals(body, "got 5");
+      }
+    });
+    assertEquals(calls, transport === "deno" ? 6 : 3);
+  });
+}
