@@ -201,6 +201,8 @@ class DenoCycle extends HttpCycle {
   #refused = false;
   #responded = false;
   #reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  /** `#reader` was taken when the response went out, before the application read any body. */
+  #unread = false;
   #source: ChunkSource | null = null;
   #watching = false;
   #onAbort: (() => void) | null = null;
@@ -251,6 +253,14 @@ class DenoCycle extends HttpCycle {
       // connection ("connection: close") after every such answer.
       const read = this.#wholeRead = this.#readWhole();
       read.catch(() => {});
+    }
+    // Claim a body of no stated length that nobody read yet before Deno takes the response:
+    // Deno drops an unclaimed body to its end itself, which for a body of stated length is at
+    // most maxBodySize, but for a chunked one may be for ever (see #dropBody).
+    const body = this.#body;
+    if (body !== null && this.#reader === null && this.#expectedLength < 0) {
+      this.#reader = body.getReader();
+      this.#unread = true;
     }
     const onAbort = this.#onAbort;
     if (onAbort !== null) {
@@ -353,6 +363,7 @@ class DenoCycle extends HttpCycle {
     if (body === null) return Promise.resolve(null);
     const expected = this.#expectedLength;
     const reader = this.#reader ??= body.getReader();
+    this.#unread = false;
     this.#reading = true;
     return reader.read().then((result) => {
       this.#reading = false;
@@ -435,9 +446,39 @@ class DenoCycle extends HttpCycle {
   protected override closeExchange(): void {
     // The client is gone and nothing was answered: settle the handler's promise all the same.
     if (!this.#responded) this.#respond(new Response(null, { status: 500 }));
-    if (this.#body !== null && (this.#reader !== null || this.#refused)) {
-      setTimeout(() => this.#cancelBody(), 0);
-    }
+    if (this.#body === null) return;
+    if (this.#unread && !this.#refused) this.#dropBody();
+    else if (this.#reader !== null || this.#refused) setTimeout(() => this.#cancelBody(), 0);
+  }
+
+  /**
+   * Reads a chunked body the application never read, to its end, and drops it. Deno would do it
+   * too, but with no bound: a chunked upload that never ends, sent to an endpoint that answered
+   * without reading it, held its connection for as long as the client sent. A body claimed
+   * before the response makes Deno answer `connection: close`, so the connection closes once
+   * the body ends, or at once past `maxBodySize` dropped bytes (cancelled, as a body the
+   * application read is).
+   */
+  #dropBody(): void {
+    const body = this.#body!;
+    const reader = this.#reader!;
+    let left = this.core.maxBodySize;
+    const next = (): void => {
+      this.#reading = true;
+      reader.read().then((result) => {
+        this.#reading = false;
+        if (result.done) {
+          this.#body = null;
+          return;
+        }
+        left -= result.value.length;
+        if (left >= 0) next();
+        else this.#cancelBody();
+      }, () => {
+        this.#reading = false;
+      });
+    };
+    next();
   }
 }
 

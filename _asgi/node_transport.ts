@@ -317,18 +317,29 @@ class NodeCycle extends HttpCycle {
   /**
    * Reads the rest of a body the application answered without reading, and drops it, as Node's
    * own server does (`req._dump()`) and uvicorn does. Deno's node:http leaves it in the socket:
-   * past ~128 KiB the connection's next request then waited forever.
+   * past ~128 KiB the connection's next request then waited forever. At most `maxBodySize` bytes
+   * are dropped: a chunked body that goes on past that (or for ever) closes the connection, as
+   * one the application read would have (413).
    */
   #discardBody(): void {
+    const request = this.#request;
+    let left = this.core.maxBodySize;
+    const drop = (chunk: Uint8Array): boolean => {
+      left -= chunk.byteLength;
+      if (left >= 0) return true;
+      request.socket?.destroy();
+      return false;
+    };
     const iterator = this.#iterator;
     if (iterator === null) {
-      this.#request.resume();
+      request.on("data", drop);
+      request.resume();
       return;
     }
     // The iterator reads with "readable" events, which resume() does not override.
     const next = (): void => {
       iterator.next().then((result) => {
-        if (!result.done) next();
+        if (!result.done && drop(result.value)) next();
       }, () => {});
     };
     next();
