@@ -460,7 +460,6 @@ class DenoCycle extends HttpCycle {
    * application read is).
    */
   #dropBody(): void {
-    const body = this.#body!;
     const reader = this.#reader!;
     let left = this.core.maxBodySize;
     const next = (): void => {
