@@ -29,8 +29,9 @@ export interface TlsPair {
  * @param key The `key` option.
  * @returns The pair, or undefined when neither is given.
  * @throws {TypeError} When one is missing or not a string, is no PEM text (a file name, say),
- *   holds no certificate or key that can be read (or each holds the other), or the key is not the
- *   certificate's.
+ *   holds no certificate or key that can be read (or each holds the other), a later certificate
+ *   of the chain cannot be read, the key is not the first certificate's (a chain in the wrong
+ *   order, say), or it is of a kind Deno's TLS cannot sign with.
  */
 export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
   if (cert === undefined && key === undefined) return undefined;
@@ -94,20 +95,111 @@ function checkPair(cert: string, key: string): TlsPair {
         "private key's PEM text",
     );
   }
+  const chain = readChain(cert, certificate);
   if (!certificate.checkPrivateKey(privateKey)) {
+    // A chain file written intermediate first: the key is right, the order is not.
+    const owner = chain.findIndex((c) => c.checkPrivateKey(privateKey));
+    if (owner > 0) {
+      throw new TypeError(
+        `Invalid TLS cert (the key belongs to certificate ${owner + 1} of ${chain.length}, ${
+          describe(subjectOf(chain[owner]!))
+        }, not to the first, ${
+          describe(subjectOf(certificate))
+        }): put the server's own certificate first, then its intermediates`,
+      );
+    }
     throw new TypeError(
       `Invalid TLS key (not the certificate's key) for cert ${
-        describe(certificate.subject.replaceAll("\n", ", "))
+        describe(subjectOf(certificate))
       }: give the key the certificate was made with`,
     );
   }
+  requireServableKey(privateKey);
   return { cert, key };
+}
+
+/** A certificate's subject on one line, e.g. `CN=example.com, O=Example`. */
+function subjectOf(certificate: X509Certificate): string {
+  return certificate.subject.replaceAll("\n", ", ");
+}
+
+/**
+ * Every certificate of `cert`, the first one already read. A certificate after the first that
+ * cannot be read (a chain file cut short, a block pasted in half) once passed: both transports
+ * then started and failed every handshake without a log line.
+ */
+function readChain(cert: string, first: X509Certificate): X509Certificate[] {
+  const blocks = cert.match(CERT_BLOCKS) ?? [];
+  const chain = [first];
+  for (let i = 1; i < blocks.length; i++) {
+    try {
+      chain.push(new X509Certificate(blocks[i]!));
+    } catch (error) {
+      throw new TypeError(
+        `Invalid TLS cert (certificate ${i + 1} of ${blocks.length} cannot be read: ${
+          errorText(error)
+        }): give each certificate of the chain whole, the server's own first`,
+      );
+    }
+  }
+  return chain;
+}
+
+/** The elliptic curves Deno's TLS signs with, by node:crypto's names. */
+const SERVABLE_CURVES: Record<string, string> = {
+  prime256v1: "P-256",
+  secp384r1: "P-384",
+  secp521r1: "P-521",
+};
+
+/** Names of key types in messages, by node:crypto's `asymmetricKeyType`. */
+const KEY_TYPE_NAMES: Record<string, string> = {
+  "rsa-pss": "an RSA-PSS",
+  dsa: "a DSA",
+  ed448: "an Ed448",
+  x25519: "an X25519",
+  x448: "an X448",
+  dh: "a DH",
+};
+
+/** The smallest RSA key Deno's TLS signs with, in bits. */
+const MIN_RSA_BITS = 2048;
+
+/**
+ * Throws unless Deno's TLS can sign with `key`. node:crypto reads more kinds of keys than Deno's
+ * TLS uses: with an Ed448, secp256k1, RSA-PSS or DSA key the node transport started and failed
+ * every handshake without a log line, and `Deno.serve` refused to listen with "failed to parse
+ * private key as RSA, ECDSA, or EdDSA", which it also said of a 1024-bit RSA key (measured on
+ * Deno 2.9.6).
+ */
+function requireServableKey(key: KeyObject): void {
+  const type = key.asymmetricKeyType ?? "unknown";
+  const details = key.asymmetricKeyDetails ?? {};
+  let kind: string | undefined;
+  if (type === "rsa") {
+    const bits = details.modulusLength ?? 0;
+    if (bits < MIN_RSA_BITS) kind = `an RSA key of ${bits} bits`;
+  } else if (type === "ec") {
+    const curve = details.namedCurve ?? "unknown";
+    if (!Object.hasOwn(SERVABLE_CURVES, curve)) kind = `an ECDSA key on curve ${describe(curve)}`;
+  } else if (type !== "ed25519") {
+    kind = `${KEY_TYPE_NAMES[type] ?? `a ${describe(type)}`} key`;
+  }
+  if (kind === undefined) return;
+  throw new TypeError(
+    `Invalid TLS key (${kind}, which Deno's TLS cannot sign with): use an RSA key of at least ` +
+      `${MIN_RSA_BITS} bits, an ECDSA key on P-256, P-384 or P-521, or an Ed25519 key, with a ` +
+      "certificate made for it, e.g. from `openssl req -x509 -newkey ec -pkeyopt " +
+      "ec_paramgen_curve:prime256v1 -nodes -keyout key.pem -out cert.pem`",
+  );
 }
 
 /** A leading byte order mark. */
 const BOM = /^\uFEFF/;
 /** The first certificate of a PEM text. */
 const CERT_BLOCK = /-----BEGIN CERTIFICATE-----[^]*?-----END CERTIFICATE-----/;
+/** Every certificate of a PEM text. */
+const CERT_BLOCKS = /-----BEGIN CERTIFICATE-----[^]*?-----END CERTIFICATE-----/g;
 /** The first private key of a PEM text: PKCS#8, PKCS#1 ("RSA"), SEC1 ("EC"), or encrypted. */
 const KEY_BLOCK =
   /-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----[^]*?-----END (?:[A-Z0-9]+ )?PRIVATE KEY-----/;

@@ -664,14 +664,16 @@ export interface ServeOptions extends FetchHandlerOptions {
    * The server certificate chain, PEM text, as `Deno.serve` takes it: given with `key`, the
    * server speaks TLS (HTTPS and WSS; scopes say `"https"` and `"wss"`). The node transport
    * passes both to `node:https`. Give the file's text (`Deno.readTextFileSync("cert.pem")`), not
-   * its name: `serve()` throws a `TypeError` for a value that is no PEM text, holds no readable
-   * certificate, or whose `key` is not this certificate's.
+   * its name: `serve()` throws a `TypeError` for a value that is no PEM text, holds a certificate
+   * that cannot be read, or does not start with the certificate of `key`.
    *
    * @default {undefined (plain HTTP)}
    */
   cert?: string;
   /**
-   * The private key of `cert`, PEM text, unencrypted.
+   * The private key of `cert`, PEM text, unencrypted: RSA of 2048 bits or more, ECDSA on P-256,
+   * P-384 or P-521, or Ed25519 (what Deno's TLS signs with; `serve()` throws a `TypeError` for
+   * any other).
    *
    * @default {undefined (plain HTTP)}
    */

@@ -3,8 +3,15 @@
  * the clients (Deno's fetch through `Deno.createHttpClient`, Deno's WebSocket in a subprocess
  * started with `--cert`), on both transports. The scopes say "https" and "wss".
  */
-import { assertEquals, assertMatch, assertRejects, assertThrows } from "@std/assert";
-import { type AsgiApplication, serve } from "../asgi.ts";
+import {
+  assertEquals,
+  AssertionError,
+  assertMatch,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
+import { type AsgiApplication, type AsgiServer, serve, type ServeOptions } from "../asgi.ts";
 import { start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 
 /** Makes a self-signed certificate for 127.0.0.1 and localhost; `undefined` without openssl. */
@@ -275,6 +282,153 @@ Deno.test({
         });
       }
     }
+  },
+});
+
+/**
+ * Makes a self-signed certificate for 127.0.0.1 and its key, with `openssl req`'s `-newkey`
+ * arguments, in `dir` as `name.pem` and `name.key`.
+ */
+async function selfSignedWith(dir: string, name: string, ...newkey: string[]) {
+  await openssl(
+    "req",
+    "-x509",
+    ...newkey,
+    ..."-nodes -days 1 -addext basicConstraints=critical,CA:FALSE".split(" "),
+    ...["-subj", `/CN=127.0.0.1/O=${name}`],
+    ...["-keyout", `${dir}/${name}.key`, "-out", `${dir}/${name}.pem`],
+  );
+  return {
+    cert: await Deno.readTextFile(`${dir}/${name}.pem`),
+    key: await Deno.readTextFile(`${dir}/${name}.key`),
+  };
+}
+
+/**
+ * What `serve()` throws for `options`. A server it starts instead is shut down before the
+ * assertion fails, so that the failure is this one and not a leak or a port taken.
+ */
+async function serveError(options: ServeOptions): Promise<Error> {
+  let server: AsgiServer;
+  try {
+    server = serve(app, { port: 0, lifespan: "off", onListen() {}, logger: quiet, ...options });
+  } catch (error) {
+    return error as Error;
+  }
+  await server.shutdown().catch(() => {});
+  await server.addr.catch(() => {});
+  throw new AssertionError(`serve() did not throw for ${options.transport}`);
+}
+
+const quiet = { error() {}, warn() {}, info() {} };
+
+// Regression (TLS/HTTP/2 probe, 2026-11-27): node:crypto reads keys Deno's TLS cannot sign with.
+// With one of them the node transport listened and failed every handshake without a log line
+// (curl: exit 35), and Deno.serve refused to listen with "failed to parse private key as RSA,
+// ECDSA, or EdDSA", which it said of a 1024-bit RSA key too.
+Deno.test({
+  name: "serve() refuses a TLS key Deno cannot sign with, naming its kind",
+  ignore: tls === undefined,
+  async fn(t) {
+    const cases: [string, string[], string][] = [
+      ["Ed448", ["-newkey", "ed448"], "an Ed448 key"],
+      [
+        "secp256k1",
+        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp256k1"],
+        'an ECDSA key on curve "secp256k1"',
+      ],
+      ["RSA-PSS", ["-newkey", "rsa-pss", "-pkeyopt", "rsa_keygen_bits:2048"], "an RSA-PSS key"],
+      ["RSA of 1024 bits", ["-newkey", "rsa:1024"], "an RSA key of 1024 bits"],
+    ];
+    for (const [name, newkey, kind] of cases) {
+      await t.step(name, async () => {
+        const pair = await selfSignedWith(tls!.dir, name.replaceAll(" ", "_"), ...newkey);
+        for (const transport of TRANSPORTS) {
+          const error = await serveError({ transport, ...pair });
+          assertEquals(error.constructor, TypeError);
+          assertStringIncludes(
+            error.message,
+            `Invalid TLS key (${kind}, which Deno's TLS cannot sign with): use an RSA key of at ` +
+              "least 2048 bits, an ECDSA key on P-256, P-384 or P-521, or an Ed25519 key",
+          );
+        }
+      });
+    }
+    await t.step("the kinds it can sign with are served", async () => {
+      for (
+        const [name, newkey] of [
+          ["rsa2048", ["-newkey", "rsa:2048"]],
+          ["p384", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:secp384r1"]],
+          ["ed25519", ["-newkey", "ed25519"]],
+        ] as const
+      ) {
+        const pair = await selfSignedWith(tls!.dir, name, ...newkey);
+        for (const transport of TRANSPORTS) {
+          await using server = await start(app, transport, pair);
+          const out = await new Deno.Command("curl", {
+            args: ["-sk", "-m", "5", `https://127.0.0.1:${server.port}/`],
+            stdout: "piped",
+          }).output().catch(() => undefined);
+          // Without curl, that serve() did not throw is the check.
+          if (out !== undefined) {
+            assertEquals(new TextDecoder().decode(out.stdout), "https", `${name}, ${transport}`);
+          }
+        }
+      }
+    });
+  },
+});
+
+// Regression (TLS/HTTP/2 probe, 2026-11-27): only the first certificate was read. A chain file
+// written intermediate first got "not the certificate's key … give the key the certificate was
+// made with", though the key was right; one whose intermediate was cut short was taken, and both
+// transports then failed every handshake without a log line.
+Deno.test({
+  name: "serve() refuses a certificate chain out of order or cut short, saying which certificate",
+  ignore: tls === undefined,
+  async fn(t) {
+    const { dir, cert, key } = tls!;
+    const other = await selfSignedWith(
+      dir,
+      "chain_other",
+      ..."-newkey ec -pkeyopt ec_paramgen_curve:prime256v1".split(" "),
+    );
+    const cutShort = other.cert.split("\n").slice(0, 4).join("\n") +
+      "\n-----END CERTIFICATE-----\n";
+    await t.step("the server's own certificate second", async () => {
+      for (const transport of TRANSPORTS) {
+        const error = await serveError({ transport, cert: other.cert + cert, key });
+        assertEquals(error.constructor, TypeError);
+        assertEquals(
+          error.message,
+          'Invalid TLS cert (the key belongs to certificate 2 of 2, "CN=127.0.0.1", not to the ' +
+            'first, "CN=127.0.0.1, O=chain_other"): put the server\'s own certificate first, then its ' +
+            "intermediates",
+        );
+      }
+    });
+    await t.step("a certificate of the chain cut short", async () => {
+      for (const transport of TRANSPORTS) {
+        const error = await serveError({ transport, cert: cert + cutShort, key });
+        assertEquals(error.constructor, TypeError);
+        assertMatch(
+          error.message,
+          /^Invalid TLS cert \(certificate 2 of 2 cannot be read: .*\): give each certificate of the chain whole, the server's own first$/,
+        );
+      }
+    });
+    await t.step("a chain in order is served", async () => {
+      for (const transport of TRANSPORTS) {
+        await using server = await start(app, transport, { cert: cert + other.cert, key });
+        const client = Deno.createHttpClient({ caCerts: [cert] });
+        try {
+          const response = await fetch(`https://127.0.0.1:${server.port}/`, { client });
+          assertEquals(await response.text(), "https");
+        } finally {
+          client.close();
+        }
+      }
+    });
   },
 });
 
