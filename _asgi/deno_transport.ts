@@ -504,6 +504,33 @@ function hasLowerCase(text: string): boolean {
   return false;
 }
 
+/**
+ * Whether the authority of `url` (from `start` to `end`) is what Deno puts in the URL of a request
+ * that came without a Host (HTTP/1.x): `localhost` and the listener's port. That is not a Host
+ * the client sent, so not one to pass on as if it had (uvicorn and node pass none; an
+ * application that trusts "localhost" would trust a remote client). Under createFetchHandler the
+ * port is not known, so any `localhost:<port>` counts: an HTTP/2 request whose `:authority` is
+ * one of those gets no Host either.
+ */
+function isMadeUpHost(
+  url: string,
+  start: number,
+  end: number,
+  server: [string, number] | null,
+): boolean {
+  if (!url.startsWith("localhost:", start)) return false;
+  if (server !== null) {
+    return end === start + 10 + String(server[1]).length &&
+      url.startsWith(String(server[1]), start + 10);
+  }
+  if (end === start + 10) return false;
+  for (let i = start + 10; i < end; i++) {
+    const code = url.charCodeAt(i);
+    if (code < 0x30 || code > 0x39) return false;
+  }
+  return true;
+}
+
 /** The answer to a request that arrives while the server shuts down. */
 function unavailable(): Response {
   return new Response("Service Unavailable", {
@@ -605,17 +632,16 @@ export function handleFetch(
   const rawPath = queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
   let fieldCount = count;
   if (
-    denoServes && host === undefined && pathStart > schemeEnd + 3 &&
-    // What Deno puts in the URL of a request that came without a Host (HTTP/1.x): not a Host
-    // the client sent, so not one to pass on as if it had (uvicorn and node pass none).
-    !(server !== null && url.startsWith(`localhost:${server[1]}`, schemeEnd + 3) &&
-      pathStart === schemeEnd + 13 + String(server[1]).length)
+    host === undefined && pathStart > schemeEnd + 3 &&
+    !isMadeUpHost(url, schemeEnd + 3, pathStart, server)
   ) {
     // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
-    // ASGI spec asks for the authority as the Host (the scope once had none). A Host sent beside
+    // ASGI spec asks for the authority as the Host (the scope once had none, and under
+    // createFetchHandler, so Deno.serve(app.fetch), it still had none). A Host sent beside
     // it is passed on as sent, as over HTTP/1.1: Deno does not say which version a request came
     // over, and an HTTP/1.1 request in absolute form may carry a Host that differs from its
-    // target (RFC 9112 3.2.2), which must not be refused.
+    // target (RFC 9112 3.2.2), which must not be refused. A Request made by hand has its
+    // authority in its URL only, as an HTTP/2 one.
     fields[fieldCount++] = "host";
     fields[fieldCount++] = url.slice(schemeEnd + 3, pathStart);
   }

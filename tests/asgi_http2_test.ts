@@ -4,10 +4,11 @@
  * client's `:scheme`, had no `host`, and a reset upload reached the application as a complete
  * body. The node transport speaks HTTP/1.1 only.
  */
-import { assert, assertEquals } from "@std/assert";
-import type { HttpScope, ReceiveMessage } from "../asgi.ts";
-import { bytes, start } from "./fixtures/asgi_harness.ts";
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import { createFetchHandler, type HttpScope, type ReceiveMessage } from "../asgi.ts";
+import { bytes, RecordingLogger, start } from "./fixtures/asgi_harness.ts";
 import { H2cClient } from "./fixtures/h2c_client.ts";
+import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
 /** A server that records each HTTP scope and answers 200 "ok". */
@@ -134,3 +135,46 @@ for (const declared of [30_000, 1_000_000]) {
     },
   );
 }
+
+// Regression (TLS/HTTP/2 probe, 2026-11-27): the :authority became the host header only under
+// serve(). Under Deno.serve(handler.fetch), and so Deno.serve(app.fetch) and `deno serve`, every
+// HTTP/2 request (each browser's, over TLS) reached the application without a host, against the
+// ASGI spec. A request that came without a Host still gets none: Deno's made-up
+// "localhost:<port>" is not passed on as if the client had sent it.
+Deno.test("createFetchHandler() under Deno.serve gives an HTTP/2 request its :authority as host", async (t) => {
+  const scopes: HttpScope[] = [];
+  const handler = createFetchHandler(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    scopes.push(scope);
+    await receive();
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, { lifespan: "off", logger: new RecordingLogger() });
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    handler.fetch,
+  );
+  await t.step("HTTP/2", async () => {
+    const client = await H2cClient.connect(server.addr.port);
+    try {
+      assertEquals(await client.status(await client.request(get("a.example:8443"))), 200);
+      assertEquals(hostsOf(scopes.at(-1)!), ["a.example:8443"]);
+    } finally {
+      await client.close();
+    }
+  });
+  await t.step("HTTP/1.0 without a Host", async () => {
+    const client = await RawClient.connect(server.addr.port);
+    try {
+      await client.write("GET /h HTTP/1.0\r\n\r\n");
+      assertMatch((await client.response()).head, /^HTTP\/1\.[01] 200 /);
+      assertEquals(hostsOf(scopes.at(-1)!), []);
+    } finally {
+      client.close();
+    }
+  });
+  await t.step("a Request made by hand", async () => {
+    assertEquals((await handler.fetch(new Request("http://b.example/x"))).status, 200);
+    assertEquals(hostsOf(scopes.at(-1)!), ["b.example"]);
+  });
+});
