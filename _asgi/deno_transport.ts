@@ -505,30 +505,44 @@ function hasLowerCase(text: string): boolean {
 }
 
 /**
- * Whether the authority of `url` (from `start` to `end`) is what Deno puts in the URL of a request
- * that came without a Host (HTTP/1.x): `localhost` and the listener's port. That is not a Host
- * the client sent, so not one to pass on as if it had (uvicorn and node pass none; an
- * application that trusts "localhost" would trust a remote client). Under createFetchHandler the
- * port is not known, so any `localhost:<port>` counts: an HTTP/2 request whose `:authority` is
- * one of those gets no Host either.
+ * Whether the authority of `url` (from `start` to `end`) is one Deno made up for a request that
+ * came without a Host (HTTP/1.x), from the listener's address: not a Host the client sent, so not
+ * one to pass on as if it had (uvicorn and node pass none; an application that trusts "localhost"
+ * would trust a remote client). Under createFetchHandler the listener is not known, so any
+ * `localhost` or `localhost:<port>` counts: an HTTP/2 request whose `:authority` is one of those
+ * gets no Host either.
+ *
+ * @param url The request's URL.
+ * @param start Where its authority starts.
+ * @param end Where it ends.
+ * @param server The listener's address, when known.
+ * @param tls Whether the listener speaks TLS.
  */
 function isMadeUpHost(
   url: string,
   start: number,
   end: number,
   server: [string, number] | null,
+  tls: boolean,
 ): boolean {
-  if (!url.startsWith("localhost:", start)) return false;
-  if (server !== null) {
-    return end === start + 10 + String(server[1]).length &&
-      url.startsWith(String(server[1]), start + 10);
-  }
-  if (end === start + 10) return false;
-  for (let i = start + 10; i < end; i++) {
-    const code = url.charCodeAt(i);
-    if (code < 0x30 || code > 0x39) return false;
-  }
-  return true;
+  const authority = url.slice(start, end);
+  if (server === null) return /^localhost(?::\d+)?$/.test(authority);
+  return authority === fallbackHost(server[0], server[1], tls);
+}
+
+/**
+ * The authority Deno gives a request without a Host, as Deno 2.9's `req_host_from_addr` makes it
+ * from the listener's address: `localhost` for a loopback or unspecified address, its port left
+ * out when it is the scheme's default (443 with TLS, 80 without); otherwise the address itself.
+ * Only `localhost:<port>` was recognised once, so on 443 a request without a Host got
+ * "localhost" as its Host.
+ */
+function fallbackHost(address: string, port: number, tls: boolean): string {
+  const local = address === "0.0.0.0" || address === "::" || address === "::1" ||
+    address.startsWith("127.");
+  if (port === (tls ? 443 : 80)) return local ? "localhost" : address;
+  if (local) return `localhost:${port}`;
+  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
 /** The answer to a request that arrives while the server shuts down. */
@@ -630,10 +644,13 @@ export function handleFetch(
     queryStart = url.indexOf("?", pathStart);
   }
   const rawPath = queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
+  // The listener knows whether it speaks TLS; request.url has the scheme the client claimed
+  // (HTTP/2's :scheme: "https" over plain TCP once made a scope say "https").
+  const secure = tls ?? schemeEnd === 5;
   let fieldCount = count;
   if (
     host === undefined && pathStart > schemeEnd + 3 &&
-    !isMadeUpHost(url, schemeEnd + 3, pathStart, server)
+    !isMadeUpHost(url, schemeEnd + 3, pathStart, server, secure)
   ) {
     // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
     // ASGI spec asks for the authority as the Host (the scope once had none, and under
@@ -645,9 +662,6 @@ export function handleFetch(
     fields[fieldCount++] = "host";
     fields[fieldCount++] = url.slice(schemeEnd + 3, pathStart);
   }
-  // The listener knows whether it speaks TLS; request.url has the scheme the client claimed
-  // (HTTP/2's :scheme: "https" over plain TCP once made a scope say "https").
-  const secure = tls ?? schemeEnd === 5;
   // Fetch (and so Deno.serve) gives GET and HEAD requests no body: no need to ask.
   let hasBody = false;
   let expectedLength = -1;

@@ -6,7 +6,16 @@
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import { type Receive, ResponseCutOffError, type Scope, type Send } from "../asgi.ts";
-import { bytes, readBody, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { Core } from "../_asgi/core.ts";
+import { handleFetch } from "../_asgi/deno_transport.ts";
+import {
+  bytes,
+  readBody,
+  RecordingLogger,
+  sleep,
+  start,
+  TRANSPORTS,
+} from "./fixtures/asgi_harness.ts";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 import { latin1, RawClient } from "./fixtures/raw_client.ts";
 
@@ -621,6 +630,61 @@ Deno.test("serve() [deno] passes an HTTP/1.1 Host on as sent, whatever its form 
     client.close();
     assertMatch(head, /^HTTP\/1\.1 200 /, `${target} ${host}`);
     assertEquals(body, expected);
+  }
+});
+
+// Regression (TLS/HTTP/2 probe, 2026-11-27): Deno makes up the URL authority of a request without
+// a Host from the listener's address, and only the "localhost:<port>" form was recognised. On
+// port 443 with TLS (or 80 without) Deno writes "localhost", and on a listener bound to one
+// address it writes that address: a remote HTTP/1.0 client sending no Host got "localhost" in its
+// scope, which an application that trusts local requests believes. The server's ports cannot be
+// bound here (tests listen on free high ports), so handleFetch gets the Request Deno would make.
+Deno.test("handleFetch() passes on no Host that Deno made up for a request without one", async (t) => {
+  const hosts: (string | undefined)[] = [];
+  const core = new Core(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    hosts.push(
+      scope.headers.find(([name]) => latin1(name) === "host")?.[1].reduce(
+        (text, byte) => text + String.fromCharCode(byte),
+        "",
+      ),
+    );
+    await receive();
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, { lifespan: "off", rootPath: "", maxBodySize: Infinity, logger: new RecordingLogger() });
+  // [listener address, port, TLS, the URL Deno gives a request without a Host]
+  const madeUp: [string, number, boolean, string][] = [
+    ["0.0.0.0", 443, true, "https://localhost/x"],
+    ["127.0.0.1", 80, false, "http://localhost/x"],
+    ["::", 443, true, "https://localhost/x"],
+    ["0.0.0.0", 8443, true, "https://localhost:8443/x"],
+    ["::1", 8000, false, "http://localhost:8000/x"],
+    ["10.0.0.5", 8000, false, "http://10.0.0.5:8000/x"],
+    ["10.0.0.5", 443, true, "https://10.0.0.5/x"],
+    ["fd00::5", 8000, false, "http://[fd00::5]:8000/x"],
+  ];
+  for (const [address, port, tls, url] of madeUp) {
+    await t.step(`${url} from a listener on ${address}:${port}`, async () => {
+      const server = Object.freeze([address, port]) as [string, number];
+      const response = await handleFetch(core, new Request(url), undefined, server, true, tls);
+      assertEquals(response.status, 200);
+      assertEquals(hosts.at(-1), undefined);
+    });
+  }
+  // An HTTP/2 :authority is no made-up one, even on those listeners.
+  const real: [string, number, boolean, string, string][] = [
+    ["0.0.0.0", 443, true, "https://a.example/x", "a.example"],
+    ["0.0.0.0", 8443, true, "https://localhost/x", "localhost"],
+    ["10.0.0.5", 8000, false, "http://10.0.0.5/x", "10.0.0.5"],
+  ];
+  for (const [address, port, tls, url, host] of real) {
+    await t.step(`${url} (an :authority) on ${address}:${port}`, async () => {
+      const server = Object.freeze([address, port]) as [string, number];
+      const response = await handleFetch(core, new Request(url), undefined, server, true, tls);
+      assertEquals(response.status, 200);
+      assertEquals(hosts.at(-1), host);
+    });
   }
 });
 
