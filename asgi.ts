@@ -53,7 +53,7 @@ import {
   type Listener,
   withResolvers,
 } from "./_asgi/core.ts";
-import { handleFetch, listenDeno } from "./_asgi/deno_transport.ts";
+import { handleFetch, listenDeno, textResponse } from "./_asgi/deno_transport.ts";
 import { checkTls } from "./_asgi/tls.ts";
 import {
   abortWebSockets,
@@ -319,20 +319,20 @@ export function createFetchHandler(
   if (options !== undefined) rejectUnknownKeys(options, FETCH_HANDLER_KEYS, "createFetchHandler()");
   const lifespan = core.lifespan;
   let failureLogged = false;
-  const unavailable = (error: unknown): Response => {
+  const unavailable = (method: string, error: unknown): Response => {
     if (!failureLogged) {
       failureLogged = true;
       core.logger.error(`Application startup failed: ${errorText(error)}`);
     }
-    return new Response("Service Unavailable", {
-      status: 503,
-      headers: { "content-type": "text/plain; charset=utf-8" },
-    });
+    return textResponse(method, 503, "Service Unavailable");
   };
   return {
     fetch(request: Request, info?: FetchInfo): Promise<Response> {
       if (lifespan.ready) return Promise.resolve(handleFetch(core, request, info, null));
-      return lifespan.startup().then(() => handleFetch(core, request, info, null), unavailable);
+      return lifespan.startup().then(
+        () => handleFetch(core, request, info, null),
+        (error) => unavailable(request.method, error),
+      );
     },
     startup: () => lifespan.startup(),
     shutdown: () => {

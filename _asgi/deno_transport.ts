@@ -283,14 +283,26 @@ class DenoCycle extends HttpCycle {
     headers: [string, string][],
     body: Uint8Array | null,
   ): void {
-    if (
-      body === null && this.scope.method === "HEAD" && status !== 204 && status !== 304 &&
-      !hasContentLength(headers)
-    ) {
-      // Deno states "content-length: 0" for a null body, which for HEAD claims the GET response
-      // is empty (RFC 9110 §8.6 forbids that); for a stream it states no length at all.
-      this.#respond(new Response(emptyStream(), { status, headers }));
-      return;
+    if (this.scope.method === "HEAD" && status !== 204 && status !== 304) {
+      if (body !== null) {
+        // The length a GET would get, stated here and not left to Deno with the body: over
+        // HTTP/2 Deno (2.9.6) writes a HEAD response's body, which curl and nghttp2 take as a
+        // protocol error (the whole response failed). A null body keeps a length given.
+        this.#respond(
+          new Response(null, {
+            status,
+            headers: headersInit([...headers, ["content-length", String(body.length)]], null),
+          }),
+        );
+        return;
+      }
+      if (!hasContentLength(headers)) {
+        // Deno states "content-length: 0" for a null body, which for HEAD claims the GET
+        // response is empty (RFC 9110 §8.6 forbids that); for a stream it states no length at
+        // all (an empty stream: over HTTP/2 an empty DATA frame ends it, which clients take).
+        this.#respond(new Response(emptyStream(), { status, headers }));
+        return;
+      }
     }
     this.#respond(
       new Response(bodyInit(body, headers), {
@@ -545,14 +557,6 @@ function fallbackHost(address: string, port: number, tls: boolean): string {
   return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
-/** The answer to a request that arrives while the server shuts down. */
-function unavailable(): Response {
-  return new Response("Service Unavailable", {
-    status: 503,
-    headers: { "content-type": "text/plain; charset=utf-8", "connection": "close" },
-  });
-}
-
 /** Whether the request's `transfer-encoding`, if any, is `chunked` alone (see isChunkedOnly). */
 function chunkedOnly(fields: string[], count: number): boolean {
   for (let i = 0; i < count; i += 2) {
@@ -561,19 +565,28 @@ function chunkedOnly(fields: string[], count: number): boolean {
   return true;
 }
 
-/** The answer to a transfer coding the transports do not undo; the body is left unread. */
-function notImplemented(): Response {
-  return new Response("Not Implemented", {
-    status: 501,
-    headers: { "content-type": "text/plain; charset=utf-8", "connection": "close" },
-  });
-}
-
-function badRequest(): Response {
-  return new Response("Bad Request", {
-    status: 400,
-    headers: { "content-type": "text/plain; charset=utf-8" },
-  });
+/**
+ * A plain-text response of the transport's own, with no body for HEAD: over HTTP/2 Deno (2.9.6)
+ * writes a body even to HEAD, which curl and nghttp2 take as a protocol error. The length a GET
+ * would get is stated all the same (RFC 9110 §9.3.2).
+ *
+ * @param method The request's method.
+ * @param status The status.
+ * @param text The body, ASCII.
+ * @param close Whether to ask for the connection to close.
+ * @returns The response.
+ */
+export function textResponse(
+  method: string,
+  status: number,
+  text: string,
+  close = false,
+): Response {
+  const headers: Record<string, string> = { "content-type": "text/plain; charset=utf-8" };
+  if (close) headers["connection"] = "close";
+  if (method !== "HEAD") return new Response(text, { status, headers });
+  headers["content-length"] = String(text.length);
+  return new Response(null, { status, headers });
 }
 
 /**
@@ -601,7 +614,7 @@ export function handleFetch(
   if (method !== "GET" && method !== "POST" && hasLowerCase(method)) {
     // Methods are case-sensitive (RFC 9110 §9.1) and ASGI promises upper case: "get" is refused
     // as node:http's parser and uvicorn refuse it, rather than passed on or silently upper-cased.
-    return badRequest();
+    return textResponse(method, 400, "Bad Request");
   }
   const url = request.url;
   // forEach with a shared callback costs half what for...of does (no iterator, no entry arrays).
@@ -620,7 +633,7 @@ export function handleFetch(
   // holding "/" moved the path's start: "Host: x/admin?" turned "GET /public" into path "/admin"
   // (a proxy that checks the target is then bypassed). A "/" is never valid in a Host (RFC 9112
   // 3.2: 400); without one, the first "/" after the authority starts the target's path.
-  if (host !== undefined && host.includes("/")) return badRequest();
+  if (host !== undefined && host.includes("/")) return textResponse(method, 400, "Bad Request");
   // request.url keeps the target as the client sent it ("..", "%7e" and all); new URL() would not.
   // It is "scheme://" + Host + target for an origin-form target, the target itself for one in
   // absolute form, whose authority ends at "/", "?" or "#": the first "/" alone once read
@@ -637,10 +650,12 @@ export function handleFetch(
   ) {
     // Not "scheme://" + Host + target: absolute form. A Host holding "?" or "#" is as invalid as
     // one holding "/" (RFC 9112 3.2), and would move the path's start the same way.
-    if (host !== undefined && (host.includes("?") || host.includes("#"))) return badRequest();
+    if (host !== undefined && (host.includes("?") || host.includes("#"))) {
+      return textResponse(method, 400, "Bad Request");
+    }
     pathStart = authorityEnd(url, authorityStart);
     // No part of a request target (RFC 9112 §3.2), and no path to take: node's parser refuses it.
-    if (url.charCodeAt(pathStart) === 35 /* "#" */) return badRequest();
+    if (url.charCodeAt(pathStart) === 35 /* "#" */) return textResponse(method, 400, "Bad Request");
     queryStart = url.indexOf("?", pathStart);
   }
   const rawPath = queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart);
@@ -673,7 +688,7 @@ export function handleFetch(
     // Deno refuses a content-length beside a transfer-encoding: only a body without one can
     // carry a transfer coding, and Deno passes "gzip, chunked" on still gzipped.
     if (lengthText === undefined && hasBody && !chunkedOnly(fields, count)) {
-      return notImplemented();
+      return textResponse(method, 501, "Not Implemented", true);
     }
   }
   const remote = info?.remoteAddr;
@@ -767,7 +782,9 @@ export function listenDeno(
         onError: () => new Response(null, { status: 500 }),
       },
       (request, info) =>
-        closing ? unavailable() : handleFetch(core, request, info, server, true, secure),
+        closing
+          ? textResponse(request.method, 503, "Service Unavailable", true)
+          : handleFetch(core, request, info, server, true, secure),
     );
     servers.add(httpServer);
     httpServer.finished.then(() => servers.delete(httpServer), (error) => {

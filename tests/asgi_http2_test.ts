@@ -6,7 +6,7 @@
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { createFetchHandler, type HttpScope, type ReceiveMessage } from "../asgi.ts";
-import { bytes, RecordingLogger, start } from "./fixtures/asgi_harness.ts";
+import { bytes, RecordingLogger, sleep, start } from "./fixtures/asgi_harness.ts";
 import { H2cClient } from "./fixtures/h2c_client.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
@@ -176,5 +176,65 @@ Deno.test("createFetchHandler() under Deno.serve gives an HTTP/2 request its :au
   await t.step("a Request made by hand", async () => {
     assertEquals((await handler.fetch(new Request("http://b.example/x"))).status, 200);
     assertEquals(hostsOf(scopes.at(-1)!), ["b.example"]);
+  });
+});
+
+/** The frames of `stream` once one ends it, or all there are after `timeoutMs`. */
+async function framesUntilEnd(client: H2cClient, stream: number, timeoutMs = BOUND_MS) {
+  const until = performance.now() + timeoutMs;
+  const ofStream = () => client.frames.filter((f) => f.stream === stream);
+  while (!ofStream().some((f) => f.flags & 0x1) && performance.now() < until) await sleep(5);
+  return ofStream();
+}
+
+// Regression (TLS/HTTP/2 probe, 2026-11-27): Deno (2.9.6) writes a Response's body even to a
+// HEAD request when it speaks HTTP/2, and the bridge handed it the body of a HEAD response so that
+// Deno would state its length. curl (exit 92) and nghttp2 take DATA on a HEAD response as a
+// protocol error: every HEAD over HTTP/2 (TLS) to an application that answers with a body failed.
+Deno.test("serve() [deno] over HTTP/2 sends a HEAD response no body, and states its length", async (t) => {
+  const served = await start(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    await receive();
+    const streamed = scope.path === "/streamed";
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("hello"), more_body: streamed });
+    if (streamed) await send({ type: "http.response.body", body: bytes(" world") });
+  }, "deno");
+  await using _ = served;
+  // The last: the transport's own 400 for a host holding "/".
+  const cases: [string, string?][] = [["/whole"], ["/streamed"], ["/whole", "a.example/admin?"]];
+  for (const [path, host] of cases) {
+    await t.step(host === undefined ? path : `${path}, host "${host}"`, async () => {
+      const client = await H2cClient.connect(served.port);
+      try {
+        const stream = await client.request([
+          [":method", "HEAD"],
+          [":scheme", "http"],
+          [":authority", "a.example"],
+          [":path", path],
+          ...(host === undefined ? [] : [["host", host] as [string, string]]),
+        ]);
+        assertEquals(await client.status(stream), host === undefined ? 200 : 400);
+        const frames = await framesUntilEnd(client, stream);
+        assert(frames.some((f) => f.flags & 0x1), "the stream never ended");
+        const data = frames.filter((f) => f.type === 0x0);
+        assertEquals(data.map((f) => f.payload.length).filter((n) => n > 0), []);
+      } finally {
+        await client.close();
+      }
+    });
+  }
+  await t.step("the length a GET would get", async () => {
+    const client = Deno.createHttpClient({ http2: true, http1: false });
+    try {
+      const response = await fetch(`http://127.0.0.1:${served.port}/whole`, {
+        method: "HEAD",
+        client,
+      });
+      await response.body?.cancel();
+      assertEquals(response.headers.get("content-length"), "5");
+    } finally {
+      client.close();
+    }
   });
 });
