@@ -66,8 +66,9 @@ function checkPair(cert: string, key: string): TlsPair {
     certificate = new X509Certificate(certBlock);
   } catch (error) {
     throw new TypeError(
-      `Invalid TLS cert (a certificate that cannot be read: ${errorText(error)}): give the ` +
-        "certificate's PEM text",
+      misshapen("cert", certBlock) ??
+        `Invalid TLS cert (a certificate that cannot be read: ${errorText(error)}): give the ` +
+          "certificate's PEM text",
     );
   }
   const keyBlock = KEY_BLOCK.exec(key)?.[0];
@@ -91,8 +92,9 @@ function checkPair(cert: string, key: string): TlsPair {
     privateKey = createPrivateKey(keyBlock);
   } catch (error) {
     throw new TypeError(
-      `Invalid TLS key (a private key that cannot be read: ${errorText(error)}): give the ` +
-        "private key's PEM text",
+      misshapen("key", keyBlock) ??
+        `Invalid TLS key (a private key that cannot be read: ${errorText(error)}): give the ` +
+          "private key's PEM text",
     );
   }
   const chain = readChain(cert, certificate);
@@ -118,6 +120,34 @@ function checkPair(cert: string, key: string): TlsPair {
   return { cert, key };
 }
 
+/**
+ * Why a PEM block that could not be read is misshapen, as a message, when its shape says: PEM
+ * text kept in an environment variable or a YAML file often arrives with its line breaks written
+ * as `\n`, turned into spaces, or with every line indented, and the parsers then said only
+ * "BER error: Unexpected Tag" or "DECODER routines::unsupported", after which "give the PEM text"
+ * read as if it had not been given. Never quotes the block: it may be a key.
+ *
+ * @param name The option.
+ * @param block The PEM block, BEGIN and END lines included.
+ * @returns The message, or undefined when the shape is not what is wrong.
+ */
+function misshapen(name: "cert" | "key", block: string): string | undefined {
+  if (block.includes("\\n")) {
+    return `Invalid TLS ${name} (PEM text with "\\n" in place of its line breaks, as an ` +
+      "environment variable may hold it): turn each into a line break, e.g. " +
+      'text.replaceAll("\\\\n", "\\n")';
+  }
+  if (/\n[ \t]+\S/.test(block)) {
+    return `Invalid TLS ${name} (PEM text with indented lines): remove the spaces at the start ` +
+      "of each line";
+  }
+  if (!/-----\r?\n[^]*\r?\n-----END/.test(block)) {
+    return `Invalid TLS ${name} (PEM text on one line, its line breaks lost): keep the lines ` +
+      "of the file, the BEGIN line, the base64 lines and the END line";
+  }
+  return undefined;
+}
+
 /** A certificate's subject on one line, e.g. `CN=example.com, O=Example`. */
 function subjectOf(certificate: X509Certificate): string {
   return certificate.subject.replaceAll("\n", ", ");
@@ -136,9 +166,10 @@ function readChain(cert: string, first: X509Certificate): X509Certificate[] {
       chain.push(new X509Certificate(blocks[i]!));
     } catch (error) {
       throw new TypeError(
-        `Invalid TLS cert (certificate ${i + 1} of ${blocks.length} cannot be read: ${
-          errorText(error)
-        }): give each certificate of the chain whole, the server's own first`,
+        misshapen("cert", blocks[i]!) ??
+          `Invalid TLS cert (certificate ${i + 1} of ${blocks.length} cannot be read: ${
+            errorText(error)
+          }): give each certificate of the chain whole, the server's own first`,
       );
     }
   }

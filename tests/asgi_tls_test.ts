@@ -432,6 +432,59 @@ Deno.test({
   },
 });
 
+// Regression (TLS/HTTP/2 probe, 2026-11-27): PEM text from an environment variable or a YAML file
+// often has "\n" for its line breaks, lost them or is indented. serve() refused it with the
+// parser's words ("BER error: Unexpected Tag (expected: Some(Tag(16)), actual: Tag(13))",
+// "DECODER routines::unsupported") and "give the PEM text", which the user had.
+Deno.test({
+  name: "serve() names the shape of PEM text whose line breaks are escaped, lost or indented",
+  ignore: tls === undefined,
+  async fn(t) {
+    const { cert, key } = tls!;
+    const escaped = (text: string) => text.trim().replaceAll("\n", "\\n");
+    const indented = (text: string) => text.split("\n").map((line) => `    ${line}`).join("\n");
+    const oneLine = (text: string) => text.trim().replaceAll("\n", " ");
+    const cases: [string, string, string, string][] = [
+      [
+        "escaped",
+        escaped(cert),
+        escaped(key),
+        'Invalid TLS cert (PEM text with "\\n" in place of its line breaks, as an environment ' +
+        'variable may hold it): turn each into a line break, e.g. text.replaceAll("\\\\n", "\\n")',
+      ],
+      [
+        "a key escaped",
+        cert,
+        escaped(key),
+        'Invalid TLS key (PEM text with "\\n" in place of its line breaks, as an environment ' +
+        'variable may hold it): turn each into a line break, e.g. text.replaceAll("\\\\n", "\\n")',
+      ],
+      [
+        "indented",
+        indented(cert),
+        indented(key),
+        "Invalid TLS cert (PEM text with indented lines): remove the spaces at the start of each line",
+      ],
+      [
+        "a key on one line",
+        cert,
+        oneLine(key),
+        "Invalid TLS key (PEM text on one line, its line breaks lost): keep the lines of the " +
+        "file, the BEGIN line, the base64 lines and the END line",
+      ],
+    ];
+    for (const [name, badCert, badKey, message] of cases) {
+      await t.step(name, async () => {
+        for (const transport of TRANSPORTS) {
+          const error = await serveError({ transport, cert: badCert, key: badKey });
+          assertEquals(error.constructor, TypeError);
+          assertEquals(error.message, message);
+        }
+      });
+    }
+  },
+});
+
 Deno.test({
   name: "tls fixture cleanup",
   ignore: tls === undefined,
