@@ -674,8 +674,11 @@ export function handleFetch(
     // over, and an HTTP/1.1 request in absolute form may carry a Host that differs from its
     // target (RFC 9112 3.2.2), which must not be refused. A Request made by hand has its
     // authority in its URL only, as an HTTP/2 one.
-    fields[fieldCount++] = "host";
-    fields[fieldCount++] = url.slice(schemeEnd + 3, pathStart);
+    // At the start of the list, where the ASGI spec puts the :authority (it was once last).
+    for (let i = fieldCount - 1; i >= 0; i--) fields[i + 2] = fields[i]!;
+    fields[0] = "host";
+    fields[1] = url.slice(schemeEnd + 3, pathStart);
+    fieldCount += 2;
   }
   // Fetch (and so Deno.serve) gives GET and HEAD requests no body: no need to ask.
   let hasBody = false;

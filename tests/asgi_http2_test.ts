@@ -69,6 +69,22 @@ Deno.test("serve() [deno] over HTTP/2 gives the scope :authority as its host hea
   }
 });
 
+// Regression (TLS/HTTP/2 probe, 2026-11-27): the host made from :authority came last, after the
+// fields Deno had sorted; the ASGI spec adds it "to the start of the iterable".
+Deno.test("serve() [deno] over HTTP/2 puts the host made from :authority first", async () => {
+  const { served, scopes } = await recording();
+  await using _ = served;
+  const client = await H2cClient.connect(served.port);
+  try {
+    const fields = get("a.example", ["accept", "*/*"], ["x-z", "1"]);
+    assertEquals(await client.status(await client.request(fields)), 200);
+    const names = scopes[0]!.headers.map(([name]) => new TextDecoder().decode(name));
+    assertEquals(names, ["host", "accept", "x-z"]);
+  } finally {
+    await client.close();
+  }
+});
+
 // A host field beside :authority goes on as sent: Deno does not say whether a request came over
 // HTTP/2 or HTTP/1.1, and an HTTP/1.1 request in absolute form may carry a Host that differs from
 // its target (RFC 9112 3.2.2). A first version refused a differing one with 400; a review found it
