@@ -523,6 +523,8 @@ class Server implements AsgiServer {
   #stopping = false;
   #stop: Promise<void> | null = null;
   #onAbort: (() => void) | null = null;
+  /** Holds the process open while lifespan startup runs (see #start). */
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
   /** Why the listener died, if it did: `finished` rejects with it. */
   #fatal: { error: unknown } | null = null;
 
@@ -583,6 +585,11 @@ class Server implements AsgiServer {
   async #start(): Promise<AsgiServerAddr> {
     const core = this.#core;
     const lifespan = core.lifespan;
+    // Nothing else keeps the process alive before the listener exists: a startup waiting on
+    // nothing the runtime tracks (the app awaiting receive() again before it answers
+    // lifespan.startup, a promise nobody resolves) let the process exit 0 at once, never
+    // listening and saying nothing. uvicorn waits; so does this, until shutdown() or a signal.
+    this.#keepAlive = setInterval(() => {}, MAX_TIMER_MS);
     try {
       await lifespan.startup();
     } catch (error) {
@@ -590,6 +597,8 @@ class Server implements AsgiServer {
       this.#release();
       this.#fail(error, true);
       throw error;
+    } finally {
+      clearInterval(this.#keepAlive);
     }
     if (this.#stopping) return await this.#stopBeforeListening();
     const { hostname, port, transport, tls } = this.#settings;
@@ -710,6 +719,8 @@ class Server implements AsgiServer {
   }
 
   #release(): void {
+    // A startup abandoned at lifespanTimeout never settles: its hold must go with it.
+    clearInterval(this.#keepAlive);
     if (this.#onAbort !== null) {
       this.#settings.signal?.removeEventListener("abort", this.#onAbort);
       this.#onAbort = null;

@@ -459,6 +459,63 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Found probing: an app that awaited receive() again before answering lifespan.startup (or any
+  // promise nobody resolves) left the event loop empty, and the process exited 0 at once,
+  // never listening, with no log line. uvicorn 0.17.6 waits for ever in that case.
+  Deno.test(
+    name("keeps the process alive while lifespan startup waits on nothing the runtime tracks"),
+    async (t) => {
+      for (const observe of [false, true]) {
+        await t.step(observe ? "finished observed" : "nothing observed", async () => {
+          const child = new Deno.Command(Deno.execPath(), {
+            args: ["run", "-A", "tests/fixtures/asgi_unobserved_server.ts"],
+            cwd: new URL("..", import.meta.url),
+            env: {
+              MODE: "startup-stuck",
+              OBSERVE: observe ? "1" : "0",
+              TRANSPORT: transport,
+              NO_COLOR: "1",
+            },
+            stdout: "piped",
+            stderr: "piped",
+          }).spawn();
+          const output = child.output();
+          let exited = false;
+          child.status.then(() => exited = true);
+          try {
+            await sleep(1000);
+            assertEquals(exited, false, "the process exited while lifespan startup was waiting");
+            // SIGTERM aborts the server's signal: shutdown gives startup lifespanTimeout (200
+            // ms), then the process must end though the startup call never settles.
+            child.kill("SIGTERM");
+            const { code, stdout, stderr } = await withTimeout(output, BOUND_MS, "an exit");
+            const text = new TextDecoder().decode(stderr);
+            const message = "Lifespan startup did not complete within lifespanTimeout 200 ms";
+            if (observe) {
+              assertEquals(code, 0, text);
+              assertMatch(
+                new TextDecoder().decode(stdout),
+                new RegExp(`^finished rejected: ${message}`),
+              );
+            } else {
+              assertEquals(code, 1, text);
+              assertMatch(text, new RegExp(`Uncaught.*${message}`));
+            }
+          } finally {
+            if (!exited) {
+              try {
+                child.kill("SIGKILL");
+              } catch {
+                // Exited meanwhile.
+              }
+            }
+            await output;
+          }
+        });
+      }
+    },
+  );
+
   Deno.test(name("disposes with await using"), async () => {
     const events: string[] = [];
     let port = 0;
