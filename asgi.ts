@@ -624,6 +624,24 @@ class Server implements AsgiServer {
       this.#fail(error, true);
       throw error;
     }
+    try {
+      this.#settings.onListen(listener.addr);
+    } catch (error) {
+      // As Deno.serve does, a server whose onListen throws does not serve. It once served on
+      // with `addr` rejected: shutdown() then took it for one that never listened and returned,
+      // so the port stayed open, lifespan shutdown never ran and the process never ended. No
+      // request has reached the application yet (this runs in the turn the listener opened).
+      core.logger.error(`Stopping the server: onListen threw: ${errorText(error)}`);
+      await listener.close();
+      try {
+        await lifespan.shutdown();
+      } catch {
+        // Already logged by the lifespan runner; onListen's error is the one to report.
+      }
+      this.#release();
+      this.#fail(error, true);
+      throw error;
+    }
     this.#listener = listener;
     listener.failed.then((error) => {
       // The listener cannot be brought back: serve what is in flight, stop, and say why.
@@ -631,7 +649,6 @@ class Server implements AsgiServer {
       this.#fatal = { error };
       this.#shutdownOnce().catch(() => {});
     });
-    this.#settings.onListen(listener.addr);
     return listener.addr;
   }
 

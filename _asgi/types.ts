@@ -594,7 +594,9 @@ export interface ServeOptions extends FetchHandlerOptions {
   /** Aborting it shuts the server down, as `shutdown()` does. */
   signal?: AbortSignal;
   /**
-   * Called once the server listens.
+   * Called once the server listens. If it throws, the server stops, as `Deno.serve` does: it
+   * closes before any request is served, runs lifespan shutdown, and `addr` and `finished`
+   * reject with the error.
    *
    * @default {logs "Listening on http://…/" at info level}
    */

@@ -516,6 +516,44 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Found probing: addr rejected with onListen's error, but the server went on serving;
+  // shutdown() resolved at once without closing it or running lifespan shutdown, `finished`
+  // never settled and the process never exited. Deno.serve closes when its onListen throws.
+  Deno.test(
+    name("stops, after lifespan shutdown, when onListen throws"),
+    async () => {
+      const events: string[] = [];
+      const logger = new RecordingLogger();
+      const port = freePort();
+      const server = serve(async (scope, receive, send) => {
+        if (scope.type === "lifespan") return await lifespan(receive, send, events);
+        await reply(send, "served");
+      }, {
+        port,
+        transport,
+        logger,
+        onListen() {
+          throw new Error("no dashboard to tell");
+        },
+      });
+      const error = await withTimeout(
+        assertRejects(() => server.addr, Error, "no dashboard to tell"),
+        BOUND_MS,
+        "addr to reject",
+      );
+      assertEquals(
+        await withTimeout(assertRejects(() => server.finished), BOUND_MS, "finished to reject"),
+        error,
+      );
+      assertEquals(events, ["lifespan.startup", "lifespan.shutdown"]);
+      assertEquals(await canConnect(port), false, "the port is closed");
+      assertEquals(logger.lines("error"), [
+        "Stopping the server: onListen threw: no dashboard to tell",
+      ]);
+      await withTimeout(server.shutdown(), BOUND_MS, "shutdown() after the failure");
+    },
+  );
+
   Deno.test(name("disposes with await using"), async () => {
     const events: string[] = [];
     let port = 0;
