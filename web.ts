@@ -610,7 +610,8 @@ export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * Whether a server that calls `app.fetch` (`deno serve`, `Deno.serve(app.fetch)`) makes the app
    * shut down gracefully on SIGINT and SIGTERM and then exit: with code 0, or 1 when the lifespan
-   * function failed or ran out of time at shutdown. A second signal exits at once (code 130 or
+   * function failed or ran out of time at shutdown, or failed at startup (every request then got
+   * 503). A second signal exits at once (code 130 or
    * 143), except one within 0.5 s of the first: that is one signal sent to a process group and
    * passed on by a wrapper (npm's `deno`, a task runner), not a second Ctrl+C. Turn it off to
    * call {@linkcode App.shutdown} yourself.
@@ -1036,6 +1037,8 @@ export class App<A extends object = Record<never, never>> {
   #fetchHandler: AsgiFetchHandler | undefined;
   /** Lifespan startup ran, and shutdown has not. */
   #started = false;
+  /** The last lifespan startup failed: requests got 503, and a signal's exit code is 1. */
+  #startupFailed = false;
   /** Shutdown has begun: new requests get 503. */
   #closing = false;
   /** The shutdown in progress or done, run once per startup. */
@@ -1226,12 +1229,14 @@ export class App<A extends object = Record<never, never>> {
           this.#closing = false;
           this.#stopping = undefined;
           this.#started = true;
+          this.#startupFailed = false;
           await this.#lifespan?.(this.#self, App.LIFESPAN_STARTUP);
         } catch (error) {
           // Nothing started, so there is nothing to shut down: ASGI sends no lifespan.shutdown
           // after startup.failed, and a program's own `app.shutdown()` must not call the
           // lifespan function with App.LIFESPAN_SHUTDOWN either.
           this.#started = false;
+          this.#startupFailed = true;
           void this.#runner.close(0);
           this.#log.error("Lifespan startup failed:", error);
           await send({ type: "lifespan.startup.failed", message: errorText(error) });
@@ -1411,7 +1416,15 @@ export class App<A extends object = Record<never, never>> {
         // drain had used one made a shutdown take twice the period.) They are awaited after a
         // failed shutdown too: the failure is the lifespan function's, not theirs.
         const deadline = performance.now() + this.#graceMs;
-        this.shutdown().then(() => 0, (error) => {
+        this.shutdown().then(() => {
+          if (!this.#startupFailed) return 0;
+          // A failed startup left nothing to shut down, but the process did not serve: exiting
+          // 0 told a supervisor all was well (uvicorn exits 3 when startup fails).
+          this.#log.error(
+            "Exiting with code 1: lifespan startup failed, so the app answered every request 503",
+          );
+          return 1;
+        }, (error) => {
           this.#log.error("Shutdown failed:", error);
           return 1;
         }).then((code) =>

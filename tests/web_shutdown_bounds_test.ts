@@ -83,6 +83,27 @@ Deno.test("App exits with code 1 after SIGTERM when the lifespan function outlas
   }
 });
 
+// Found probing: after a lifespan startup that failed (every request answered 503), SIGTERM
+// exited 0, though the docs promise 1 when the lifespan function failed; uvicorn exits 3 on a
+// failed startup.
+Deno.test("App exits with code 1 after SIGTERM when its lifespan function failed at startup", async (t) => {
+  for (const form of Object.keys(FORMS)) {
+    await t.step(form, async () => {
+      const stuck = await startStuck(form, { STUCK: "startup" });
+      assertEquals((await fetch(`${stuck.base}/hello`)).status, 503);
+      stuck.signal("SIGTERM");
+      const { code, log, killed } = await stuck.exited(8000);
+      assert(!killed, `still running 8 s after SIGTERM:\n${log}`);
+      assertEquals(code, 1, log);
+      assertStringIncludes(log, "Lifespan startup failed: Error: database unreachable");
+      assertStringIncludes(
+        log,
+        "Exiting with code 1: lifespan startup failed, so the app answered every request 503",
+      );
+    });
+  }
+});
+
 /** Asks for `path` on a raw connection and reads nothing of the answer; close it when done. */
 async function unread(port: number, path: string): Promise<Deno.TcpConn> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
