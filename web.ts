@@ -1037,6 +1037,10 @@ export class App<A extends object = Record<never, never>> {
   #fetchHandler: AsgiFetchHandler | undefined;
   /** Lifespan startup ran, and shutdown has not. */
   #started = false;
+  /** Lifespan connections (servers, the Fetch handler) that started the App and still serve. */
+  #holders = 0;
+  /** The startup the first of them ran, which the others share. */
+  #starting: Promise<void> | undefined;
   /** The last lifespan startup failed: requests got 503, and a signal's exit code is 1. */
   #startupFailed = false;
   /** Shutdown has begun: new requests get 503. */
@@ -1220,30 +1224,37 @@ export class App<A extends object = Record<never, never>> {
     return exchange.handle(handler, request);
   }
 
+  /**
+   * One lifespan connection: a server's, or the Fetch handler's. One App may be served by
+   * several servers at once (HTTP and HTTPS, two ports): the first startup runs the lifespan
+   * function and the others wait for it and share it, and the lifespan function runs at
+   * shutdown only when the last of them shuts down. Each once ran it on its own: the second
+   * startup overwrote the first's attributes, and the first server's shutdown shut the App down
+   * under the others (503 for all their requests).
+   */
   async #lifespanLoop(receive: Receive, send: Send): Promise<void> {
+    let holding = false;
     for (;;) {
       const message = await receive();
       if (message.type === "lifespan.startup") {
+        const joining = this.#holders > 0 && this.#stopping === undefined;
+        this.#holders++;
+        holding = true;
+        if (!joining) this.#starting = this.#startUp();
         try {
-          this.#runner.open();
-          this.#closing = false;
-          this.#stopping = undefined;
-          this.#started = true;
-          this.#startupFailed = false;
-          await this.#lifespan?.(this.#self, App.LIFESPAN_STARTUP);
+          await this.#starting;
         } catch (error) {
-          // Nothing started, so there is nothing to shut down: ASGI sends no lifespan.shutdown
-          // after startup.failed, and a program's own `app.shutdown()` must not call the
-          // lifespan function with App.LIFESPAN_SHUTDOWN either.
-          this.#started = false;
-          this.#startupFailed = true;
-          void this.#runner.close(0);
-          this.#log.error("Lifespan startup failed:", error);
+          this.#holders--;
+          holding = false;
           await send({ type: "lifespan.startup.failed", message: errorText(error) });
           return;
         }
         await send({ type: "lifespan.startup.complete" });
       } else if (message.type === "lifespan.shutdown") {
+        if (holding && --this.#holders > 0) {
+          await send({ type: "lifespan.shutdown.complete" });
+          return;
+        }
         try {
           await this.#stop();
         } catch (error) {
@@ -1254,6 +1265,27 @@ export class App<A extends object = Record<never, never>> {
         await send({ type: "lifespan.shutdown.complete" });
         return;
       }
+    }
+  }
+
+  /** Opens the App and runs the lifespan function with LIFESPAN_STARTUP; throws its error. */
+  async #startUp(): Promise<void> {
+    try {
+      this.#runner.open();
+      this.#closing = false;
+      this.#stopping = undefined;
+      this.#started = true;
+      this.#startupFailed = false;
+      await this.#lifespan?.(this.#self, App.LIFESPAN_STARTUP);
+    } catch (error) {
+      // Nothing started, so there is nothing to shut down: ASGI sends no lifespan.shutdown
+      // after startup.failed, and a program's own `app.shutdown()` must not call the
+      // lifespan function with App.LIFESPAN_SHUTDOWN either.
+      this.#started = false;
+      this.#startupFailed = true;
+      void this.#runner.close(0);
+      this.#log.error("Lifespan startup failed:", error);
+      throw error;
     }
   }
 

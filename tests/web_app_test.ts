@@ -1,6 +1,12 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { delay } from "@std/async/delay";
-import { type HttpScope, LifespanError, type ReceiveMessage, type SendMessage } from "../asgi.ts";
+import {
+  type HttpScope,
+  LifespanError,
+  type ReceiveMessage,
+  type SendMessage,
+  serve,
+} from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import { App, type AppFetchOptions, type Request, Response, type WebHandler } from "../web.ts";
 import {
@@ -656,6 +662,51 @@ Deno.test("App.shutdown() drains, runs lifespan shutdown once, then answers 503"
   assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
   const late = await app.fetch(new globalThis.Request("http://localhost/"));
   assertEquals([late.status, await late.text()], [503, "Service Unavailable"]);
+});
+
+// Found probing: one App served on two ports (HTTP and HTTPS, say) ran its lifespan function's
+// startup twice (the second overwrote the first's attributes), the first server's shutdown shut
+// the App down under the second (every request then 503), and the second's shutdown never ran
+// the lifespan function at all.
+Deno.test("App served by two servers at once starts with the first and shuts down with the last", async () => {
+  const events: string[] = [];
+  let opened = 0;
+  const app = new App<{ db: string | null }>({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: async (request: Request<{ db: string | null }>) => {
+            await request.respondWith(new Response({ body: String(request.app.db) }));
+          },
+        }),
+      ],
+    }),
+    attributes: { db: null },
+    lifespan: async (app, messageType) => {
+      events.push(messageType);
+      await delay(20);
+      app.db = messageType === App.LIFESPAN_STARTUP ? `db${++opened}` : null;
+    },
+    logger: new RecordingLogger(),
+  });
+  const options = { port: 0, onListen() {}, logger: new RecordingLogger() };
+  const first = serve(app, options);
+  const second = serve(app, options);
+  try {
+    const get = async (server: typeof first) => {
+      const response = await fetch(`http://127.0.0.1:${(await server.addr).port}/`);
+      return `${response.status} ${await response.text()}`;
+    };
+    assertEquals([await get(first), await get(second)], ["200 db1", "200 db1"]);
+    await withTimeout(first.shutdown(), BOUND_MS, "the first server's shutdown");
+    assertEquals(events, [App.LIFESPAN_STARTUP], "the second server still serves with the App");
+    assertEquals(await get(second), "200 db1");
+    await withTimeout(second.shutdown(), BOUND_MS, "the second server's shutdown");
+    assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+    assertEquals((app as App<{ db: string | null }> & { db: string | null }).db, null);
+  } finally {
+    await Promise.allSettled([first.shutdown(), second.shutdown()]);
+  }
 });
 
 // Regression (shutdown probe of 0185c78, D5): a request still running when the grace period
