@@ -616,9 +616,9 @@ class Server implements AsgiServer {
     } catch (error) {
       core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorText(error)}`);
       try {
-        await lifespan.shutdown();
+        await this.#shutDownLifespan();
       } catch {
-        // Already logged by the lifespan runner; the listen error is the one to report.
+        // Logged; the listen error is the one to report.
       }
       this.#release();
       this.#fail(error, true);
@@ -634,9 +634,9 @@ class Server implements AsgiServer {
       core.logger.error(`Stopping the server: onListen threw: ${errorText(error)}`);
       await listener.close();
       try {
-        await lifespan.shutdown();
+        await this.#shutDownLifespan();
       } catch {
-        // Already logged by the lifespan runner; onListen's error is the one to report.
+        // Logged; onListen's error is the one to report.
       }
       this.#release();
       this.#fail(error, true);
@@ -654,7 +654,7 @@ class Server implements AsgiServer {
 
   async #stopBeforeListening(): Promise<never> {
     try {
-      await this.#core.lifespan.shutdown();
+      await this.#shutDownLifespan();
       this.#succeed();
     } catch (error) {
       this.#fail(error, true);
@@ -718,14 +718,8 @@ class Server implements AsgiServer {
       }
     }
     try {
-      if (!await within(core.lifespan.shutdown(), lifespanTimeout)) {
-        throw new LifespanError(
-          "shutdown",
-          `Lifespan shutdown did not complete within lifespanTimeout ${lifespanTimeout} ms`,
-        );
-      }
+      await this.#shutDownLifespan();
     } catch (error) {
-      core.logger.error(`Application shutdown failed: ${errorText(error)}`);
       this.#release();
       this.#fail(error, false);
       throw error;
@@ -733,6 +727,29 @@ class Server implements AsgiServer {
     this.#release();
     if (this.#fatal !== null) this.#fail(this.#fatal.error, false);
     else this.#succeed();
+  }
+
+  /**
+   * Runs lifespan shutdown for at most `lifespanTimeout`, and logs a failure. Bounded on every
+   * path: when the server could not serve (port taken, onListen threw, shut down during
+   * startup) it once had no bound, and an application stuck in it kept `addr` and `finished`
+   * pending for ever (the process exited 0 once nothing else was pending).
+   *
+   * @throws {LifespanError} When it fails or does not complete in time.
+   */
+  async #shutDownLifespan(): Promise<void> {
+    const { lifespanTimeout } = this.#settings;
+    try {
+      if (!await within(this.#core.lifespan.shutdown(), lifespanTimeout)) {
+        throw new LifespanError(
+          "shutdown",
+          `Lifespan shutdown did not complete within lifespanTimeout ${lifespanTimeout} ms`,
+        );
+      }
+    } catch (error) {
+      this.#core.logger.error(`Application shutdown failed: ${errorText(error)}`);
+      throw error;
+    }
   }
 
   #release(): void {

@@ -554,6 +554,56 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Found probing: the lifespan shutdown that runs when the server cannot serve (port taken,
+  // onListen threw, shut down during startup) had no bound: an app stuck in it kept `addr` and
+  // `finished` pending for ever, and with nothing else pending the process exited 0.
+  Deno.test(
+    name("bounds lifespan shutdown by lifespanTimeout when it cannot serve"),
+    async (t) => {
+      const cases: [string, (port: number) => Partial<Parameters<typeof serve>[1]>, string][] = [
+        ["port taken", () => ({}), "(?:Address already|address already) in use"],
+        ["onListen threw", () => ({
+          onListen() {
+            throw new Error("no dashboard to tell");
+          },
+        }), "no dashboard to tell"],
+        ["shut down during startup", () => ({ signal: AbortSignal.abort() }), "shut down before"],
+      ];
+      for (const [label, extra, addrError] of cases) {
+        await t.step(label, async () => {
+          const blocker = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+          const port = label === "port taken" ? blocker.addr.port : 0;
+          const logger = new RecordingLogger();
+          try {
+            const server = serve(async (scope, receive, send) => {
+              if (scope.type !== "lifespan") return;
+              await receive();
+              await send({ type: "lifespan.startup.complete" });
+              await receive();
+              await new Promise(() => {}); // Never answers lifespan.shutdown.
+            }, { port, transport, logger, lifespanTimeout: 100, onListen() {}, ...extra(port) });
+            const rejected = await withTimeout(
+              assertRejects(() => server.addr),
+              BOUND_MS,
+              "addr to reject",
+            );
+            assertMatch(String(rejected), new RegExp(addrError));
+            await withTimeout(assertRejects(() => server.finished), BOUND_MS, "finished");
+            assert(
+              logger.lines("error").includes(
+                "Application shutdown failed: Lifespan shutdown did not complete within " +
+                  "lifespanTimeout 100 ms",
+              ),
+              logger.lines().join("\n"),
+            );
+          } finally {
+            blocker.close();
+          }
+        });
+      }
+    },
+  );
+
   Deno.test(name("disposes with await using"), async () => {
     const events: string[] = [];
     let port = 0;
