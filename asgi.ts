@@ -474,7 +474,14 @@ function noLimitAsZero(ms: number): number {
 /** Resolves `true` if `promise` settles within `ms` milliseconds, `false` otherwise. */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   if (ms === Infinity) {
-    await promise;
+    // No limit means waiting: a promise that waits on nothing the runtime tracks (an app that
+    // never answers lifespan.shutdown) once let the process exit 0 in the middle of shutdown.
+    const hold = setInterval(() => {}, MAX_TIMER_MS);
+    try {
+      await promise;
+    } finally {
+      clearInterval(hold);
+    }
     return true;
   }
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -554,6 +554,32 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Found probing: with lifespanTimeout Infinity ("no limit"), an app that never answered
+  // lifespan.shutdown, waiting on nothing the runtime tracks, let the process exit 0 in the
+  // middle of its shutdown. No limit means waiting, as uvicorn does.
+  Deno.test(
+    name("keeps the process alive while an unbounded lifespan shutdown waits"),
+    async () => {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "tests/fixtures/asgi_unobserved_server.ts"],
+        cwd: new URL("..", import.meta.url),
+        env: { MODE: "shutdown-stuck", TRANSPORT: transport, NO_COLOR: "1" },
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      let exited: Deno.CommandStatus | undefined;
+      child.status.then((status) => exited = status);
+      try {
+        // Its signal aborts 100 ms after it listens; the shutdown then waits for ever.
+        await sleep(1500);
+        assertEquals(exited, undefined, "the process exited during lifespan shutdown");
+      } finally {
+        if (exited === undefined) child.kill("SIGKILL");
+        await child.status;
+      }
+    },
+  );
+
   // Found probing: the lifespan shutdown that runs when the server cannot serve (port taken,
   // onListen threw, shut down during startup) had no bound: an app stuck in it kept `addr` and
   // `finished` pending for ever, and with nothing else pending the process exited 0.
