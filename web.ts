@@ -1157,7 +1157,7 @@ export class App<A extends object = Record<never, never>> {
    *
    * Under `deno serve` and `Deno.serve(app.fetch)` SIGINT and SIGTERM call it (see
    * `handleSignals`); under {@linkcode serve}, `server.shutdown()` calls it after the server
-   * stops accepting. Calling it again returns the same promise; it does nothing before startup,
+   * stops accepting. Calling it again waits for the same shutdown; it does nothing before startup,
    * nor after a startup whose lifespan function failed (as ASGI sends no lifespan shutdown then).
    *
    * @returns Resolves once the lifespan function has run.
@@ -1167,7 +1167,8 @@ export class App<A extends object = Record<never, never>> {
    */
   shutdown(): Promise<void> {
     const handler = this.#fetchHandler;
-    if (handler !== undefined) return handler.shutdown();
+    // The Fetch handler's lifespan shutdown stops the App only if no server holds it too.
+    if (handler !== undefined) return handler.shutdown().then(() => this.#stop());
     return this.#stop();
   }
 

@@ -709,6 +709,30 @@ Deno.test("App served by two servers at once starts with the first and shuts dow
   }
 });
 
+Deno.test("App.shutdown() stops the App for every server that serves it", async () => {
+  const events: string[] = [];
+  const app = new App({
+    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+    lifespan: (_app, messageType) => {
+      events.push(messageType);
+    },
+    logger: new RecordingLogger(),
+  });
+  const server = serve(app, { port: 0, onListen() {}, logger: new RecordingLogger() });
+  try {
+    const url = `http://127.0.0.1:${(await server.addr).port}/`;
+    const viaFetch = await app.fetch(new globalThis.Request(url));
+    assertEquals(viaFetch.status, 200);
+    await withTimeout(app.shutdown(), BOUND_MS, "app.shutdown()");
+    assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+    const late = await fetch(url);
+    assertEquals([late.status, await late.text()], [503, "Service Unavailable"]);
+  } finally {
+    await server.shutdown();
+  }
+  assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+});
+
 // Regression (shutdown probe of 0185c78, D5): a request still running when the grace period
 // ended got no response at all under Deno.serve(app.fetch) (curl: empty reply), and its
 // request.signal never aborted, so even a handler that watches it was never told to stop.
