@@ -284,7 +284,7 @@ function createCore(
  * runs its own lifespan), or with any runtime that speaks Fetch.
  *
  * Lifespan startup runs on the first request unless `startup()` was awaited before; requests get
- * 503 when it fails. Nothing runs lifespan shutdown by itself: call `shutdown()` (from a signal
+ * 503 when it fails, and once `shutdown()` has been called. Nothing runs lifespan shutdown by itself: call `shutdown()` (from a signal
  * listener, say) when the host stops. The scope's `server` is `null`: a Fetch handler cannot see
  * the listening socket.
  *
@@ -319,6 +319,12 @@ export function createFetchHandler(
   if (options !== undefined) rejectUnknownKeys(options, FETCH_HANDLER_KEYS, "createFetchHandler()");
   const lifespan = core.lifespan;
   let failureLogged = false;
+  /**
+   * shutdown() was called. Requests that arrive later get 503: the application's lifespan
+   * shutdown closes what they would use (they once reached it with its database closed), and
+   * a Fetch handler cannot stop its host from accepting them, as uvicorn stops before it.
+   */
+  let closing = false;
   const unavailable = (method: string, error: unknown): Response => {
     if (!failureLogged) {
       failureLogged = true;
@@ -328,6 +334,7 @@ export function createFetchHandler(
   };
   return {
     fetch(request: Request, info?: FetchInfo): Promise<Response> {
+      if (closing) return Promise.resolve(textResponse(request.method, 503, "Service Unavailable"));
       if (lifespan.ready) return Promise.resolve(handleFetch(core, request, info, null));
       return lifespan.startup().then(
         () => handleFetch(core, request, info, null),
@@ -336,6 +343,7 @@ export function createFetchHandler(
     },
     startup: () => lifespan.startup(),
     shutdown: () => {
+      closing = true;
       // Open WebSockets learn that the server restarts; nothing waits for their closing
       // handshakes here, since a Fetch host gives no time limit to bound the wait.
       void closeWebSockets(core);

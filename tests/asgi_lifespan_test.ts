@@ -845,6 +845,30 @@ Deno.test("createFetchHandler() answers 503 when lifespan startup fails", async 
   await assertRejects(() => handler.startup(), LifespanError, "No database");
 });
 
+// Found probing: after shutdown() the handler still passed new requests to the application,
+// whose lifespan shutdown had closed what they use (a request saw its database gone). uvicorn
+// stops accepting before lifespan shutdown; a Fetch handler cannot stop its host, so it refuses.
+Deno.test("createFetchHandler() answers 503 to requests that arrive after shutdown()", async () => {
+  let db: string | null = null;
+  const handler = createFetchHandler(async (scope, receive, send) => {
+    if (scope.type === "lifespan") {
+      await receive();
+      db = "open";
+      await send({ type: "lifespan.startup.complete" });
+      await receive();
+      db = null;
+      await send({ type: "lifespan.shutdown.complete" });
+      return;
+    }
+    await reply(send, `db ${db}`);
+  }, { logger: new RecordingLogger() });
+  const before = await handler.fetch(new Request("http://localhost/"));
+  assertEquals([before.status, await before.text()], [200, "db open"]);
+  await handler.shutdown();
+  const after = await handler.fetch(new Request("http://localhost/"));
+  assertEquals([after.status, await after.text()], [503, "Service Unavailable"]);
+});
+
 Deno.test("createFetchHandler() works as the handler of Deno.serve", async () => {
   const handler = createFetchHandler(async (scope, receive, send) => {
     if (scope.type !== "http") return;
