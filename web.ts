@@ -1290,11 +1290,20 @@ export class App<A extends object = Record<never, never>> {
     }
   }
 
-  /** Drains, then runs the lifespan function; once per startup. */
+  /**
+   * Drains, then runs the lifespan function; once per startup. A startup still running is
+   * awaited first: `app.shutdown()` during it once ran LIFESPAN_SHUTDOWN beside LIFESPAN_STARTUP,
+   * which then finished after it, leaving open what it opened.
+   */
   #stop(): Promise<void> {
     if (!this.#started) return Promise.resolve();
-    return this.#stopping ??= this.#drain().then(() => this.#shutDownLifespan()).then(() => {
-      this.#started = false;
+    const started = this.#starting?.then(() => true, () => false) ?? Promise.resolve(true);
+    return this.#stopping ??= started.then((ok) => {
+      // A startup that failed meanwhile left nothing to shut down.
+      if (!ok || !this.#started) return;
+      return this.#drain().then(() => this.#shutDownLifespan()).then(() => {
+        this.#started = false;
+      });
     });
   }
 

@@ -709,6 +709,36 @@ Deno.test("App served by two servers at once starts with the first and shuts dow
   }
 });
 
+// Found probing: app.shutdown() called while the lifespan function was still starting ran it
+// with LIFESPAN_SHUTDOWN at once, beside the startup: the startup then finished after the
+// shutdown, and what it opened stayed open.
+Deno.test("App.shutdown() during lifespan startup waits for it, then shuts down", async () => {
+  const events: string[] = [];
+  const app = new App({
+    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+    lifespan: async (_app, messageType) => {
+      events.push(`${messageType} begins`);
+      await delay(messageType === App.LIFESPAN_STARTUP ? 200 : 10);
+      events.push(`${messageType} ends`);
+    },
+    logger: new RecordingLogger(),
+  });
+  const server = serve(app, { port: 0, onListen() {}, logger: new RecordingLogger() });
+  try {
+    await delay(50);
+    await withTimeout(app.shutdown(), BOUND_MS, "app.shutdown()");
+    assertEquals(events, [
+      "lifespan.startup begins",
+      "lifespan.startup ends",
+      "lifespan.shutdown begins",
+      "lifespan.shutdown ends",
+    ]);
+  } finally {
+    await server.addr.catch(() => {});
+    await server.shutdown();
+  }
+});
+
 Deno.test("App.shutdown() stops the App for every server that serves it", async () => {
   const events: string[] = [];
   const app = new App({
