@@ -901,6 +901,13 @@ const TIMED_OUT: unique symbol = Symbol("timed out");
 const REPEAT_WINDOW_MS = 500;
 
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
+/**
+ * The shutdowns that signals started in this process (a worker has its own), for every App that
+ * handles them: the last to finish exits, with the worst code. Each App once exited as soon as
+ * its own shutdown was done, so an idle App (a metrics port beside the main one) ended the
+ * process while the main App's requests were still running, its lifespan shutdown never run.
+ */
+const signalShutdowns = { running: 0, code: 0 };
 /** Whether this code runs in a worker, where `Deno.exit()` ends the whole process. */
 const IN_WORKER = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope ===
   "function";
@@ -1458,6 +1465,7 @@ export class App<A extends object = Record<never, never>> {
         // drain had used one made a shutdown take twice the period.) They are awaited after a
         // failed shutdown too: the failure is the lifespan function's, not theirs.
         const deadline = performance.now() + this.#graceMs;
+        signalShutdowns.running++;
         this.shutdown().then(() => {
           if (!this.#startupFailed) return 0;
           // A failed startup left nothing to shut down, but the process did not serve: exiting
@@ -1470,7 +1478,10 @@ export class App<A extends object = Record<never, never>> {
           this.#log.error("Shutdown failed:", error);
           return 1;
         }).then((code) =>
-          this.#allDelivered(Math.max(0, deadline - performance.now())).then(() => exit(code))
+          this.#allDelivered(Math.max(0, deadline - performance.now())).then(() => {
+            signalShutdowns.code = Math.max(signalShutdowns.code, code);
+            if (--signalShutdowns.running === 0) exit(signalShutdowns.code);
+          })
         );
       });
     }

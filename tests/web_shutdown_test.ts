@@ -93,6 +93,43 @@ Deno.test("App shuts down gracefully on SIGINT and SIGTERM in every deployment f
   }
 });
 
+// Found probing: with two Apps in one process (a metrics port beside the main one), the idle
+// App finished its shutdown first and exited the process: the main App's request in flight got
+// an empty reply, and its lifespan shutdown never ran.
+Deno.test("App exits only when every App of the process has shut down after a signal", async () => {
+  const [port, port2] = [freePort(), freePort()];
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", "--allow-env", "tests/fixtures/web_two_apps.ts"],
+    env: { PORT: String(port), PORT2: String(port2) },
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = child.output();
+  try {
+    assertEquals(await (await waitForServer(`http://127.0.0.1:${port}/`)).text(), "main");
+    assertEquals(await (await waitForServer(`http://127.0.0.1:${port2}/`)).text(), "metrics");
+    const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
+      `${response.status} ${await response.text()}`
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    child.kill("SIGTERM");
+    assertEquals(await slow, "200 main slow done", "the main App's request in flight finishes");
+    const { code, stdout, stderr } = await output;
+    const log = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+    assertEquals(code, 0, log);
+    assertStringIncludes(log, "[lifespan] main lifespan.shutdown");
+    assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already exited, as it should.
+    }
+    await output;
+  }
+});
+
 Deno.test("App takes a second signal within 0.5 s as the first, and a later one as exit now (regression: a process group's SIGTERM cut off requests in flight)", async (t) => {
   for (
     const [name, gapMs, expected, first] of [
