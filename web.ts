@@ -902,6 +902,11 @@ const REPEAT_WINDOW_MS = 500;
 
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
 /**
+ * How long a signal's shutdown, once done, leaves the process to end by itself before it exits:
+ * long enough for a `deno serve` worker's event loop to drain, short enough not to be noticed.
+ */
+const FORCED_EXIT_MS = 100;
+/**
  * The shutdowns that signals started in this process (a worker has its own), for every App that
  * handles them: the last to finish exits, with the worst code. Each App once exited as soon as
  * its own shutdown was done, so an idle App (a metrics port beside the main one) ended the
@@ -1454,12 +1459,22 @@ export class App<A extends object = Record<never, never>> {
         first = signal;
         firstAt = performance.now();
         this.#log.info(`Received ${signal}: shutting down`);
-        // In a worker (`deno serve --parallel` runs one App per worker) Deno.exit() would end
-        // the whole process, cutting off the other workers' shutdowns: a worker closes itself
-        // instead, and the process exits once every worker has.
+        // In a Worker, Deno.exit() would end the whole process, cutting off the other workers'
+        // shutdowns: a Worker closes itself instead. `deno serve --parallel` runs its workers
+        // with a main-thread global (no WorkerGlobalScope to tell them by), so there the exit
+        // code is set and the process left to end by itself: deno serve closed its listener on
+        // the signal, and exits, with Deno.exitCode, once every worker has nothing left to run.
+        // Calling Deno.exit() there ended the process as soon as the first worker was done: a
+        // request still running in another worker got no response, its App no lifespan
+        // shutdown. The exit is only forced, after FORCED_EXIT_MS, when something still keeps
+        // this thread alive: the listener of Deno.serve(app.fetch), or work that was abandoned.
         const exit = IN_WORKER
           ? () => (globalThis as { close?: () => void }).close?.()
-          : (code: number) => Deno.exit(code);
+          : (code: number) => {
+            if (code > (Deno.exitCode ?? 0)) Deno.exitCode = code;
+            const timer = setTimeout(() => Deno.exit(Deno.exitCode), FORCED_EXIT_MS);
+            Deno.unrefTimer(timer);
+          };
         // One deadline from the signal on: the responses still being written share the grace
         // period of the requests they answer. (Waiting a whole period more for them once the
         // drain had used one made a shutdown take twice the period.) They are awaited after a

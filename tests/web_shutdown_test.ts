@@ -130,6 +130,63 @@ Deno.test("App exits only when every App of the process has shut down after a si
   }
 });
 
+// Found probing: `deno serve --parallel` workers have no WorkerGlobalScope, so each App took
+// itself for the main thread and called Deno.exit() once its own shutdown was done: an idle
+// worker ended the process while another worker's request was still running (the client got
+// no response) and that worker's App never ran its lifespan shutdown.
+Deno.test("App under deno serve --parallel exits only when every worker has shut down", async () => {
+  const port = freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "serve",
+      "--parallel",
+      "--allow-net",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "tests/fixtures/web_parallel_app.ts",
+    ],
+    env: { DENO_JOBS: "2" },
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = child.output();
+  try {
+    await waitForServer(`http://127.0.0.1:${port}/`).then((response) => response.text());
+    // Both workers must have started their App (and so watch the signals): ask on new
+    // connections until two have answered (the kernel spreads connections over the workers).
+    const workers = new Set<string>();
+    for (let i = 0; i < 200 && workers.size < 2; i++) {
+      const response = await fetch(`http://127.0.0.1:${port}/`, {
+        headers: { connection: "close" },
+      });
+      workers.add(await response.text());
+    }
+    assertEquals(workers.size, 2, "two workers answered");
+    const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
+      `${response.status} ${await response.text()}`
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    child.kill("SIGTERM");
+    assertMatch(await slow, /^200 [0-9a-f-]{36} slow done$/, "the request in flight finishes");
+    const { code, stdout, stderr } = await output;
+    const log = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+    assertEquals(code, 0, log);
+    for (const worker of workers) {
+      assertStringIncludes(log, `[lifespan] ${worker} lifespan.shutdown`);
+    }
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already exited, as it should.
+    }
+    await output;
+  }
+});
+
 Deno.test("App takes a second signal within 0.5 s as the first, and a later one as exit now (regression: a process group's SIGTERM cut off requests in flight)", async (t) => {
   for (
     const [name, gapMs, expected, first] of [
