@@ -14,12 +14,16 @@ const FORMS = appForms(FIXTURE, [
   "serve(app)",
 ]);
 
-/** Starts a deployment form of the fixture on `port`, its output piped. */
-function spawnForm(
-  command: FormCommand,
-  port: number,
-): { child: Deno.ChildProcess; output: Promise<Deno.CommandOutput> } {
-  const { args, env } = command(port);
+/** A child Deno process and its output, piped. */
+interface Spawned {
+  child: Deno.ChildProcess;
+  output: Promise<Deno.CommandOutput>;
+  /** Kills the child if it still runs (it should have exited) and waits for it. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Runs `deno <args>` in the repository with `env`, its output piped. */
+function spawnDeno(args: string[], env: Record<string, string>): Spawned {
   const child = new Deno.Command(Deno.execPath(), {
     args,
     env,
@@ -27,7 +31,30 @@ function spawnForm(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  return { child, output: child.output() };
+  const output = child.output();
+  return {
+    child,
+    output,
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already exited, as it should.
+      }
+      await output;
+    },
+  };
+}
+
+/** Starts a deployment form of the fixture on `port`, its output piped. */
+function spawnForm(command: FormCommand, port: number): Spawned {
+  const { args, env } = command(port);
+  return spawnDeno(args, env);
+}
+
+/** The process's stdout and stderr, as text. */
+function logOf({ stdout, stderr }: Deno.CommandOutput): string {
+  return new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
 }
 
 // Regression (issue 10, point 8): under `deno serve` and `Deno.serve(app.fetch)` a signal used to
@@ -98,36 +125,23 @@ Deno.test("App shuts down gracefully on SIGINT and SIGTERM in every deployment f
 // an empty reply, and its lifespan shutdown never ran.
 Deno.test("App exits only when every App of the process has shut down after a signal", async () => {
   const [port, port2] = [freePort(), freePort()];
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "tests/fixtures/web_two_apps.ts"],
-    env: { PORT: String(port), PORT2: String(port2) },
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const output = child.output();
-  try {
-    assertEquals(await (await waitForServer(`http://127.0.0.1:${port}/`)).text(), "main");
-    assertEquals(await (await waitForServer(`http://127.0.0.1:${port2}/`)).text(), "metrics");
-    const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
-      `${response.status} ${await response.text()}`
-    );
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    child.kill("SIGTERM");
-    assertEquals(await slow, "200 main slow done", "the main App's request in flight finishes");
-    const { code, stdout, stderr } = await output;
-    const log = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
-    assertEquals(code, 0, log);
-    assertStringIncludes(log, "[lifespan] main lifespan.shutdown");
-    assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
-  } finally {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // Already exited, as it should.
-    }
-    await output;
-  }
+  await using spawned = spawnDeno(
+    ["run", "--allow-net", "--allow-env", "tests/fixtures/web_two_apps.ts"],
+    { PORT: String(port), PORT2: String(port2) },
+  );
+  assertEquals(await (await waitForServer(`http://127.0.0.1:${port}/`)).text(), "main");
+  assertEquals(await (await waitForServer(`http://127.0.0.1:${port2}/`)).text(), "metrics");
+  const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
+    `${response.status} ${await response.text()}`
+  );
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  spawned.child.kill("SIGTERM");
+  assertEquals(await slow, "200 main slow done", "the main App's request in flight finishes");
+  const output = await spawned.output;
+  const log = logOf(output);
+  assertEquals(output.code, 0, log);
+  assertStringIncludes(log, "[lifespan] main lifespan.shutdown");
+  assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
 });
 
 // Found probing: `deno serve --parallel` workers have no WorkerGlobalScope, so each App took
@@ -136,54 +150,38 @@ Deno.test("App exits only when every App of the process has shut down after a si
 // no response) and that worker's App never ran its lifespan shutdown.
 Deno.test("App under deno serve --parallel exits only when every worker has shut down", async () => {
   const port = freePort();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "serve",
-      "--parallel",
-      "--allow-net",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "tests/fixtures/web_parallel_app.ts",
-    ],
-    env: { DENO_JOBS: "2" },
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const output = child.output();
-  try {
-    await waitForServer(`http://127.0.0.1:${port}/`).then((response) => response.text());
-    // Both workers must have started their App (and so watch the signals): ask on new
-    // connections until two have answered (the kernel spreads connections over the workers).
-    const workers = new Set<string>();
-    for (let i = 0; i < 200 && workers.size < 2; i++) {
-      const response = await fetch(`http://127.0.0.1:${port}/`, {
-        headers: { connection: "close" },
-      });
-      workers.add(await response.text());
-    }
-    assertEquals(workers.size, 2, "two workers answered");
-    const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
-      `${response.status} ${await response.text()}`
-    );
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    child.kill("SIGTERM");
-    assertMatch(await slow, /^200 [0-9a-f-]{36} slow done$/, "the request in flight finishes");
-    const { code, stdout, stderr } = await output;
-    const log = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
-    assertEquals(code, 0, log);
-    for (const worker of workers) {
-      assertStringIncludes(log, `[lifespan] ${worker} lifespan.shutdown`);
-    }
-  } finally {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // Already exited, as it should.
-    }
-    await output;
+  await using spawned = spawnDeno([
+    "serve",
+    "--parallel",
+    "--allow-net",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "tests/fixtures/web_parallel_app.ts",
+  ], { DENO_JOBS: "2" });
+  await waitForServer(`http://127.0.0.1:${port}/`).then((response) => response.text());
+  // Both workers must have started their App (and so watch the signals): ask on new
+  // connections until two have answered (the kernel spreads connections over the workers).
+  const workers = new Set<string>();
+  for (let i = 0; i < 200 && workers.size < 2; i++) {
+    const response = await fetch(`http://127.0.0.1:${port}/`, {
+      headers: { connection: "close" },
+    });
+    workers.add(await response.text());
+  }
+  assertEquals(workers.size, 2, "two workers answered");
+  const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
+    `${response.status} ${await response.text()}`
+  );
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  spawned.child.kill("SIGTERM");
+  assertMatch(await slow, /^200 [0-9a-f-]{36} slow done$/, "the request in flight finishes");
+  const output = await spawned.output;
+  const log = logOf(output);
+  assertEquals(output.code, 0, log);
+  for (const worker of workers) {
+    assertStringIncludes(log, `[lifespan] ${worker} lifespan.shutdown`);
   }
 });
 
