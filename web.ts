@@ -1031,7 +1031,7 @@ export class App<A extends object = Record<never, never>> {
         if (!this.#signalsWatched) this.#watchSignals();
         if (this.#handleSignals) this.#track(info);
       }
-      return (this.#fetchHandler ??= createFetchHandler(this, {
+      return (this.#fetchHandler ??= createFetchHandler(this.#fetchAsgi, {
         ...this.#fetchOptions,
         logger: this.#log,
       })).fetch(request, info);
@@ -1045,12 +1045,18 @@ export class App<A extends object = Record<never, never>> {
   #graceMs: number;
   readonly #lifespanLimitMs: number;
   #handleSignals: boolean;
+  /**
+   * A server has called `app.fetch` (with `info`): the signals are watched, and the Fetch
+   * handler's lifespan connection holds the App as a server's does.
+   */
   #signalsWatched = false;
   #fetchHandler: AsgiFetchHandler | undefined;
   /** Lifespan startup ran, and shutdown has not. */
   #started = false;
   /** Lifespan connections (servers, the Fetch handler) that started the App and still serve. */
   #holders = 0;
+  /** The Fetch handler's lifespan connection is one of `#holders`. */
+  #fetchHolds = false;
   /** The startup the first of them ran, which the others share. */
   #starting: Promise<void> | undefined;
   /** The last lifespan startup failed: requests got 503, and a signal's exit code is 1. */
@@ -1188,6 +1194,12 @@ export class App<A extends object = Record<never, never>> {
     return this as unknown as App<A> & A;
   }
 
+  /** `#asgi` for the Fetch handler, which tells its lifespan connection apart (see #lifespanLoop). */
+  #fetchAsgi = (scope: Scope, receive: Receive, send: Send): Promise<void> =>
+    scope.type === "lifespan"
+      ? this.#lifespanLoop(receive, send, true)
+      : this.#asgi(scope, receive, send);
+
   #asgi(scope: Scope, receive: Receive, send: Send): Promise<void> {
     if (scope.type === "http") return this.#http(scope, receive, send);
     if (scope.type === "lifespan") return this.#lifespanLoop(receive, send);
@@ -1245,7 +1257,7 @@ export class App<A extends object = Record<never, never>> {
    * startup overwrote the first's attributes, and the first server's shutdown shut the App down
    * under the others (503 for all their requests).
    */
-  async #lifespanLoop(receive: Receive, send: Send): Promise<void> {
+  async #lifespanLoop(receive: Receive, send: Send, fetchHandler = false): Promise<void> {
     let holding = false;
     for (;;) {
       const message = await receive();
@@ -1253,18 +1265,28 @@ export class App<A extends object = Record<never, never>> {
         const joining = this.#holders > 0 && this.#stopping === undefined;
         this.#holders++;
         holding = true;
+        if (fetchHandler) this.#fetchHolds = true;
         if (!joining) this.#starting = this.#startUp();
         try {
           await this.#starting;
         } catch (error) {
           this.#holders--;
           holding = false;
+          if (fetchHandler) this.#fetchHolds = false;
           await send({ type: "lifespan.startup.failed", message: errorText(error) });
           return;
         }
         await send({ type: "lifespan.startup.complete" });
       } else if (message.type === "lifespan.shutdown") {
-        if (holding && --this.#holders > 0) {
+        if (holding) {
+          this.#holders--;
+          if (fetchHandler) this.#fetchHolds = false;
+        }
+        // A Fetch handler no server calls (app.fetch in process: a warm-up request, a test) is
+        // no server to wait for: counted as one, it kept the App running for ever after the
+        // last real server's shutdown, its lifespan function never run with LIFESPAN_SHUTDOWN.
+        const idleFetchHandler = this.#fetchHolds && !this.#signalsWatched ? 1 : 0;
+        if (holding && this.#holders > idleFetchHandler) {
           await send({ type: "lifespan.shutdown.complete" });
           return;
         }

@@ -739,6 +739,35 @@ Deno.test("App.shutdown() during lifespan startup waits for it, then shuts down"
   }
 });
 
+// Found reviewing 4559586: an App called in process (app.fetch with no server: a warm-up
+// request, a test) beside serve(app) counted the Fetch handler as a second server that never
+// shuts down, so server.shutdown() (on SIGTERM, say) left the App running: no lifespan
+// shutdown, tasks and what the lifespan function opened kept alive.
+Deno.test("App called in process beside serve(app) still shuts down with the server", async () => {
+  const events: string[] = [];
+  const app = new App({
+    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
+    lifespan: (_app, messageType) => {
+      events.push(messageType);
+    },
+    logger: new RecordingLogger(),
+  });
+  const server = serve(app, { port: 0, onListen() {}, logger: new RecordingLogger() });
+  try {
+    await server.addr;
+    const warmUp = await app.fetch(new globalThis.Request("http://localhost/"));
+    assertEquals([warmUp.status, await warmUp.text()], [200, "ok"]);
+    await withTimeout(server.shutdown(), BOUND_MS, "server.shutdown()");
+    assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+    const late = await app.fetch(new globalThis.Request("http://localhost/"));
+    assertEquals(late.status, 503);
+    await withTimeout(app.shutdown(), BOUND_MS, "app.shutdown()");
+    assertEquals(events, [App.LIFESPAN_STARTUP, App.LIFESPAN_SHUTDOWN]);
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("App.shutdown() stops the App for every server that serves it", async () => {
   const events: string[] = [];
   const app = new App({
