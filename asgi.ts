@@ -562,6 +562,10 @@ class Server implements AsgiServer {
     this.#addr = this.#listening.promise;
     this.#addr.catch(() => {});
     this.#start().then(this.#listening.resolve, this.#listening.reject);
+    // A signal aborted already is a shutdown() before listening: it must bound the startup by
+    // lifespanTimeout as one does. Only marking the server as stopping once left a startup that
+    // never settles holding addr, finished and the process open for ever.
+    if (signal?.aborted) this.#shutdownOnce().catch(() => {});
   }
 
   get addr(): Promise<AsgiServerAddr> {
@@ -693,8 +697,11 @@ class Server implements AsgiServer {
     const { shutdownTimeout: timeout, lifespanTimeout } = this.#settings;
     let started: boolean;
     try {
-      // A startup that never completes would hold shutdown forever.
-      started = await within(this.#addr, lifespanTimeout);
+      // A startup that never completes would hold shutdown forever. The bound is the startup's
+      // own: what follows it when the server never listens (lifespan shutdown) has its own, and
+      // bounding both at once by this one failed a slow lifespan shutdown as a startup.
+      started = await within(core.lifespan.startup(), lifespanTimeout);
+      if (started) await this.#addr;
     } catch {
       // Never listened: #start has settled `finished` already.
       return;

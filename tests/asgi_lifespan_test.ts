@@ -630,6 +630,36 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Found reviewing cc135b9: a signal that was already aborted when serve() was called marked
+  // the server as stopping but never ran shutdown(), so nothing bounded the startup by
+  // lifespanTimeout: an app whose startup never settles kept addr and finished pending, and the
+  // timer that holds the process open during startup, for ever (the process never exited).
+  Deno.test(
+    name("bounds a startup by lifespanTimeout when its signal was aborted already"),
+    async () => {
+      const logger = new RecordingLogger();
+      const server = serve(async (scope, receive) => {
+        if (scope.type !== "lifespan") return;
+        await receive();
+        await new Promise(() => {}); // Never answers lifespan.startup.
+      }, {
+        port: 0,
+        transport,
+        logger,
+        lifespanTimeout: 100,
+        onListen() {},
+        signal: AbortSignal.abort(),
+      });
+      await withTimeout(assertRejects(() => server.addr), BOUND_MS, "addr to reject");
+      const error = await withTimeout(
+        assertRejects(() => server.finished, LifespanError),
+        BOUND_MS,
+        "finished to reject",
+      ) as LifespanError;
+      assertMatch(error.message, /Lifespan startup did not complete within lifespanTimeout 100 ms/);
+    },
+  );
+
   Deno.test(name("disposes with await using"), async () => {
     const events: string[] = [];
     let port = 0;
