@@ -1489,7 +1489,9 @@ export class App<A extends object = Record<never, never>> {
         // Calling Deno.exit() there ended the process as soon as the first worker was done: a
         // request still running in another worker got no response, its App no lifespan
         // shutdown. The exit is only forced, after FORCED_EXIT_MS, when something still keeps
-        // this thread alive: the listener of Deno.serve(app.fetch), or work that was abandoned.
+        // this thread alive: the listener of Deno.serve(app.fetch), work that was abandoned, or
+        // any timer or socket of the program's own. Under --parallel that forced exit still ends
+        // the other workers, mid-request (a worker has no way to end alone: close() exits too).
         const exit = IN_WORKER
           ? () => (globalThis as { close?: () => void }).close?.()
           : (code: number) => {
