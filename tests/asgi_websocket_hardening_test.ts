@@ -193,7 +193,12 @@ Deno.test("serve() [node] keeps a client whose pongs wait unread while reading i
     assertEquals(await client.next(5000), "got 20");
     assertEquals(ended, []);
     client.socket.close(1000);
-    assertEquals((await client.closeEvent()).code, 1000);
+    // The closing handshake completes. Its code is checked on the server's side: a ping of the
+    // 100 ms pinger that crosses the client's close frame makes Deno's WebSocket client report
+    // 1005 instead of the 1000 echoed after it (seen on the wire; the test failed now and then).
+    assert((await client.closeEvent()).wasClean, "the closing handshake completed");
+    for (let i = 0; i < 100 && ended.length === 0; i++) await sleep(10);
+    assertEquals(ended, [{ type: "websocket.disconnect", code: 1000, reason: "" }]);
   });
 });
 
