@@ -54,6 +54,7 @@ import {
   withResolvers,
 } from "./_asgi/core.ts";
 import { handleFetch, listenDeno, textResponse } from "./_asgi/deno_transport.ts";
+import { trackShutdown } from "./_asgi/shutdowns.ts";
 import { checkTls } from "./_asgi/tls.ts";
 import {
   abortWebSockets,
@@ -688,7 +689,7 @@ class Server implements AsgiServer {
   }
 
   #shutdownOnce(): Promise<void> {
-    return this.#stop ??= this.#shutdown();
+    return this.#stop ??= trackShutdown(this.#shutdown());
   }
 
   async #shutdown(): Promise<void> {

@@ -111,6 +111,7 @@ import { countOption, seconds, secondsOption } from "./_web/options.ts";
 import { describe, errorText } from "./_common/describe.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
 import { guardLogger } from "./_common/logger.ts";
+import { shutdownsDone } from "./_asgi/shutdowns.ts";
 import {
   closeSockets,
   denySocket,
@@ -908,7 +909,8 @@ const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTER
 const FORCED_EXIT_MS = 100;
 /**
  * The shutdowns that signals started in this process (a worker has its own), for every App that
- * handles them: the last to finish exits, with the worst code. Each App once exited as soon as
+ * handles them: the last to finish exits, with the worst code, once no serve() shutdown is in
+ * progress either (see _asgi/shutdowns.ts). Each App once exited as soon as
  * its own shutdown was done, so an idle App (a metrics port beside the main one) ended the
  * process while the main App's requests were still running, its lifespan shutdown never run.
  */
@@ -1519,7 +1521,11 @@ export class App<A extends object = Record<never, never>> {
         }).then((code) =>
           this.#allDelivered(Math.max(0, deadline - performance.now())).then(() => {
             signalShutdowns.code = Math.max(signalShutdowns.code, code);
-            if (--signalShutdowns.running === 0) exit(signalShutdowns.code);
+            if (--signalShutdowns.running > 0) return;
+            // A serve() that the same signal stops (its `signal` option) finishes first.
+            shutdownsDone().then(() => {
+              if (signalShutdowns.running === 0) exit(signalShutdowns.code);
+            });
           })
         );
       });

@@ -144,6 +144,31 @@ Deno.test("App exits only when every App of the process has shut down after a si
   assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
 });
 
+// Regression (review of the fix above, 2026-11-27): an App under Deno.serve(app.fetch) beside a
+// serve() that the same signal stops exited the process once the App was done: the serve()
+// server's request in flight got no response, its App no lifespan shutdown.
+Deno.test("App exits after a serve() stopped by the same signal has shut down", async () => {
+  const [port, port2] = [freePort(), freePort()];
+  await using spawned = spawnDeno(
+    ["run", "--allow-net", "--allow-env", "tests/fixtures/web_app_beside_serve.ts"],
+    { PORT: String(port), PORT2: String(port2) },
+  );
+  assertEquals(await (await waitForServer(`http://127.0.0.1:${port}/`)).text(), "main");
+  // The metrics App watches the signals once a server has called its fetch.
+  assertEquals(await (await waitForServer(`http://127.0.0.1:${port2}/`)).text(), "metrics");
+  const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
+    `${response.status} ${await response.text()}`
+  );
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  spawned.child.kill("SIGTERM");
+  assertEquals(await slow, "200 main slow done", "the serve() request in flight finishes");
+  const output = await spawned.output;
+  const log = logOf(output);
+  assertEquals(output.code, 0, log);
+  assertStringIncludes(log, "[lifespan] main lifespan.shutdown");
+  assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
+});
+
 // Found probing: `deno serve --parallel` workers have no WorkerGlobalScope, so each App took
 // itself for the main thread and called Deno.exit() once its own shutdown was done: an idle
 // worker ended the process while another worker's request was still running (the client got
