@@ -287,13 +287,13 @@ class DenoCycle extends HttpCycle {
       if (body !== null) {
         // The length a GET would get, stated here and not left to Deno with the body: over
         // HTTP/2 Deno (2.9.6) writes a HEAD response's body, which curl and nghttp2 take as a
-        // protocol error (the whole response failed). A null body keeps a length given.
-        this.#respond(
-          new Response(null, {
-            status,
-            headers: headersInit([...headers, ["content-length", String(body.length)]], null),
-          }),
-        );
+        // protocol error (the whole response failed). A null body keeps a length given, and so
+        // does this one: the bridge's own 500 states its length already, and a second field
+        // made Deno send two, which nghttp2 and curl refuse over HTTP/2 as they refuse a body.
+        const stated: [string, string][] = hasContentLength(headers)
+          ? headers
+          : [...headers, ["content-length", String(body.length)]];
+        this.#respond(new Response(null, { status, headers: headersInit(stated, null) }));
         return;
       }
       if (!hasContentLength(headers)) {

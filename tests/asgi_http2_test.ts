@@ -254,3 +254,37 @@ Deno.test("serve() [deno] over HTTP/2 sends a HEAD response no body, and states 
     }
   });
 });
+
+// Regression (review of the HEAD-over-HTTP/2 change, 2026-11-27): the bridge's own 500 (an
+// application that raised or returned without a response) already states "content-length: 21",
+// and the HEAD path added a second one. Over HTTP/2 Deno sent both fields, which nghttp2 and curl
+// (exit 92) refuse as a protocol error, so the client saw no response at all; under
+// createFetchHandler the Response said "content-length: 21, 21".
+Deno.test("serve() [deno] over HTTP/2 answers HEAD with one content-length when the app fails", async () => {
+  const logger = new RecordingLogger();
+  const boom = () => Promise.reject(new Error("boom"));
+  await using served = await start(
+    (scope) => scope.type === "http" && scope.path === "/raise" ? boom() : Promise.resolve(),
+    "deno",
+    { logger },
+  );
+  const client = Deno.createHttpClient({ http2: true, http1: false });
+  try {
+    for (const path of ["/raise", "/returned"]) {
+      const response = await fetch(`http://127.0.0.1:${served.port}${path}`, {
+        method: "HEAD",
+        client,
+      });
+      await response.body?.cancel();
+      assertEquals(response.status, 500, path);
+      assertEquals(response.headers.get("content-length"), "21", path);
+    }
+  } finally {
+    client.close();
+  }
+  const handler = createFetchHandler(boom, { lifespan: "off", logger });
+  const response = await handler.fetch(new Request("http://a.example/", { method: "HEAD" }));
+  assertEquals(response.status, 500);
+  assertEquals(response.headers.get("content-length"), "21");
+  assertEquals(response.body, null);
+});
