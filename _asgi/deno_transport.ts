@@ -646,7 +646,11 @@ export function handleFetch(
   let queryStart = url.indexOf("?", authorityStart);
   if (
     (queryStart !== -1 && queryStart < pathStart) ||
-    (host !== undefined && pathStart - authorityStart !== host.length)
+    (host !== undefined && pathStart - authorityStart !== host.length) ||
+    // A "#" before the first "/": an authority as long as the Host does not make it the Host
+    // ("GET http://ab#c/admin" with "Host: abcd" was once read as path "/admin"). Searched
+    // backwards from the path, so only "scheme://" + authority is scanned.
+    url.lastIndexOf("#", pathStart) > schemeEnd
   ) {
     // Not "scheme://" + Host + target: absolute form. A Host holding "?" or "#" is as invalid as
     // one holding "/" (RFC 9112 3.2), and would move the path's start the same way.
@@ -690,7 +694,8 @@ export function handleFetch(
     hasBody = whole ? expectedLength > 0 : request.body !== null;
     // Deno refuses a content-length beside a transfer-encoding: only a body without one can
     // carry a transfer coding, and Deno passes "gzip, chunked" on still gzipped.
-    if (lengthText === undefined && hasBody && !chunkedOnly(fields, count)) {
+    // fieldCount: a host taken from the URL went first and moved every field on by two.
+    if (lengthText === undefined && hasBody && !chunkedOnly(fields, fieldCount)) {
       return textResponse(method, 501, "Not Implemented", true);
     }
   }

@@ -1070,3 +1070,45 @@ for (const transport of TRANSPORTS) {
     }
   });
 }
+
+// Regression (review of the 501 and absolute-form changes, 2026-11-27): on deno, a request that
+// gets its host from its URL (absolute form without a Host, as over HTTP/2) has that host put at
+// the start of the field list, and the transfer-encoding check then read the list's old length:
+// a transfer-encoding sorted last ("POST http://a.example/ HTTP/1.1" with no user-agent or x-
+// field) was not seen, and the app got the still-gzipped body. And a "#" in an absolute-form
+// authority went unnoticed when the Host had the authority's length: "GET http://ab#c/admin"
+// with "Host: abcd" reached the app as path "/admin", which the same target with another Host
+// refuses (400), as node does.
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() [${transport}] refuses an absolute-form target whatever its Host`, async (t) => {
+    let calls = 0;
+    await using served = await start(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      calls++;
+      await countBody(send, receive);
+    }, transport);
+    const requests: [string, string, RegExp][] = [
+      [
+        "gzip, chunked, no Host",
+        "POST http://a.example/up HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" +
+        "5\r\nhello\r\n0\r\n\r\n",
+        // node:http requires a Host of HTTP/1.1 (400); deno takes the request and refuses its coding.
+        transport === "deno" ? /^HTTP\/1\.1 501 / : /^HTTP\/1\.1 400 /,
+      ],
+      [
+        '"#" in the authority, a Host of its length',
+        "GET http://ab#c/admin HTTP/1.1\r\nHost: abcd\r\nConnection: close\r\n\r\n",
+        /^HTTP\/1\.1 400 /,
+      ],
+    ];
+    for (const [name, request, status] of requests) {
+      await t.step(name, async () => {
+        using client = await RawClient.connect(served.port);
+        await client.writeUntilClosed(request);
+        const { head } = await client.response();
+        assertMatch(head, status);
+      });
+    }
+    assertEquals(calls, 0);
+  });
+}
