@@ -485,6 +485,36 @@ Deno.test({
   },
 });
 
+// Regression (review of the PEM-shape messages, 2026-11-27): a key whose lines end in spaces (as
+// pasted from a terminal or a web console) or in "\r\r\n" is served by Deno.serve and node:https
+// alike, but node:crypto, which serve() checks with, cannot read it: serve() refused the pair, and
+// since e43777a said "PEM text on one line, its line breaks lost", which it is not.
+for (const transport of TRANSPORTS) {
+  Deno.test({
+    name: `serve() [${transport}] serves PEM text whose lines end in spaces or carriage returns`,
+    ignore: tls === undefined,
+    async fn(t) {
+      const { cert, key } = tls!;
+      const cases: [string, string, string][] = [
+        ["spaces", cert.replaceAll("\n", "  \n"), key.replaceAll("\n", "  \n")],
+        ["carriage returns", cert.replaceAll("\n", "\r\r\n"), key.replaceAll("\n", "\r\r\n")],
+      ];
+      for (const [name, badCert, badKey] of cases) {
+        await t.step(name, async () => {
+          await using server = await start(app, transport, { cert: badCert, key: badKey });
+          const client = Deno.createHttpClient({ caCerts: [cert] });
+          try {
+            const response = await fetch(`https://127.0.0.1:${server.port}/`, { client });
+            assertEquals(await response.text(), "https");
+          } finally {
+            client.close();
+          }
+        });
+      }
+    },
+  });
+}
+
 Deno.test({
   name: "tls fixture cleanup",
   ignore: tls === undefined,
