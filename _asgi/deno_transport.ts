@@ -467,9 +467,9 @@ class DenoCycle extends HttpCycle {
    * Reads a chunked body the application never read, to its end, and drops it. Deno would do it
    * too, but with no bound: a chunked upload that never ends, sent to an endpoint that answered
    * without reading it, held its connection for as long as the client sent. A body claimed
-   * before the response makes Deno answer `connection: close`, so the connection closes once
-   * the body ends, or at once past `maxBodySize` dropped bytes (cancelled, as a body the
-   * application read is).
+   * before the response, unless all of it has arrived by then, makes Deno answer `connection:
+   * close`, so the connection closes once the body ends, or at once past `maxBodySize` dropped
+   * bytes (cancelled, as a body the application read is).
    */
   #dropBody(): void {
     const reader = this.#reader!;
