@@ -120,53 +120,39 @@ Deno.test("App shuts down gracefully on SIGINT and SIGTERM in every deployment f
   }
 });
 
-// Found probing: with two Apps in one process (a metrics port beside the main one), the idle
-// App finished its shutdown first and exited the process: the main App's request in flight got
-// an empty reply, and its lifespan shutdown never ran.
-Deno.test("App exits only when every App of the process has shut down after a signal", async () => {
-  const [port, port2] = [freePort(), freePort()];
-  await using spawned = spawnDeno(
-    ["run", "--allow-net", "--allow-env", "tests/fixtures/web_two_apps.ts"],
-    { PORT: String(port), PORT2: String(port2) },
-  );
-  assertEquals(await (await waitForServer(`http://127.0.0.1:${port}/`)).text(), "main");
-  assertEquals(await (await waitForServer(`http://127.0.0.1:${port2}/`)).text(), "metrics");
-  const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
-    `${response.status} ${await response.text()}`
-  );
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  spawned.child.kill("SIGTERM");
-  assertEquals(await slow, "200 main slow done", "the main App's request in flight finishes");
-  const output = await spawned.output;
-  const log = logOf(output);
-  assertEquals(output.code, 0, log);
-  assertStringIncludes(log, "[lifespan] main lifespan.shutdown");
-  assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
-});
-
-// Regression (review of the fix above, 2026-11-27): an App under Deno.serve(app.fetch) beside a
-// serve() that the same signal stops exited the process once the App was done: the serve()
-// server's request in flight got no response, its App no lifespan shutdown.
-Deno.test("App exits after a serve() stopped by the same signal has shut down", async () => {
-  const [port, port2] = [freePort(), freePort()];
-  await using spawned = spawnDeno(
-    ["run", "--allow-net", "--allow-env", "tests/fixtures/web_app_beside_serve.ts"],
-    { PORT: String(port), PORT2: String(port2) },
-  );
-  assertEquals(await (await waitForServer(`http://127.0.0.1:${port}/`)).text(), "main");
-  // The metrics App watches the signals once a server has called its fetch.
-  assertEquals(await (await waitForServer(`http://127.0.0.1:${port2}/`)).text(), "metrics");
-  const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
-    `${response.status} ${await response.text()}`
-  );
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  spawned.child.kill("SIGTERM");
-  assertEquals(await slow, "200 main slow done", "the serve() request in flight finishes");
-  const output = await spawned.output;
-  const log = logOf(output);
-  assertEquals(output.code, 0, log);
-  assertStringIncludes(log, "[lifespan] main lifespan.shutdown");
-  assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
+// Regressions: a process with a metrics port beside its main one exited on a signal as soon as
+// the idle metrics App was done, cutting off the main server's request in flight (empty reply)
+// and its lifespan shutdown. Found probing with two Apps under Deno.serve(app.fetch); then, by
+// the review of that fix, with the main App under a serve() that the same signal stops.
+Deno.test("App exits on a signal only once every server of the process has shut down", async (t) => {
+  for (
+    const [setup, fixture] of [
+      ["two Apps under Deno.serve(app.fetch)", "web_two_apps.ts"],
+      ["an App beside a serve() stopped by the same signal", "web_app_beside_serve.ts"],
+    ]
+  ) {
+    await t.step(setup!, async () => {
+      const [port, port2] = [freePort(), freePort()];
+      await using spawned = spawnDeno(
+        ["run", "--allow-net", "--allow-env", `tests/fixtures/${fixture}`],
+        { PORT: String(port), PORT2: String(port2) },
+      );
+      assertEquals(await (await waitForServer(`http://127.0.0.1:${port}/`)).text(), "main");
+      // The metrics App watches the signals once a server has called its fetch.
+      assertEquals(await (await waitForServer(`http://127.0.0.1:${port2}/`)).text(), "metrics");
+      const slow = fetch(`http://127.0.0.1:${port}/slow`).then(async (response) =>
+        `${response.status} ${await response.text()}`
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      spawned.child.kill("SIGTERM");
+      assertEquals(await slow, "200 main slow done", "the main server's request finishes");
+      const output = await spawned.output;
+      const log = logOf(output);
+      assertEquals(output.code, 0, log);
+      assertStringIncludes(log, "[lifespan] main lifespan.shutdown");
+      assertStringIncludes(log, "[lifespan] metrics lifespan.shutdown");
+    });
+  }
 });
 
 // Found probing: `deno serve --parallel` workers have no WorkerGlobalScope, so each App took
