@@ -645,7 +645,8 @@ Deno.test("App.fetch serves requests through Deno.serve", async () => {
   assertEquals(await response.text(), "hello deno");
 });
 
-Deno.test("App.shutdown() drains, runs lifespan shutdown once, then answers 503", async () => {
+/** An App answering "ok" at "/" whose lifespan function records the events it gets. */
+function lifespanRecordingApp(): { app: App; events: string[] } {
   const events: string[] = [];
   const app = new App({
     router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
@@ -654,6 +655,11 @@ Deno.test("App.shutdown() drains, runs lifespan shutdown once, then answers 503"
     },
     logger: new RecordingLogger(),
   });
+  return { app, events };
+}
+
+Deno.test("App.shutdown() drains, runs lifespan shutdown once, then answers 503", async () => {
+  const { app, events } = lifespanRecordingApp();
   await app.shutdown();
   assertEquals(events, [], "nothing to shut down before startup");
   const first = await app.fetch(new globalThis.Request("http://localhost/"));
@@ -744,14 +750,7 @@ Deno.test("App.shutdown() during lifespan startup waits for it, then shuts down"
 // shuts down, so server.shutdown() (on SIGTERM, say) left the App running: no lifespan
 // shutdown, tasks and what the lifespan function opened kept alive.
 Deno.test("App called in process beside serve(app) still shuts down with the server", async () => {
-  const events: string[] = [];
-  const app = new App({
-    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
-    lifespan: (_app, messageType) => {
-      events.push(messageType);
-    },
-    logger: new RecordingLogger(),
-  });
+  const { app, events } = lifespanRecordingApp();
   const server = serve(app, { port: 0, onListen() {}, logger: new RecordingLogger() });
   try {
     await server.addr;
@@ -769,14 +768,7 @@ Deno.test("App called in process beside serve(app) still shuts down with the ser
 });
 
 Deno.test("App.shutdown() stops the App for every server that serves it", async () => {
-  const events: string[] = [];
-  const app = new App({
-    router: new AsgiRouter({ routes: [new Route("/", { handler: ok })] }),
-    lifespan: (_app, messageType) => {
-      events.push(messageType);
-    },
-    logger: new RecordingLogger(),
-  });
+  const { app, events } = lifespanRecordingApp();
   const server = serve(app, { port: 0, onListen() {}, logger: new RecordingLogger() });
   try {
     const url = `http://127.0.0.1:${(await server.addr).port}/`;
