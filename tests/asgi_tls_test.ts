@@ -168,6 +168,16 @@ Deno.test("serve() rejects a cert without a key", () => {
   );
 });
 
+/** The body of `GET /` over HTTPS from 127.0.0.1:`port`, trusting `cert` alone. */
+async function fetchTrusting(cert: string, port: number): Promise<string> {
+  const client = Deno.createHttpClient({ caCerts: [cert] });
+  try {
+    return await (await fetch(`https://127.0.0.1:${port}/`, { client })).text();
+  } finally {
+    client.close();
+  }
+}
+
 /** Runs openssl with `args`; its stdout as text. */
 async function openssl(...args: string[]): Promise<string> {
   const output = await new Deno.Command("openssl", { args, stdout: "piped", stderr: "piped" })
@@ -272,13 +282,7 @@ Deno.test({
       for (const transport of TRANSPORTS) {
         await t.step(`${order}, ${transport}`, async () => {
           await using server = await start(app, transport, { cert: combined!, key: combined! });
-          const client = Deno.createHttpClient({ caCerts: [cert] });
-          try {
-            const response = await fetch(`https://127.0.0.1:${server.port}/`, { client });
-            assertEquals(await response.text(), "https");
-          } finally {
-            client.close();
-          }
+          assertEquals(await fetchTrusting(cert, server.port), "https");
         });
       }
     }
@@ -420,13 +424,7 @@ Deno.test({
     await t.step("a chain in order is served", async () => {
       for (const transport of TRANSPORTS) {
         await using server = await start(app, transport, { cert: cert + other.cert, key });
-        const client = Deno.createHttpClient({ caCerts: [cert] });
-        try {
-          const response = await fetch(`https://127.0.0.1:${server.port}/`, { client });
-          assertEquals(await response.text(), "https");
-        } finally {
-          client.close();
-        }
+        assertEquals(await fetchTrusting(cert, server.port), "https");
       }
     });
   },
@@ -502,13 +500,7 @@ for (const transport of TRANSPORTS) {
       for (const [name, badCert, badKey] of cases) {
         await t.step(name, async () => {
           await using server = await start(app, transport, { cert: badCert, key: badKey });
-          const client = Deno.createHttpClient({ caCerts: [cert] });
-          try {
-            const response = await fetch(`https://127.0.0.1:${server.port}/`, { client });
-            assertEquals(await response.text(), "https");
-          } finally {
-            client.close();
-          }
+          assertEquals(await fetchTrusting(cert, server.port), "https");
         });
       }
     },
