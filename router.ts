@@ -55,7 +55,8 @@
  *    optimisation of this rule and never disagrees with it.
  * 2. **Priority.** When several routes match, the first in this order wins. Compare two
  *    patterns token by token (a token is one literal character, one variable, or the end of
- *    the pattern); at the first token where they differ:
+ *    the pattern; a character is a code point, as in rule 1: `😀` is one); at the first token
+ *    where they differ:
  *    - literal text or the end of the pattern beats a constrained variable `{x:re}`, which
  *      beats a plain `{x}`, which beats a catch-all `{x:*}`;
  *    - two constrained variables with different regexes: the one whose regex was registered
@@ -162,7 +163,7 @@ import {
   type VariableToken,
 } from "./_router/pattern.ts";
 import { GreedyMatcher, RegexMatcher } from "./_router/suffix.ts";
-import { priorityOrder, tokenIndexOfSlot } from "./_router/priority.ts";
+import { characterCount, priorityOrder, tokenIndexOfSlot } from "./_router/priority.ts";
 import { redosRisk } from "./_router/safety.ts";
 import { Endpoint, type RouteLike } from "./_router/endpoint.ts";
 import { type FlatTree, layoutTree, RECORD } from "./_router/layout.ts";
@@ -1122,7 +1123,7 @@ function prepare<H extends AnyHandler>(node: Node<Route<H>>): void {
     if (kid.weight > weight) weight = kid.weight;
     if (kid.first < first) first = kid.first;
   }
-  node.weight = weight + (node.kind === LITERAL ? node.label.length : 0);
+  node.weight = weight + (node.kind === LITERAL ? characterCount(node.label) : 0);
   node.first = first;
   if (node.kind === PLAIN || node.kind === REGEX) finalizeVariable(node);
 }

@@ -27,6 +27,30 @@ function priorityKeys(tokens: readonly Token[]): string[] {
   return keys;
 }
 
+/**
+ * Whether `key`, one code unit of literal text, starts a character: the low half of a UTF-16
+ * pair does not, so that `😀` weighs one character as rule 2 counts it, not two.
+ */
+function isCharacterStart(key: string): boolean {
+  if (key.length !== 1) return false;
+  const code = key.charCodeAt(0);
+  return code < 0xdc00 || code > 0xdfff;
+}
+
+/**
+ * The number of characters (code points) of literal text, the weight rule 2 gives it. A
+ * pattern holds no lone surrogate, so every low surrogate ends a pair; a text cut inside a pair
+ * (a tree label) counts the pair where its high half is.
+ */
+export function characterCount(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0xdc00 && code <= 0xdfff) count--;
+  }
+  return count;
+}
+
 /** The token class of a key: {@linkcode LITERAL} for characters and the end. */
 function keyClass(key: string): number {
   return key.length === 1 || key === "" ? LITERAL : key.charCodeAt(1) - 0x30;
@@ -38,7 +62,7 @@ export function priorityOrder<E extends Ranked>(endpoints: readonly E[]): E[] {
     const keys = priorityKeys(endpoint.tokens);
     const literalsFrom: number[] = new Array(keys.length + 1).fill(0);
     for (let i = keys.length - 1; i >= 0; i--) {
-      literalsFrom[i] = literalsFrom[i + 1]! + (keys[i]!.length === 1 ? 1 : 0);
+      literalsFrom[i] = literalsFrom[i + 1]! + (isCharacterStart(keys[i]!) ? 1 : 0);
     }
     return { endpoint, keys, literalsFrom };
   });

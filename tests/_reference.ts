@@ -61,7 +61,7 @@ function relax(tokens: RefToken[]): RefToken[] {
   return [...tokens.slice(0, -1), ...(text ? [{ type: "literal" as const, text }] : [])];
 }
 
-/** One comparable key per literal character, per variable, and "" for the end. */
+/** One comparable key per literal character (code point), per variable, and "" for the end. */
 function keysOf(tokens: RefToken[]): string[] {
   const keys: string[] = [];
   for (const token of tokens) {
@@ -73,15 +73,20 @@ function keysOf(tokens: RefToken[]): string[] {
   return keys;
 }
 
+/** Whether `key` is one literal character: a code point, so "😀" (two code units) is one. */
+function isCharacter(key: string): boolean {
+  return key !== "" && Array.from(key).length === 1;
+}
+
 function rank(key: string): number {
-  if (key.length <= 1) return 0; // a character or the end
+  if (key === "" || isCharacter(key)) return 0; // a character or the end
   if (key.startsWith("<regex ")) return 1;
   return key === "<plain>" ? 2 : 3;
 }
 
 function literalCount(keys: string[], from: number): number {
   let count = 0;
-  for (let i = from; i < keys.length; i++) if (keys[i]!.length === 1) count++;
+  for (let i = from; i < keys.length; i++) if (isCharacter(keys[i]!)) count++;
   return count;
 }
 

@@ -31,7 +31,7 @@ const REGEXES = [
 
 /** Segments of patterns: literals, lone variables, and segments where variables share. */
 const patternSegment = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "") },
+  { weight: 4, arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "", "😀") },
   { weight: 3, arbitrary: fc.constant("{v}") },
   { weight: 2, arbitrary: fc.constantFrom(...REGEXES).map((regex) => `{v:${regex}}`) },
   {
@@ -43,6 +43,7 @@ const patternSegment = fc.oneof(
       "{v}.b",
       "{v}b",
       "{v}.png",
+      "{v}😀{v}",
       "{v:[0-9]+}.png",
       "{v:[0-9]+}.{v}",
       "{v:[a-z.]+}.{v}",
@@ -83,6 +84,7 @@ const pathSegment = fc.constantFrom(
   "12.b",
   "a.b.png",
   "x1",
+  "a😀b.c",
 );
 
 const randomPath = fc.tuple(fc.array(pathSegment, { maxLength: 5 }), fc.boolean()).map(

@@ -147,6 +147,29 @@ Deno.test("AsgiRouter.match() [rule 2, priority] prefers the branch with more li
   });
 });
 
+Deno.test("AsgiRouter.match() [rule 2, priority] weighs literal text in characters, so an emoji is one", async (t) => {
+  // Found by a differential run against tests/_reference.ts: the tree weighed "😀" (two UTF-16
+  // code units) as two characters, so "/{a}😀😀{b}" beat "/{a}.x.{b}", which carries three.
+  const cases: [string, string[], string, Record<string, string>][] = [
+    ["after a variable", ["/{a}.x.{b}", "/{a}😀😀{b}"], "/q😀😀y.x.z", { a: "q😀😀y", b: "z" }],
+    ["below a shared literal", ["/{a}x.x.{b}", "/{a}x😀😀{b}"], "/qx😀😀x.x.z", {
+      a: "qx😀😀",
+      b: "z",
+    }],
+  ];
+  for (const [name, patterns, path, context] of cases) {
+    for (const order of [patterns, [...patterns].reverse()]) {
+      await t.step(`${name}: ${order.join(" then ")}`, () => {
+        assertEquals(lookup(routerOf(order), path), [patterns[0]!, context]);
+      });
+    }
+  }
+  await t.step("one emoji against one character is a tie, broken by registration order", () => {
+    assertEquals(lookup(routerOf(["/{a}.{b}", "/{a}😀{b}"]), "/x😀y.z")?.[0], "/{a}.{b}");
+    assertEquals(lookup(routerOf(["/{a}😀{b}", "/{a}.{b}"]), "/x😀y.z")?.[0], "/{a}😀{b}");
+  });
+});
+
 Deno.test("AsgiRouter.match() [rule 2, priority] breaks a literal tie by registration order", () => {
   // "-" and "." carry one literal character each after {a}, and "/x-y.z" matches both.
   const dashFirst = routerOf(["/{a}-{b}", "/{a}.{b}"]);
