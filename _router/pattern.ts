@@ -408,7 +408,9 @@ export function suffixTree(
     const body: RegexNode = { type: "set", ranges, start: token.position, end };
     items.push({ type: "quant", body, min: 1, max: Infinity, start: token.position, end });
   }
-  const tree: RegexNode = { type: "seq", items, start: items[0]!.start, end: pattern.length };
+  // The end of the last token, not of the pattern: relaxed routes drop a trailing "/" from
+  // their tokens, and the guard's verdict (cached by this text) is on the tokens.
+  const tree: RegexNode = { type: "seq", items, start: items[0]!.start, end: items.at(-1)!.end };
   return { from, tree };
 }
 
@@ -422,7 +424,7 @@ export function suffixRisk(pattern: string, tokens: readonly Token[]): RegexProb
   const suffix = suffixTree(pattern, tokens);
   if (suffix === undefined) return undefined;
   const start = suffix.tree.start;
-  const found = cachedRisk(pattern.slice(start), () => {
+  const found = cachedRisk(pattern.slice(start, suffix.tree.end), () => {
     const risk = findRisk(suffix.tree, pattern, 0, false);
     return risk && new RegexProblem(risk.message, risk.position - start, true);
   });

@@ -229,3 +229,29 @@ Deno.test("Route() refuses a pattern holding a lone surrogate", async (t) => {
   assertEquals(router.match("/😀x")?.context, { v: "x" });
   assertEquals(router.match("/😀"), undefined);
 });
+
+// The guard's verdicts on a route's suffix were cached by the pattern's text to its end, while a
+// relaxed router judges the tokens without the trailing "/": whichever router saw a pattern first
+// decided for both, so a strict router could accept a suffix it refuses on its own.
+Deno.test("AsgiRouter() judges a route ending in / by its own trailing-slash mode, whichever router saw it first", async (t) => {
+  // Past the guard's limit with the final "/", within it without.
+  const judge = (pattern: string, trailingSlash: "relaxed" | "strict") => {
+    const route = new Route(pattern, { handler: noop });
+    try {
+      new AsgiRouter({ routes: [route], trailingSlash });
+      return "accepted";
+    } catch (error) {
+      if (error instanceof InvalidRoutePattern) return "refused";
+      throw error;
+    }
+  };
+  // Each order gets a pattern of its own (the variable's name), so no earlier verdict is cached.
+  await t.step("relaxed first", () => {
+    assertEquals(judge("/{a:(?:a?/?){5}}/", "relaxed"), "accepted");
+    assertEquals(judge("/{a:(?:a?/?){5}}/", "strict"), "refused");
+  });
+  await t.step("strict first", () => {
+    assertEquals(judge("/{b:(?:a?/?){5}}/", "strict"), "refused");
+    assertEquals(judge("/{b:(?:a?/?){5}}/", "relaxed"), "accepted");
+  });
+});
