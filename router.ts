@@ -41,6 +41,8 @@
  * Names match `[A-Za-z_][A-Za-z0-9_]*` and are unique within a route.
  * Several variables may share a segment when literal text separates them (`/{name}.{ext}`,
  * `/compare/{base}...{head}`); `{a}{b}` is refused. `{` and `}` cannot be literal text.
+ * A pattern holds at most 1024 UTF-16 code units of literal text and variables together (a
+ * regex counts as one, however long), so that the tree stays shallow enough to walk.
  *
  * ## Matching rules
  *

@@ -68,6 +68,15 @@ export class PatternError extends Error {
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Most UTF-16 code units of literal text plus variables a pattern may hold. Each is at most one
+ * level of the tree, whose finalizing, layout and walk recurse once a level: one route of 2,000
+ * variables (4,000 levels) overflowed the stack, and then every lookup of its router threw a
+ * RangeError; 1,500 still built and matched. No route comes near the limit (GitHub's longest
+ * holds under 100).
+ */
+export const MAX_PATTERN_LEVELS = 1024;
 /** In u-mode, `\p{Cs}` matches only a surrogate that is not half of a pair. */
 const LONE_SURROGATE = /\p{Cs}/u;
 
@@ -206,7 +215,28 @@ export function parsePattern(pattern: string): Token[] {
     });
   }
   flush(pattern.length);
+  checkLevels(tokens);
   return tokens;
+}
+
+/** Refuses a pattern deeper than {@linkcode MAX_PATTERN_LEVELS}, at the token that crosses it. */
+function checkLevels(tokens: readonly Token[]): void {
+  let levels = 0;
+  for (const token of tokens) {
+    const size = token.kind === LITERAL ? token.text.length : 1;
+    if (levels + size > MAX_PATTERN_LEVELS) {
+      const at = token.kind === LITERAL
+        ? token.position + MAX_PATTERN_LEVELS - levels
+        : token.position;
+      throw new PatternError(
+        `the pattern holds more than ${MAX_PATTERN_LEVELS} characters of literal text and ` +
+          `variables, deeper than the router's tree may grow; shorten it, or end it with a ` +
+          `catch-all such as "{rest:*}" and split the rest in the handler`,
+        at,
+      );
+    }
+    levels += size;
+  }
 }
 
 /**

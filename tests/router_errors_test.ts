@@ -463,3 +463,28 @@ Deno.test("new AsgiRouter() and new Route() refuse unknown options, suggesting t
     });
   }
 });
+
+// Found by a probe with absurdly deep routes: one route of 2,000 variables was accepted, then
+// every lookup of its router threw a RangeError (the stack overflowed while laying out the tree).
+Deno.test("new Route() refuses a pattern deeper than the tree may grow, instead of every lookup throwing", async (t) => {
+  /** `count` variables, one a segment: twice as many levels. */
+  const segments = (count: number) => Array.from({ length: count }, (_, i) => `/{v${i}}`).join("");
+  await t.step("1024 levels are accepted and match", () => {
+    const router = new AsgiRouter({ routes: [new Route(segments(512), { handler: noop })] });
+    assertEquals(Object.keys(router.match("/x".repeat(512))!.context).length, 512);
+  });
+  await t.step("one level more is refused where it crosses the limit", () => {
+    const error = invalid(() => new Route(segments(512) + "/", { handler: noop }));
+    assertEquals(error.position, segments(512).length);
+    assertStringIncludes(error.reason, "more than 1024 characters of literal text and variables");
+    assertStringIncludes(error.reason, '"{rest:*}"');
+  });
+  await t.step("literal text counts by the character, a regex as one", () => {
+    const error = invalid(() => new Route("/" + "a".repeat(1024), { handler: noop }));
+    assertEquals(error.position, 1024);
+    new Route(`/{v:${"(?:a|b)".repeat(400)}}`, { handler: noop });
+  });
+  await t.step("the route that made lookups throw", () => {
+    invalid(() => new Route(segments(2000), { handler: noop }));
+  });
+});
