@@ -900,7 +900,9 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
 
   /**
    * Adds a route. Routes of the same shape (same pattern, variable names aside) share one
-   * endpoint and must serve disjoint methods.
+   * endpoint and must serve disjoint methods. Add routes before serving where you can: the first
+   * lookup after a change lays the whole tree out again, so adding routes one lookup apart costs
+   * time quadratic in their number (3,000 GitHub-like routes: 2 s that way, 12 ms at once).
    *
    * @param route The route.
    * @throws {TypeError} If `route` is not a {@linkcode Route}.
