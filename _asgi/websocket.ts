@@ -214,6 +214,8 @@ function hasToken(value: string, token: string): boolean {
 class SocketSet {
   readonly cycles: Set<WebSocketCycle> = new Set();
   maxMessageSize = DEFAULT_MAX_MESSAGE_SIZE;
+  /** Shutdown has closed the open sockets: one accepted from now on is closed as it opens. */
+  closing = false;
   #idleWaiters: (() => void)[] = [];
 
   remove(cycle: WebSocketCycle): void {
@@ -250,11 +252,13 @@ export function maxMessageSizeOf(core: Core): number {
 /**
  * Closes every open socket of a server with 1012 (service restart); resolves once each has
  * finished its closing handshake (or was lost). Handshakes the application has not answered yet
- * are left to it.
+ * are left to it; one it accepts from now on is closed with 1012 as it opens (it stayed open
+ * until `shutdownTimeout`, then was dropped with 1001 on deno and no close frame on node).
  */
 export async function closeWebSockets(core: Core): Promise<void> {
   const set = socketSets.get(core);
   if (set === undefined) return;
+  set.closing = true;
   const cycles = [...set.cycles];
   for (const cycle of cycles) cycle.shutdown();
   await Promise.all(cycles.map((cycle) => cycle.ended));
@@ -611,6 +615,7 @@ export abstract class WebSocketCycle {
     this.#state = OPENING;
     this.#opened = Promise.withResolvers();
     this.acceptHandshake(subprotocol, headers);
+    if (socketsOf(this.core).closing && this.#disconnect === null) this.shutdown();
     return undefined;
   }
 

@@ -401,6 +401,35 @@ for (const transport of TRANSPORTS) {
     assertEquals(disconnects(probe).map((m) => (m as { code: number }).code), [1012]);
   });
 
+  // Regression (WebSocket re-probe after the shutdown fixes, 2026-11-27): a handshake the app
+  // accepted once shutdown had begun stayed open until shutdownTimeout, then was dropped (1001
+  // on deno, no close frame on node) and its app saw 1006.
+  Deno.test(`serve() [${transport}] closes a socket accepted during shutdown with 1012`, async () => {
+    const probe = new Probe();
+    const handshaking = Promise.withResolvers<void>();
+    const accepting = Promise.withResolvers<void>();
+    const app = probe.app(async (_scope, receive, send) => {
+      await receive();
+      handshaking.resolve();
+      await accepting.promise;
+      await send({ type: "websocket.accept" });
+      for (;;) if ((await receive()).type === "websocket.disconnect") return;
+    });
+    const server = await start(app, transport);
+    const opening = WsClient.open(ws(server.port));
+    await within(handshaking.promise, 5000, "the handshake");
+    const stopped = server.server.shutdown();
+    await sleep(100);
+    accepting.resolve();
+    const client = await opening;
+    // Before the fix: 1001 or 1006 once shutdownTimeout (3 s) ran out.
+    const event = await client.closeEvent(2000);
+    assertEquals([event.code, event.reason], [1012, "Service restart"]);
+    await within(stopped, 2000, "shutdown");
+    await probe.finished();
+    assertEquals(disconnects(probe).map((m) => (m as { code: number }).code), [1012]);
+  });
+
   Deno.test(`serve() [${transport}] answers 500 when the application fails before accept`, async () => {
     const app: AsgiApplication = async (scope, receive) => {
       if (scope.type !== "websocket") return;
