@@ -149,13 +149,28 @@ export function webSocketScope(core: Core, head: HandshakeHead): WebSocketScope 
  */
 export function checkHandshake(fields: string[]): { status: number; reason: string } | null {
   let key = "";
+  let keys = 0;
   let version = "";
+  let versions = 0;
   let protocols: string[] | null = null;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i];
-    if (name === "sec-websocket-key") key = fields[i + 1]!.trim();
-    else if (name === "sec-websocket-version") version = fields[i + 1]!.trim();
-    else if (name === "sec-websocket-protocol") (protocols ??= []).push(fields[i + 1]!);
+    if (name === "sec-websocket-key") {
+      key = fields[i + 1]!.trim();
+      keys++;
+    } else if (name === "sec-websocket-version") {
+      version = fields[i + 1]!.trim();
+      versions++;
+    } else if (name === "sec-websocket-protocol") (protocols ??= []).push(fields[i + 1]!);
+  }
+  // Each at most once in a request (RFC 6455, 11.3.1 and 11.3.5); Deno hands repeated fields
+  // over joined by ", ". Only the last of each was looked at on node, where `ws` then refused the
+  // request with 400 after the application had been called and had accepted it.
+  if (keys > 1 || key.includes(",")) {
+    return { status: 400, reason: "More than one Sec-WebSocket-Key" };
+  }
+  if (versions > 1 || version.includes(",")) {
+    return { status: 400, reason: "More than one Sec-WebSocket-Version" };
   }
   if (version !== "13") return { status: 426, reason: "Unsupported WebSocket version" };
   // 16 random bytes in base64 (RFC 6455, 4.1).

@@ -523,6 +523,14 @@ for (const transport of TRANSPORTS) {
     assertMatch(refused, /\r\nsec-websocket-version: 13\r\n/i);
     const badKey = handshake("/").replace("dGhlIHNhbXBsZSBub25jZQ==", "short");
     assertMatch(await rawRequest(server.port, badKey), /^HTTP\/1\.1 400 /);
+    // Regression (WebSocket re-probe, 2026-11-27): on node only the last of two keys or versions
+    // was checked; the app was called and accepted, then `ws` answered 400.
+    for (
+      const field of ["Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==", "Sec-WebSocket-Version: 13"]
+    ) {
+      const twice = await rawRequest(server.port, handshake("/", `${field}\r\n`));
+      assertMatch(twice, /^HTTP\/1\.1 400 [^]*More than one Sec-WebSocket-(Key|Version)$/);
+    }
     assertEquals(called, []);
     // Upgrade without "Connection: Upgrade" is a plain HTTP request (RFC 9110, 7.8).
     const noConnection = handshake("/").replace("Connection: Upgrade\r\n", "");
