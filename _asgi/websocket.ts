@@ -152,16 +152,27 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   let keys = 0;
   let version = "";
   let versions = 0;
+  let upgrade = "";
+  let upgrades = 0;
   let protocols: string[] | null = null;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i];
-    if (name === "sec-websocket-key") {
+    if (name === "upgrade") {
+      upgrade = fields[i + 1]!.trim().toLowerCase();
+      upgrades++;
+    } else if (name === "sec-websocket-key") {
       key = fields[i + 1]!.trim();
       keys++;
     } else if (name === "sec-websocket-version") {
       version = fields[i + 1]!.trim();
       versions++;
     } else if (name === "sec-websocket-protocol") (protocols ??= []).push(fields[i + 1]!);
+  }
+  // `ws` takes "websocket" alone, as uvicorn's `websockets` does: an offer of several protocols
+  // ran the application on node, which `ws` then refused with 400 once it had accepted, where
+  // Deno answered 101.
+  if (upgrades !== 1 || upgrade !== "websocket") {
+    return { status: 400, reason: 'Invalid Upgrade: offer "websocket" alone' };
   }
   // Each at most once in a request (RFC 6455, 11.3.1 and 11.3.5); Deno hands repeated fields
   // over joined by ", ". Only the last of each was looked at on node, where `ws` then refused the
@@ -213,8 +224,10 @@ export function isUpgrade(fields: string[], count: number = fields.length): bool
   let connection = false;
   for (let i = 0; i + 1 < count; i += 2) {
     const name = fields[i]!;
-    if (name.length === 7 && name === "upgrade") upgrade = hasToken(fields[i + 1]!, "websocket");
-    else if (name.length === 10 && name === "connection") {
+    if (name.length === 7 && name === "upgrade") {
+      // Any of them, as Deno merges them: `checkHandshake` then refuses more than one.
+      upgrade ||= hasToken(fields[i + 1]!, "websocket");
+    } else if (name.length === 10 && name === "connection") {
       connection ||= hasToken(fields[i + 1]!, "upgrade");
     }
   }

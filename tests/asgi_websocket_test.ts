@@ -531,6 +531,15 @@ for (const transport of TRANSPORTS) {
       const twice = await rawRequest(server.port, handshake("/", `${field}\r\n`));
       assertMatch(twice, /^HTTP\/1\.1 400 [^]*More than one Sec-WebSocket-(Key|Version)$/);
     }
+    // Regression (same probe): on node an Upgrade offering another protocol beside websocket ran
+    // the app, which `ws` then refused with 400 after the accept; Deno answered 101.
+    for (const upgrade of ["Upgrade: h2c, websocket", "Upgrade: websocket\r\nUpgrade: h2c"]) {
+      const offer = await rawRequest(
+        server.port,
+        handshake("/").replace("Upgrade: websocket", upgrade),
+      );
+      assertMatch(offer, /^HTTP\/1\.1 400 [^]*Invalid Upgrade/);
+    }
     assertEquals(called, []);
     // Upgrade without "Connection: Upgrade" is a plain HTTP request (RFC 9110, 7.8).
     const noConnection = handshake("/").replace("Connection: Upgrade\r\n", "");
