@@ -904,8 +904,9 @@ export interface WebSocketAcceptMessage {
    */
   subprotocol?: string | null;
   /**
-   * Extra response headers as `[name, value]` byte pairs; not `sec-websocket-protocol` (use
-   * `subprotocol`).
+   * Extra response headers as `[name, value]` byte pairs; none the 101 has already:
+   * `sec-websocket-protocol` (use `subprotocol`), `sec-websocket-accept`,
+   * `sec-websocket-extensions`, `upgrade`, `connection`, `content-length`, `transfer-encoding`.
    *
    * @default {[]}
    */

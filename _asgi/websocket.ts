@@ -321,10 +321,27 @@ function sendableCode(code: number): boolean {
     (code >= 3000 && code <= 4999);
 }
 
+/**
+ * Fields of the 101 that the transports write, each with why the application may not add its
+ * own. They went out beside the transport's: a second `sec-websocket-accept` failed the
+ * handshake, and a `sec-websocket-extensions` made a client that offered compression compress
+ * frames the server cannot read (WebSocket re-probe, 2026-11-27); `content-length` and
+ * `transfer-encoding` went out on node and were dropped on deno.
+ */
+const HANDSHAKE_FIELDS: ReadonlyMap<string, string> = new Map([
+  ["sec-websocket-protocol", 'give the subprotocol as "subprotocol" instead'],
+  ["sec-websocket-accept", "the server answers the client's key itself"],
+  ["sec-websocket-extensions", "the bridge negotiates no extension, so it can announce none"],
+  ["upgrade", "the server writes the handshake's upgrade fields itself"],
+  ["connection", "the server writes the handshake's upgrade fields itself"],
+  ["content-length", "a 101 response has no body"],
+  ["transfer-encoding", "a 101 response has no body"],
+]);
+
 function validateHeaders(
   raw: unknown,
   type: string,
-  forbidden: string | null,
+  forbidden: ReadonlyMap<string, string> | null,
 ): [string, string][] {
   const headers: [string, string][] = [];
   if (raw === undefined) return headers;
@@ -346,10 +363,9 @@ function validateHeaders(
       );
     }
     const text = headerName(name);
-    if (forbidden !== null && text.toLowerCase() === forbidden) {
-      throw new AsgiProtocolError(
-        `Invalid header "${text}" in "${type}": give the subprotocol as "subprotocol" instead`,
-      );
+    const why = forbidden?.get(text.toLowerCase());
+    if (why !== undefined) {
+      throw new AsgiProtocolError(`Invalid header "${text}" in "${type}": ${why}`);
     }
     headers.push([text, headerValue(text, value)]);
   }
@@ -639,7 +655,7 @@ export abstract class WebSocketCycle {
         );
       }
     }
-    const headers = validateHeaders(message.headers, "websocket.accept", "sec-websocket-protocol");
+    const headers = validateHeaders(message.headers, "websocket.accept", HANDSHAKE_FIELDS);
     this.#state = OPENING;
     this.#opened = Promise.withResolvers();
     this.acceptHandshake(subprotocol, headers);

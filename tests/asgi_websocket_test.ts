@@ -70,6 +70,18 @@ function echo(probe: Probe, subprotocol: string | null = null): AsgiApplication 
   });
 }
 
+/** A case of "rejects what breaks the protocol": an accept with a field the 101 has already. */
+function acceptWith(
+  name: string,
+  why: string,
+): [string, (send: Parameters<AsgiApplication>[2]) => Promise<unknown>, RegExp] {
+  return [
+    `a ${name} header`,
+    (send) => send({ type: "websocket.accept", headers: [[bytes(name), bytes("x")]] }),
+    new RegExp(`^Invalid header "${name}" in "websocket\\.accept": ${why}$`),
+  ];
+}
+
 function disconnects(probe: Probe): ReceiveMessage[] {
   return probe.received.filter((message) => message.type === "websocket.disconnect");
 }
@@ -289,6 +301,14 @@ for (const transport of TRANSPORTS) {
           }),
         /^Invalid header "sec-websocket-protocol"/,
       ],
+      // Regression (WebSocket re-probe, 2026-11-27): these went out beside the transport's own.
+      acceptWith("Sec-WebSocket-Accept", "the server answers the client's key itself"),
+      acceptWith(
+        "sec-websocket-extensions",
+        "the bridge negotiates no extension, so it can announce none",
+      ),
+      acceptWith("Connection", "the server writes the handshake's upgrade fields itself"),
+      acceptWith("content-length", "a 101 response has no body"),
       [
         "both text and bytes",
         async (send) => {
