@@ -247,6 +247,43 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
   }
 });
 
+// Regression (fault probe, 2026-11-27): a misspelt key was ignored, so `{ stauts: 404 }` went
+// out as a 200 with an empty body, while new App() and registerBackground() name such keys.
+Deno.test("Response() rejects a misspelt option key, naming the option meant", async (t) => {
+  const cases: [string, () => unknown, string][] = [
+    [
+      "stauts",
+      () => new Response({ stauts: 404 } as never),
+      'Invalid option "stauts" for new Response(): use status',
+    ],
+    [
+      "content_type beside a body",
+      () => new Response({ body: "{}", content_type: "application/json" } as never),
+      'Invalid option "content_type" for new Response(): use contentType',
+    ],
+    [
+      "a Fetch ResponseInit key",
+      () => new Response({ body: "x", statusText: "OK" } as never),
+      'Invalid option "statusText" for new Response(): remove it, or use one of body, status, ' +
+      "headers, contentType",
+    ],
+  ];
+  for (const [name, make, message] of cases) {
+    await t.step(name, () => {
+      assertThrows(make, TypeError, message);
+    });
+  }
+  await t.step("known keys, and keys set to undefined, pass", () => {
+    const response = new Response({
+      body: "x",
+      status: 201,
+      headers: undefined,
+      contentType: undefined,
+    });
+    assertEquals(response.status, 201);
+  });
+});
+
 Deno.test("Response() keeps its text body while later responses share its buffer", () => {
   const first = new Response({ body: "first body" });
   const bodies: Response[] = [];
