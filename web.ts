@@ -104,7 +104,7 @@ import {
   type Send,
 } from "./asgi.ts";
 import type { AsgiRouter, PathContext, Route } from "./router.ts";
-import { BackgroundRunner } from "./_web/background.ts";
+import { BackgroundRunner, checkedTaskName } from "./_web/background.ts";
 import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
 import { countOption, seconds, secondsOption } from "./_web/options.ts";
@@ -865,26 +865,7 @@ export class Request<A extends object = Record<never, never>> {
     task: BackgroundTask,
     options?: RegisterBackgroundOptions,
   ): Promise<void> {
-    if (typeof task !== "function") {
-      throw new TypeError(
-        `Invalid background task ${describe(task)}: pass a function, e.g. ` +
-          `() => work("argument")`,
-      );
-    }
-    if (options !== undefined) {
-      // A bare string (`registerBackground(task, "mail")`) or a name of another type was taken
-      // and ignored: the task ran under the function's name.
-      if (options === null || typeof options !== "object") {
-        throw new TypeError(
-          `Invalid options ${describe(options)}: pass { name }, e.g. { name: "send-mail" }`,
-        );
-      }
-      rejectUnknownKeys(options, ["name"], "registerBackground()");
-      if (options.name !== undefined && typeof options.name !== "string") {
-        throw new TypeError(`Invalid name ${describe(options.name)}: use a string`);
-      }
-    }
-    await this.#exchange.registerBackground(task, options?.name);
+    await this.#exchange.registerBackground(task, checkedTaskName(task, options));
   }
 }
 

@@ -23,6 +23,8 @@
  *
  * @module
  */
+import { describe } from "../_common/describe.ts";
+import { rejectUnknownKeys } from "../_common/keys.ts";
 import { clearableDeadline, DeadlineQueue } from "./deadline.ts";
 import { seconds } from "./options.ts";
 
@@ -58,6 +60,38 @@ export const SUCCESS: Outcome = { ok: true };
  */
 export function failure(error: unknown): Outcome {
   return { ok: false, error };
+}
+
+/**
+ * Checks the arguments of `registerBackground()`, for requests and WebSockets alike.
+ *
+ * @param task What was passed as the task.
+ * @param options What was passed as the options.
+ * @returns The task's name, when one is given.
+ * @throws {TypeError} When `task` is not a function, or `options` is not `{ name }` with a
+ *   string name.
+ */
+export function checkedTaskName(task: unknown, options: unknown): string | undefined {
+  if (typeof task !== "function") {
+    throw new TypeError(
+      `Invalid background task ${describe(task)}: pass a function, e.g. ` +
+        `() => work("argument")`,
+    );
+  }
+  if (options === undefined) return undefined;
+  // A bare string (`registerBackground(task, "mail")`), a misspelt key or a name of another
+  // type was taken and ignored: the task ran under the function's name.
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(
+      `Invalid options ${describe(options)}: pass { name }, e.g. { name: "send-mail" }`,
+    );
+  }
+  rejectUnknownKeys(options, ["name"], "registerBackground()");
+  const name = (options as { name?: unknown }).name;
+  if (name !== undefined && typeof name !== "string") {
+    throw new TypeError(`Invalid name ${describe(name)}: use a string`);
+  }
+  return name;
 }
 
 /** One registered task and its bookkeeping. */

@@ -20,6 +20,7 @@ import type {
 import type { AnyHandler, PathContext, Route } from "../router.ts";
 import {
   type BackgroundRunner,
+  checkedTaskName,
   failure,
   type Outcome,
   SUCCESS,
@@ -451,21 +452,17 @@ export class WebSocketRequest<App = unknown> {
    * @param task The task.
    * @param options The task's name for log lines.
    * @returns Resolves once the task is accepted.
-   * @throws {TypeError} When `task` is not a function.
+   * @throws {TypeError} When `task` is not a function, or `options` is not `{ name }` with a
+   *   string name.
    * @throws {RangeError} When the handshake is not answered yet and the socket already holds
    *   `backgroundTaskLimit` tasks: accept (or close) first, or raise the limit.
    */
   async registerBackground(
     task: (signal: AbortSignal) => unknown,
-    options: { name?: string } = {},
+    options?: { name?: string },
   ): Promise<void> {
-    if (typeof task !== "function") {
-      throw new TypeError(
-        `Invalid background task ${describe(task)}: pass a function, e.g. ` +
-          `() => work("argument")`,
-      );
-    }
-    await this.#host.runner.register(this.#holder ??= this.#makeHolder(), task, options.name);
+    const name = checkedTaskName(task, options);
+    await this.#host.runner.register(this.#holder ??= this.#makeHolder(), task, name);
   }
 
   /** The socket as the tasks it registers see it (a `TaskHolder`), made on first use. */

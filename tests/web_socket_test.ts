@@ -493,3 +493,33 @@ Deno.test("App keeps nothing of a socket served under a request time limit", asy
   // Without the leak a few bytes (1.6 measured; 38 without a limit, collection noise).
   assert(bytesPerSocket < 100, `${bytesPerSocket} B of heap kept per socket`);
 });
+
+// Regression (fault probe, 2026-11-27): Request.registerBackground() refused these, but the
+// WebSocket's took them and ignored them, so the task ran under the function's name.
+Deno.test("WebSocketRequest.registerBackground() rejects options that are not { name } (regression: a bare string was ignored)", async () => {
+  const errors = Promise.withResolvers<string[]>();
+  const wrong: SocketHandler = async (socket) => {
+    await socket.accept();
+    const seen: string[] = [];
+    for (const options of ["mail", { name: 5 }, { nmae: "mail" }, null]) {
+      await socket.registerBackground(() => {}, options as never).catch((error: Error) =>
+        seen.push(`${error.constructor.name}: ${error.message}`)
+      );
+    }
+    await socket.registerBackground(42 as never).catch((error: Error) =>
+      seen.push(`${error.constructor.name}: ${error.message}`)
+    );
+    errors.resolve(seen);
+    await socket.close();
+  };
+  await using served = await serveApp([socketRoute("/s", wrong)]);
+  const client = await WsClient.open(served.url("/s"));
+  await client.closed;
+  assertEquals(await within(errors.promise, 5000, "the handler"), [
+    'TypeError: Invalid options "mail": pass { name }, e.g. { name: "send-mail" }',
+    "TypeError: Invalid name 5: use a string",
+    'TypeError: Invalid option "nmae" for registerBackground(): use name',
+    'TypeError: Invalid options null: pass { name }, e.g. { name: "send-mail" }',
+    'TypeError: Invalid background task 42: pass a function, e.g. () => work("argument")',
+  ]);
+});
