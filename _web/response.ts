@@ -213,38 +213,9 @@ export class Response {
     let lengthGiven: string | undefined;
     // Most responses give no headers: no iteration, no Object.entries() for them.
     if (headers !== undefined) {
-      if (typeof headers !== "object" || headers === null) {
-        throw new TypeError(
-          `Invalid headers ${describe(headers)}: pass an object of names and values or a list ` +
-            `of [name, value] pairs`,
-        );
-      }
-      const pairs = Symbol.iterator in headers
-        ? headers as Iterable<readonly [string, string]>
-        : Object.entries(headers);
-      for (const pair of pairs) {
-        if (!Array.isArray(pair) || pair.length !== 2) {
-          throw new TypeError(
-            `Invalid header pair ${
-              Array.isArray(pair) ? `an array of ${pair.length} items` : describe(pair)
-            }: give each header as [name, value]`,
-          );
-        }
-        const [rawName, value] = pair;
-        const name = String(rawName).toLowerCase();
-        if (!TOKEN.test(name)) {
-          throw new TypeError(
-            `Invalid header name ${
-              describe(rawName)
-            }: use letters, digits and !#$%&'*+-.^_\`|~ only`,
-          );
-        }
-        if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
-          throw new TypeError(
-            `Invalid value ${describe(value)} for header "${name}": use a string of ` +
-              `printable ASCII (percent-encode other text)`,
-          );
-        }
+      for (const pair of headerPairs(headers)) {
+        const field = checkedField(pair);
+        const [name, value] = field;
         if (name === "content-type") typeGiven = true;
         else if (name === "content-length") {
           if (lengthGiven !== undefined) {
@@ -272,7 +243,7 @@ export class Response {
               `(a streamed body without a content-length goes out chunked); leave it out`,
           );
         }
-        fields.push([name, value]);
+        fields.push(field);
       }
     }
     if (contentType !== undefined) {
@@ -299,6 +270,56 @@ export class Response {
     this.body = bytes ?? body as AsyncIterable<Uint8Array | string>;
     this.headers = fields;
   }
+}
+
+/**
+ * The pairs of headers given as a record of names and values or as an iterable of pairs (a list,
+ * a `Map`, a Fetch `Headers`), as `Response` and `WebSocketRequest.accept()` take them.
+ *
+ * @param headers The headers as given.
+ * @returns What to iterate; each item still needs `checkedField`.
+ * @throws {TypeError} When `headers` is neither.
+ */
+export function headerPairs(headers: unknown): Iterable<unknown> {
+  if (typeof headers !== "object" || headers === null) {
+    throw new TypeError(
+      `Invalid headers ${describe(headers)}: pass an object of names and values or a list ` +
+        `of [name, value] pairs`,
+    );
+  }
+  return Symbol.iterator in headers ? headers as Iterable<unknown> : Object.entries(headers);
+}
+
+/**
+ * Checks one header pair of `headerPairs`.
+ *
+ * @param pair The pair.
+ * @returns A new pair: the name in lower case, the value.
+ * @throws {TypeError} When it is no `[name, value]` pair, or its name is no token or its value
+ *   not printable ASCII.
+ */
+export function checkedField(pair: unknown): readonly [string, string] {
+  if (!Array.isArray(pair) || pair.length !== 2) {
+    throw new TypeError(
+      `Invalid header pair ${
+        Array.isArray(pair) ? `an array of ${pair.length} items` : describe(pair)
+      }: give each header as [name, value]`,
+    );
+  }
+  const [rawName, value] = pair;
+  const name = String(rawName).toLowerCase();
+  if (!TOKEN.test(name)) {
+    throw new TypeError(
+      `Invalid header name ${describe(rawName)}: use letters, digits and !#$%&'*+-.^_\`|~ only`,
+    );
+  }
+  if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
+    throw new TypeError(
+      `Invalid value ${describe(value)} for header "${name}": use a string of ` +
+        `printable ASCII (percent-encode other text)`,
+    );
+  }
+  return [name, value];
 }
 
 function checkedContentType(contentType: unknown): string {

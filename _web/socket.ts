@@ -29,6 +29,8 @@ import {
 } from "./background.ts";
 import { clearableDeadline } from "./deadline.ts";
 import { describe } from "../_common/describe.ts";
+import { rejectUnknownKeys } from "../_common/keys.ts";
+import { checkedField, headerPairs } from "./response.ts";
 import { seconds } from "./options.ts";
 
 /** Where socket handlers' failures are logged; the App's logger fits. */
@@ -96,11 +98,12 @@ export interface AcceptOptions {
    */
   subprotocol?: string;
   /**
-   * Extra headers of the 101 response.
+   * Extra headers of the 101 response, as for a `Response`: a list of pairs can repeat a name
+   * (e.g. `set-cookie`). Names are sent in lower case; values must be printable ASCII.
    *
    * @default {no extra headers}
    */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | Iterable<readonly [string, string]>;
 }
 
 /**
@@ -316,10 +319,28 @@ export class WebSocketRequest<App = unknown> {
    * @param options The subprotocol and extra response headers. Optional: defaults to `{}` (no
    *   subprotocol, no extra headers).
    * @returns Resolves once the bridge has the answer.
+   * @throws {TypeError} When `options` is not an object of `subprotocol` and `headers`, or a
+   *   header name or value is invalid.
    * @throws {Error} When the handshake was already answered, or the time limit has passed.
-   * @throws {AsgiProtocolError} When the subprotocol was not offered or a header is invalid.
+   * @throws {AsgiProtocolError} When the subprotocol was not offered.
    */
   async accept(options: AcceptOptions = {}): Promise<void> {
+    // A list of pairs went out as headers named "0", "1"...; a Map's went missing; a misspelt
+    // key (`subprotocols`), or the subprotocol given bare (`accept("chat")`), was ignored.
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(
+        `Invalid options ${describe(options)}: pass { subprotocol, headers }, e.g. ` +
+          `{ subprotocol: ${typeof options === "string" ? describe(options) : '"chat"'} }`,
+      );
+    }
+    rejectUnknownKeys(options, ["subprotocol", "headers"], "accept()");
+    const headers: (readonly [Uint8Array, Uint8Array])[] = [];
+    if (options.headers !== undefined) {
+      for (const pair of headerPairs(options.headers)) {
+        const [name, value] = checkedField(pair);
+        headers.push([encoder.encode(name), encoder.encode(value)]);
+      }
+    }
     if (this.#answered) {
       throw new Error(
         `Cannot accept ${this.#label} ${
@@ -331,9 +352,6 @@ export class WebSocketRequest<App = unknown> {
         }`,
       );
     }
-    const headers = Object.entries(options.headers ?? {}).map((
-      [name, value],
-    ) => [encoder.encode(name.toLowerCase()), encoder.encode(value)] as const);
     await this.#answerWith({
       type: "websocket.accept",
       subprotocol: options.subprotocol ?? null,

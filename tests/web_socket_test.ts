@@ -103,7 +103,12 @@ Deno.test("WebSocketRequest.close() before accept() denies the handshake with 40
 Deno.test('WebSocketRequest answers the handshake after a refused accept() or close() (regression: the retry said "twice" and the client got 500)', async (t) => {
   const cases: [string, (socket: Parameters<SocketHandler>[0]) => Promise<void>][] = [
     ["accept() with a subprotocol not offered", (socket) => socket.accept({ subprotocol: "nope" })],
-    ["accept() with an invalid header", (socket) => socket.accept({ headers: { "a b": "c" } })],
+    // A malformed header is the web layer's TypeError before the bridge sees it; this one only
+    // the bridge refuses.
+    [
+      "accept() with a header the bridge refuses",
+      (socket) => socket.accept({ headers: { "Sec-WebSocket-Protocol": "chat" } }),
+    ],
     ["close() with a code the protocol forbids", (socket) => socket.close(999)],
   ];
   for (const [name, refused] of cases) {
@@ -522,4 +527,63 @@ Deno.test("WebSocketRequest.registerBackground() rejects options that are not { 
     'TypeError: Invalid options null: pass { name }, e.g. { name: "send-mail" }',
     'TypeError: Invalid background task 42: pass a function, e.g. () => work("argument")',
   ]);
+});
+
+// Regression (fault probe, 2026-11-27): headers given as a list of pairs, as Response takes
+// them, went out as "0: set-cookie,a=1" and "1: set-cookie,b=2"; a Map's went missing; a
+// misspelt key or a bare subprotocol was ignored; null failed reading a property of null.
+Deno.test("WebSocketRequest.accept() takes headers as Response does and rejects other options (regression: a list of pairs went out as headers named 0 and 1)", async (t) => {
+  const errors: string[] = [];
+  const accepting = (options: unknown): SocketHandler => async (socket) => {
+    try {
+      await socket.accept(options as never);
+    } catch (error) {
+      errors.push(`${(error as Error).constructor.name}: ${(error as Error).message}`);
+      await socket.close();
+      return;
+    }
+    await socket.close();
+  };
+  const pairs = [["set-cookie", "a=1"], ["Set-Cookie", "b=2"]] as const;
+  await using served = await serveApp([
+    socketRoute("/pairs", accepting({ headers: pairs })),
+    socketRoute("/map", accepting({ headers: new Map([["X-Id", "7"]]) })),
+    socketRoute("/record", accepting({ headers: { "X-Id": "7" } })),
+    socketRoute("/wrong", async (socket) => {
+      for (
+        const options of [
+          null,
+          "chat",
+          { subprotocols: "chat" },
+          { headers: { "x-id": 7 } },
+          { headers: [["x-id"]] },
+          { headers: "x-id: 7" },
+        ]
+      ) {
+        await socket.accept(options as never).catch((error: Error) =>
+          errors.push(`${error.constructor.name}: ${error.message}`)
+        );
+      }
+      await socket.close();
+    }),
+  ]);
+  await t.step("pairs, a Map and a record reach the 101", async () => {
+    const pairsHead = await rawRequest(served.port, handshake("/pairs"));
+    assertMatch(pairsHead, /^HTTP\/1\.1 101 /);
+    assertMatch(pairsHead, /\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n/i);
+    assert(!/\r\n0: /.test(pairsHead), pairsHead);
+    assertMatch(await rawRequest(served.port, handshake("/map")), /\r\nx-id: 7\r\n/i);
+    assertMatch(await rawRequest(served.port, handshake("/record")), /\r\nx-id: 7\r\n/i);
+  });
+  await t.step("other options are refused with the fix", async () => {
+    assertMatch(await rawRequest(served.port, handshake("/wrong")), /^HTTP\/1\.1 403 /);
+    assertEquals(errors, [
+      'TypeError: Invalid options null: pass { subprotocol, headers }, e.g. { subprotocol: "chat" }',
+      'TypeError: Invalid options "chat": pass { subprotocol, headers }, e.g. { subprotocol: "chat" }',
+      'TypeError: Invalid option "subprotocols" for accept(): use subprotocol',
+      'TypeError: Invalid value 7 for header "x-id": use a string of printable ASCII (percent-encode other text)',
+      "TypeError: Invalid header pair an array of 1 items: give each header as [name, value]",
+      'TypeError: Invalid headers "x-id: 7": pass an object of names and values or a list of [name, value] pairs',
+    ]);
+  });
 });
