@@ -674,3 +674,45 @@ Deno.test("Background tasks end, and give their slots back, when the logger thro
   assertEquals(consoleLines.length, 5);
   assertEquals(consoleLines[0]![0], "The logger's warn() threw");
 });
+
+// Regression (fault probe, 2026-11-27): with every slot taken by tasks that register a task and
+// await the registration, each waited for room that only they could free. Without a task time
+// limit the runner stood still for good, and every later registration with it.
+Deno.test("Request.registerBackground() in a running task does not wait for the slot it holds (regression: tasks that spawn tasks deadlocked the runner)", async () => {
+  const logger = new RecordingLogger();
+  const ran: string[] = [];
+  const parentsAt = Promise.withResolvers<void>();
+  let started = 0;
+  const app = appWith([["/", async (request) => {
+    await respond(request);
+    for (const name of ["a", "b"]) {
+      await request.registerBackground(async () => {
+        // Both parents hold their slots before either registers: the limit is reached.
+        if (++started === 2) parentsAt.resolve();
+        await parentsAt.promise;
+        await request.registerBackground(() => {
+          ran.push(`child of ${name}`);
+        }, { name: `child-${name}` });
+        ran.push(`parent ${name} registered`);
+      }, { name: `parent-${name}` });
+    }
+  }]], { backgroundTaskLimit: 2, logger });
+  await using served = await startServer(app);
+  assertEquals(
+    await (await withTimeout(fetch(served.base), BOUND_MS, "the response")).text(),
+    "ok",
+  );
+  await waitFor(() => ran.length === 4, BOUND_MS, "both parents and both children");
+  assertEquals(ran.toSorted(), [
+    "child of a",
+    "child of b",
+    "parent a registered",
+    "parent b registered",
+  ]);
+  // Room is still counted: the limit is back to two free slots once all four ended.
+  await waitFor(
+    () => logger.lines.filter((line) => line.text.includes("completed")).length === 4,
+    BOUND_MS,
+    "four completions",
+  );
+});
