@@ -146,7 +146,8 @@ export class Response {
    * @param options Body, status, headers and content type; all optional.
    * @throws {RangeError} When the status is not a whole number from 200 to 599.
    * @throws {TypeError} When an option's key is unknown (`stauts`), a header name or value is
-   *   invalid, the content type is given twice, a `content-length` header is repeated, disagrees
+   *   invalid, the content type is given twice (or a `content-type` header repeated), a
+   *   `content-length` header is repeated, disagrees
    *   with the body or comes with a 204, a `transfer-encoding` header is given (the server frames the body), a 204, 205 or 304
    *   response has a body, or the body is of another type.
    */
@@ -209,15 +210,24 @@ export class Response {
       return;
     }
     const fields: (readonly [string, string])[] = [];
-    let typeGiven = false;
+    let typeGiven: string | undefined;
     let lengthGiven: string | undefined;
     // Most responses give no headers: no iteration, no Object.entries() for them.
     if (headers !== undefined) {
       for (const pair of headerPairs(headers)) {
         const field = checkedField(pair);
         const [name, value] = field;
-        if (name === "content-type") typeGiven = true;
-        else if (name === "content-length") {
+        if (name === "content-type") {
+          // A response has one media type (RFC 9110, section 8.3); both transports sent both
+          // fields, and clients pick either.
+          if (typeGiven !== undefined) {
+            throw new TypeError(
+              `Invalid header "content-type: ${value}" after "content-type: ${typeGiven}": ` +
+                `give the content type once`,
+            );
+          }
+          typeGiven = value;
+        } else if (name === "content-length") {
           if (lengthGiven !== undefined) {
             throw new TypeError(
               `Invalid header "content-length: ${value}" after "content-length: ` +
@@ -247,14 +257,14 @@ export class Response {
       }
     }
     if (contentType !== undefined) {
-      if (typeGiven) {
+      if (typeGiven !== undefined) {
         throw new TypeError(
           `Invalid contentType "${contentType}" beside a "content-type" header: give ` +
             `one of them`,
         );
       }
       fields.unshift(["content-type", checkedContentType(contentType)]);
-    } else if (!typeGiven && !nullBody) {
+    } else if (typeGiven === undefined && !nullBody) {
       fields.unshift(["content-type", TEXT_PLAIN]);
     }
     if (bytes !== undefined && !nullBody) {

@@ -165,6 +165,15 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
     ],
     // Regression (review, 2026-11-25): the framing headers below reached the wire as given on
     // the node transport (two lengths, a length beside chunked, a length on a 204).
+    // Regression (fault probe, 2026-11-27): both transports sent both content-type fields.
+    [
+      "content-type twice in headers",
+      () =>
+        new Response({ headers: [["content-type", "text/html"], ["Content-Type", "text/css"]] }),
+      TypeError,
+      'Invalid header "content-type: text/css" after "content-type: text/html": give the ' +
+      "content type once",
+    ],
     [
       "content-length twice",
       () =>
