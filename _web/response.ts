@@ -185,6 +185,13 @@ export class Response {
         : ArrayBuffer.isView(body)
         ? `a ${(body as { constructor?: { name?: string } }).constructor?.name ?? "typed array"}`
         : undefined;
+      if ((body as unknown) instanceof Blob) {
+        // A Blob (a File, from FormData or a read) was "an object", with no way out named.
+        throw new TypeError(
+          `Invalid body a ${(body as Blob).constructor.name}: stream it with ` +
+            `{ body: blob.stream() }, or pass new Uint8Array(await blob.arrayBuffer())`,
+        );
+      }
       throw new TypeError(
         kind === undefined
           ? `Invalid body ${describe(body)}: use a string, a Uint8Array or an async iterable ` +

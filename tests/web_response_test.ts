@@ -125,6 +125,20 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       TypeError,
       "Invalid body a typed array: pass a Uint8Array over its bytes",
     ],
+    // Regression (fault probe, 2026-11-27): a Blob was "an object", with no way out named.
+    [
+      "a Blob body",
+      () => new Response({ body: new Blob(["x"]) as unknown as Uint8Array }),
+      TypeError,
+      "Invalid body a Blob: stream it with { body: blob.stream() }, or pass " +
+      "new Uint8Array(await blob.arrayBuffer())",
+    ],
+    [
+      "a File body",
+      () => new Response({ body: new File(["x"], "a.txt") as unknown as Uint8Array }),
+      TypeError,
+      "Invalid body a File: stream it with { body: blob.stream() }",
+    ],
     [
       "a DataView body",
       () => new Response({ body: new DataView(new ArrayBuffer(2)) as unknown as Uint8Array }),
