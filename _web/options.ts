@@ -57,7 +57,7 @@ export function secondsOption(
  * @param fallback The default.
  * @returns The count.
  * @throws {TypeError} When the value is not a number.
- * @throws {RangeError} When it is not a whole number of at least 1.
+ * @throws {RangeError} When it is not a whole number from 1 to `Number.MAX_SAFE_INTEGER`.
  */
 export function countOption(option: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
@@ -67,7 +67,11 @@ export function countOption(option: string, value: unknown, fallback: number): n
     );
   }
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new RangeError(`Invalid ${option} ${describe(value)}: use a whole number of at least 1`);
+    // 1e300 is whole and at least 1: past the safe integers the message must say so.
+    throw new RangeError(
+      `Invalid ${option} ${describe(value)}: use a whole number of at least 1` +
+        (value > Number.MAX_SAFE_INTEGER ? ` and at most ${Number.MAX_SAFE_INTEGER}` : ""),
+    );
   }
   return value;
 }

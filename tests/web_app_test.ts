@@ -100,6 +100,14 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       RangeError,
       "Invalid backgroundTaskLimit 1.5: use a whole number of at least 1",
     ],
+    // Regression (fault probe, 2026-11-27): 1e300 was told to be "a whole number of at least 1".
+    [
+      "background task limit past the safe integers",
+      { backgroundTaskLimit: 1e300 },
+      RangeError,
+      "Invalid backgroundTaskLimit 1e+300: use a whole number of at least 1 and at most " +
+      "9007199254740991",
+    ],
     [
       "logger without debug()",
       { logger: { info() {}, warn() {}, error() {} } },
