@@ -35,11 +35,11 @@
  * - **Background tasks** (`request.registerBackground(task)`) start after the response is sent.
  *   Each runs under `backgroundTaskTimeLimit` and is called with an `AbortSignal` that aborts at
  *   that limit and at shutdown. At most `backgroundTaskLimit` run at once; a registration beyond
- *   that waits for room (back-pressure), except one made by a running task, which holds a slot
- *   itself (its first `backgroundTaskLimit` such registrations do not wait, so tasks that spawn
- *   tasks cannot deadlock), and no task is dropped while the app runs. Before it responds, a
- *   request may hold at most `backgroundTaskLimit` tasks (a `RangeError` beyond), so no single
- *   request can grow memory without bound. Every task ends in exactly one way, and
+ *   that waits for room (back-pressure) and no task is dropped while the app runs. A task that
+ *   registers another should not await the registration: it would wait for room while holding a
+ *   slot, and with every slot held so, none would go on until its time limit. Before it responds,
+ *   a request may hold at most `backgroundTaskLimit` tasks (a `RangeError` beyond: respond
+ *   first). Every task ends in exactly one way, and
  *   each is logged: completed, failed, cut off at its limit, cancelled at shutdown, or not run
  *   (its request never responded: it hit the request time limit, its handler failed, or it
  *   returned without responding; or the app was shutting down).
@@ -849,14 +849,17 @@ export class Request<A extends object = Record<never, never>> {
    * shutdown. Bind arguments beforehand: `() => sendMail("bob")`.
    *
    * When `backgroundTaskLimit` tasks are running or waiting, this waits for room first
-   * (back-pressure), unless a running task registers it (the task holds a slot itself: waiting
-   * for room could deadlock; its first `backgroundTaskLimit` such tasks do not wait). A task
-   * that then awaits its child's end can still fill every slot with waiting tasks: let the child
-   * run on its own. No task is dropped while the app runs, and a task registered after a
+   * (back-pressure); no task is dropped while the app runs, and a task registered after a
    * complete response always runs, whatever the request time limit. Tasks registered by a
    * request that hits the request time limit, whose handler fails, or that returns without
    * responding do not run; registrations still waiting at shutdown are released and their tasks
    * do not run. Each such task is logged.
+   *
+   * Inside a background task, register without awaiting (`void request.registerBackground(next)`):
+   * the running task holds a slot while it waits for one, so with every slot held by tasks that
+   * await a registration, none goes on until `backgroundTaskTimeLimit` cuts them off (for ever
+   * without one). Unawaited, the new task waits its turn in the queue and starts once a slot is
+   * free.
    *
    * @param task The task.
    * @param options The task's name for log lines.

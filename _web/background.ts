@@ -13,14 +13,6 @@
  * that this exception cannot grow memory without bound, one request may hold at most `limit`
  * such reservations (the exchange refuses more with a `RangeError`); everything else waits.
  *
- * A running task that registers another (through its request) never waits for room either, for
- * its first `limit` such tasks: it holds a running slot, so with every slot taken by tasks that
- * await such a registration, each waited for room only they could free, and the runner stood
- * still for good (until their time limit, or for ever without one), every later registration
- * with it. The runner knows the caller by an `AsyncLocalStorage` set around each task (some
- * 0.2 µs a task). A task that then waits for its child to *finish* can still starve the slots;
- * that one the runner cannot see.
- *
  * Shutdown (`close`) ends every task at once except the running ones: waiting registrations are
  * released (the task is logged as not run), queued tasks and tasks held by requests that have not
  * responded are cancelled; running tasks get their signal aborted and the whole grace period.
@@ -31,7 +23,6 @@
  *
  * @module
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { describe } from "../_common/describe.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { clearableDeadline, DeadlineQueue } from "./deadline.ts";
@@ -103,9 +94,6 @@ export function checkedTaskName(task: unknown, options: unknown): string | undef
   return name;
 }
 
-/** The task whose code is running, for registrations it makes (see the module doc). */
-const currentTask = new AsyncLocalStorage<TaskEntry>();
-
 /** One registered task and its bookkeeping. */
 export class TaskEntry {
   /** Sequence number within the runner, for log lines. */
@@ -122,8 +110,6 @@ export class TaskEntry {
   released = false;
   /** Set when shutdown aborted the signal, so the ending reads "cancelled at shutdown". */
   cancelled = false;
-  /** Tasks it registered while running without waiting for room; at most the runner's limit. */
-  spawned = 0;
   /** Settles when the task settles or is cut off; awaited (within the grace period) at shutdown. */
   done: Promise<void> = Promise.resolve();
 
@@ -240,11 +226,7 @@ export class BackgroundRunner {
     const entry = this.#entry(task, name);
     const refusal = holder.refusal();
     if (refusal !== undefined) return this.discard(entry, refusal, false);
-    // A running task that registers a task holds a slot: it must not wait for one.
-    const parent = currentTask.getStore();
-    const spawning = parent !== undefined && !parent.released && parent.spawned < this.limit;
-    let granted = this.#reserve(holder.heldTasks() > 0 || spawning);
-    if (granted === true && spawning) parent.spawned++;
+    let granted = this.#reserve(holder.heldTasks() > 0);
     if (typeof granted !== "boolean") granted = await granted;
     if (!granted) return this.discard(entry, "the app is shutting down", false);
     if (holder.heldTasks() >= this.limit) {
@@ -259,9 +241,8 @@ export class BackgroundRunner {
   /**
    * Takes a reservation, waiting for room when the limit is reached (back-pressure).
    *
-   * @param holding Whether the caller already holds a reservation: its request for a task that
-   *   cannot start before it responds, or a running task's own; such a caller never waits (see
-   *   the module doc).
+   * @param holding Whether the caller's request already holds a reservation for a task that
+   *   cannot start before it responds; such a caller never waits (see the module doc).
    * @returns `true` when reserved at once, `false` when the runner is closed, else a promise of
    *   `true` once reserved or `false` when the runner closes meanwhile.
    */
@@ -384,7 +365,7 @@ export class BackgroundRunner {
     const limit = this.#deadlines?.arm(() => resolve(undefined));
     outcome.then(resolve);
     try {
-      Promise.resolve(currentTask.run(entry, entry.task, entry.controller.signal)).then(
+      Promise.resolve(entry.task(entry.controller.signal)).then(
         () => settle(SUCCESS),
         (error) => settle(failure(error)),
       );
