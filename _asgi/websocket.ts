@@ -328,7 +328,7 @@ function sendableCode(code: number): boolean {
  * frames the server cannot read (WebSocket re-probe, 2026-11-27); `content-length` and
  * `transfer-encoding` went out on node and were dropped on deno.
  */
-const HANDSHAKE_FIELDS: ReadonlyMap<string, string> = new Map([
+export const HANDSHAKE_FIELDS: ReadonlyMap<string, string> = new Map([
   ["sec-websocket-protocol", 'give the subprotocol as "subprotocol" instead'],
   ["sec-websocket-accept", "the server answers the client's key itself"],
   ["sec-websocket-extensions", "the bridge negotiates no extension, so it can announce none"],

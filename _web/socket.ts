@@ -31,6 +31,7 @@ import { clearableDeadline } from "./deadline.ts";
 import { describe } from "../_common/describe.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { checkedField, headerPairs } from "./response.ts";
+import { HANDSHAKE_FIELDS } from "../_asgi/websocket.ts";
 import { seconds } from "./options.ts";
 
 /** Where socket handlers' failures are logged; the App's logger fits. */
@@ -319,8 +320,10 @@ export class WebSocketRequest<App = unknown> {
    * @param options The subprotocol and extra response headers. Optional: defaults to `{}` (no
    *   subprotocol, no extra headers).
    * @returns Resolves once the bridge has the answer.
-   * @throws {TypeError} When `options` is not an object of `subprotocol` and `headers`, or a
-   *   header name or value is invalid.
+   * @throws {TypeError} When `options` is not an object of `subprotocol` and `headers`, a header
+   *   name or value is invalid, or a header is one the server writes in the handshake itself
+   *   (`sec-websocket-accept`, `sec-websocket-protocol`, `sec-websocket-extensions`, `upgrade`,
+   *   `connection`, `content-length`, `transfer-encoding`).
    * @throws {Error} When the handshake was already answered, or the time limit has passed.
    * @throws {AsgiProtocolError} When the subprotocol was not offered.
    */
@@ -338,6 +341,12 @@ export class WebSocketRequest<App = unknown> {
     if (options.headers !== undefined) {
       for (const pair of headerPairs(options.headers)) {
         const [name, value] = checkedField(pair);
+        // Refused here, where the mistake is, not by the bridge after the call (logged there with
+        // a stack, and named after "websocket.accept", which the handler never wrote).
+        const why = HANDSHAKE_FIELDS.get(name);
+        if (why !== undefined) {
+          throw new TypeError(`Invalid header "${name}" for accept(): ${why}`);
+        }
         headers.push([encoder.encode(name), encoder.encode(value)]);
       }
     }

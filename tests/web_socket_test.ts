@@ -558,6 +558,9 @@ Deno.test("WebSocketRequest.accept() takes headers as Response does and rejects 
           { headers: { "x-id": 7 } },
           { headers: [["x-id"]] },
           { headers: "x-id: 7" },
+          // Headers the server writes itself: refused by accept(), not by the bridge after it.
+          { headers: { "Sec-WebSocket-Extensions": "permessage-deflate" } },
+          { headers: [["upgrade", "websocket"]] },
         ]
       ) {
         await socket.accept(options as never).catch((error: Error) =>
@@ -584,6 +587,8 @@ Deno.test("WebSocketRequest.accept() takes headers as Response does and rejects 
       'TypeError: Invalid value 7 for header "x-id": use a string of printable ASCII (percent-encode other text)',
       "TypeError: Invalid header pair an array of 1 items: give each header as [name, value]",
       'TypeError: Invalid headers "x-id: 7": pass an object of names and values or a list of [name, value] pairs',
+      'TypeError: Invalid header "sec-websocket-extensions" for accept(): the bridge negotiates no extension, so it can announce none',
+      'TypeError: Invalid header "upgrade" for accept(): the server writes the handshake\'s upgrade fields itself',
     ]);
   });
 });
