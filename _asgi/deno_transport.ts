@@ -199,6 +199,8 @@ class DenoCycle extends HttpCycle {
   #reading = false;
   /** The body exceeded maxBodySize: see `closeExchange`. */
   #refused = false;
+  /** A read of the body failed: see `closeExchange`. */
+  #bodyFailed = false;
   #responded = false;
   #reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   /** `#reader` was taken when the response went out, before the application read any body. */
@@ -392,6 +394,7 @@ class DenoCycle extends HttpCycle {
       return chunk;
     }, (error) => {
       this.#reading = false;
+      this.#bodyFailed = true;
       throw error;
     });
   }
@@ -457,7 +460,18 @@ class DenoCycle extends HttpCycle {
 
   protected override closeExchange(): void {
     // The client is gone and nothing was answered: settle the handler's promise all the same.
-    if (!this.#responded) this.#respond(new Response(null, { status: 500 }));
+    // Unless the body failed to read: then the client may well be there, having sent a chunked
+    // body Deno refuses to parse (chunk extensions of 8 KiB; 4 KiB pass, on Deno 2.9.6): Deno
+    // fails the read as it does for a client that left, and this answer reaches the client (Deno
+    // adds "connection: close"). A 500 blamed the server for the client's request; uvicorn and
+    // node answer 400.
+    if (!this.#responded) {
+      this.#respond(
+        this.#bodyFailed
+          ? textResponse(this.scope.method, 400, "Bad Request")
+          : new Response(null, { status: 500 }),
+      );
+    }
     if (this.#body === null) return;
     if (this.#unread && !this.#refused) this.#dropBody();
     else if (this.#reader !== null || this.#refused) setTimeout(() => this.#cancelBody(), 0);
