@@ -101,17 +101,25 @@ Deno.test("WebSocketRequest.close() before accept() denies the handshake with 40
 });
 
 Deno.test('WebSocketRequest answers the handshake after a refused accept() or close() (regression: the retry said "twice" and the client got 500)', async (t) => {
-  const cases: [string, (socket: Parameters<SocketHandler>[0]) => Promise<void>][] = [
-    ["accept() with a subprotocol not offered", (socket) => socket.accept({ subprotocol: "nope" })],
-    // A malformed header is the web layer's TypeError before the bridge sees it; this one only
-    // the bridge refuses.
+  const cases: [string, (socket: Parameters<SocketHandler>[0]) => Promise<void>, string][] = [
     [
-      "accept() with a header the bridge refuses",
-      (socket) => socket.accept({ headers: { "Sec-WebSocket-Protocol": "chat" } }),
+      "accept() with a subprotocol not offered",
+      (socket) => socket.accept({ subprotocol: "nope" }),
+      "AsgiProtocolError",
     ],
-    ["close() with a code the protocol forbids", (socket) => socket.close(999)],
+    // A field the handshake writes itself: accept() refuses it before the bridge sees it.
+    [
+      "accept() with a header the handshake writes itself",
+      (socket) => socket.accept({ headers: { "Sec-WebSocket-Protocol": "chat" } }),
+      "TypeError",
+    ],
+    [
+      "close() with a code the protocol forbids",
+      (socket) => socket.close(999),
+      "AsgiProtocolError",
+    ],
   ];
-  for (const [name, refused] of cases) {
+  for (const [name, refused, errorName] of cases) {
     await t.step(name, async () => {
       const outcome = Promise.withResolvers<string>();
       const retry: SocketHandler = async (socket) => {
@@ -122,7 +130,7 @@ Deno.test('WebSocketRequest answers the handshake after a refused accept() or cl
       };
       await using served = await serveApp([socketRoute("/s", retry)], { requestTimeLimit: 5 });
       const client = await WsClient.open(served.url("/s"), ["chat"]);
-      assertEquals(await within(outcome.promise, 5000, "the handler"), "AsgiProtocolError");
+      assertEquals(await within(outcome.promise, 5000, "the handler"), errorName);
       assertEquals(client.socket.protocol, "chat");
       client.socket.send("hi");
       assertEquals(await client.next(), "hi");
