@@ -43,6 +43,8 @@
  * `/compare/{base}...{head}`); `{a}{b}` is refused. `{` and `}` cannot be literal text.
  * A pattern holds at most 1024 UTF-16 code units of literal text and variables together (a
  * regex counts as one, however long), so that the tree stays shallow enough to walk.
+ * A variable's regex nests groups and lookarounds at most 64 deep (`(?:(?:a))` is two), so
+ * that the passes that analyse it stay within the stack.
  *
  * ## Matching rules
  *

@@ -113,12 +113,23 @@ export class RegexProblem extends Error {
 const HEX = /^[0-9a-fA-F]+$/;
 
 /**
+ * Most groups and lookarounds a regex may nest, one inside another. The parser and every
+ * analysis of the tree recurse once a level (up to three nodes a group, as in `(?:b|(?:…))?`):
+ * in a fresh process, where V8 still interprets them and their frames are large, the guard's
+ * automaton overflowed the stack from 1,080 nested `(?:…)?` and the parser from 1,420 nested
+ * `(?:…)`, and the RangeError escaped `new Route()` or `addRoute()`. Route regexes nest a few
+ * levels; 64 leaves them far behind and the stack over ten times the room.
+ */
+export const MAX_REGEX_DEPTH = 64;
+
+/**
  * Parses a regex that `new RegExp(source, "u")` accepts.
  *
  * @param source The regex source.
  * @param offset Added to every position, so that the tree can point into a route pattern.
  * @throws {RegexProblem} For backreferences and named groups, whose meaning would change once
- * the regex is embedded next to other variables.
+ * the regex is embedded next to other variables, and for groups nested more than
+ * {@linkcode MAX_REGEX_DEPTH} deep.
  */
 export function parseRegex(source: string, offset = 0): RegexNode {
   return new Parser(source, offset).parse();
@@ -130,6 +141,8 @@ class Parser {
   #offset: number;
   /** Whether `.` matches line terminators here: inside an `(?s:…)` group. */
   #dotAll = false;
+  /** Groups and lookarounds open around the parser's position. */
+  #depth = 0;
   constructor(src: string, offset: number) {
     this.#src = src;
     this.#offset = offset;
@@ -217,6 +230,15 @@ class Parser {
   #group(): RegexNode {
     const src = this.#src;
     const start = this.#i;
+    if (this.#depth === MAX_REGEX_DEPTH) {
+      throw new RegexProblem(
+        `nests groups and lookarounds more than ${MAX_REGEX_DEPTH} deep, deeper than the ` +
+          `router can analyse; remove groups that only wrap another (as "(?:(?:a))" is "a"), ` +
+          `or split the regex across several variables`,
+        start + this.#offset,
+        false,
+      );
+    }
     let look: "ahead" | "behind" | undefined;
     let caseless = false;
     const dotAll = this.#dotAll;
@@ -258,7 +280,9 @@ class Parser {
       else if (off.includes("s")) this.#dotAll = false;
       this.#i = colon + 1;
     } else this.#i++;
+    this.#depth++;
     const body = this.#alternation();
+    this.#depth--;
     this.#dotAll = dotAll;
     this.#i++; // ")"
     const span = this.#span(start);

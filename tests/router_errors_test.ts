@@ -488,3 +488,44 @@ Deno.test("new Route() refuses a pattern deeper than the tree may grow, instead 
     invalid(() => new Route(segments(2000), { handler: noop }));
   });
 });
+
+// Found by the review of the pattern limits: `new Route()` with 1,500 nested "(?:" threw a plain
+// "RangeError: Maximum call stack size exceeded" in a fresh process, and with 2,000 (warm code)
+// `new AsgiRouter()` did, allowUnsafeRegex or not: every pass over the regex tree recurses.
+Deno.test("new Route() refuses a regex nested deeper than the router can analyse, instead of overflowing the stack", async (t) => {
+  const nested = (open: string, depth: number, close = ")") =>
+    `/{v:${open.repeat(depth)}a${close.repeat(depth)}}`;
+  await t.step("64 nested groups are accepted and match", () => {
+    for (const allowUnsafeRegex of [false, true]) {
+      const route = new Route(nested("(?:", 64), { handler: noop });
+      const router = new AsgiRouter({ routes: [route], allowUnsafeRegex });
+      assertEquals(router.match("/a")?.context, { v: "a" });
+    }
+  });
+  for (
+    const [name, open, close] of [
+      ["groups", "(?:", ")"],
+      ["capturing groups", "(", ")"],
+      ["repeated groups", "(?:", ")?"],
+      ["alternations", "(?:b|", ")"],
+      ["modifier groups", "(?i:", ")"],
+      ["lookaheads", "(?=", ")"],
+      ["lookbehinds", "(?<=", ")"],
+    ]
+  ) {
+    await t.step(`65 nested ${name} are refused at the 65th`, () => {
+      const error = invalid(() => new Route(nested(open!, 65, close), { handler: noop }));
+      assertEquals(error.position, 4 + 64 * open!.length);
+      assertStringIncludes(
+        error.reason,
+        'the regex of "v" nests groups and lookarounds more than 64',
+      );
+      assertStringIncludes(error.reason, "remove groups that only wrap another");
+    });
+  }
+  await t.step("the depths that overflowed the stack", () => {
+    for (const depth of [1500, 2000, 100_000]) {
+      invalid(() => new Route(nested("(?:", depth), { handler: noop }));
+    }
+  });
+});
