@@ -117,6 +117,8 @@ export function parsePattern(pattern: string): Token[] {
     literalStart = -1;
     return true;
   };
+  // Counted as the pattern is read, so that a huge one is refused in time bounded by the limit.
+  let levels = 0;
   let i = 0;
   while (i < pattern.length) {
     const c = pattern[i]!;
@@ -133,10 +135,13 @@ export function parsePattern(pattern: string): Token[] {
       if (stray !== -1 && stray < next) {
         throw new PatternError('unbalanced "}"; remove it or open a variable with "{"', stray);
       }
+      if (levels + next - i > MAX_PATTERN_LEVELS) throw tooDeep(i + MAX_PATTERN_LEVELS - levels);
+      levels += next - i;
       i = next;
       continue;
     }
     const open = i;
+    if (++levels > MAX_PATTERN_LEVELS) throw tooDeep(open);
     if (!flush(open) && tokens.length > 0) {
       throw new PatternError(
         "two variables with nothing between them; separate them with literal text",
@@ -215,28 +220,22 @@ export function parsePattern(pattern: string): Token[] {
     });
   }
   flush(pattern.length);
-  checkLevels(tokens);
   return tokens;
 }
 
-/** Refuses a pattern deeper than {@linkcode MAX_PATTERN_LEVELS}, at the token that crosses it. */
-function checkLevels(tokens: readonly Token[]): void {
-  let levels = 0;
-  for (const token of tokens) {
-    const size = token.kind === LITERAL ? token.text.length : 1;
-    if (levels + size > MAX_PATTERN_LEVELS) {
-      const at = token.kind === LITERAL
-        ? token.position + MAX_PATTERN_LEVELS - levels
-        : token.position;
-      throw new PatternError(
-        `the pattern holds more than ${MAX_PATTERN_LEVELS} characters of literal text and ` +
-          `variables, deeper than the router's tree may grow; shorten it, or end it with a ` +
-          `catch-all such as "{rest:*}" and split the rest in the handler`,
-        at,
-      );
-    }
-    levels += size;
-  }
+/**
+ * The error for a pattern that crosses {@linkcode MAX_PATTERN_LEVELS} at `position`.
+ *
+ * The count is of the pattern as written: a relaxed router drops a trailing "/", so it would
+ * hold one more, but a route does not know the router it will join.
+ */
+function tooDeep(position: number): PatternError {
+  return new PatternError(
+    `the pattern holds more than ${MAX_PATTERN_LEVELS} characters of literal text and ` +
+      `variables, deeper than the router's tree may grow; shorten it, or end it with a ` +
+      `catch-all such as "{rest:*}" and split the rest in the handler`,
+    position,
+  );
 }
 
 /**
