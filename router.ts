@@ -41,8 +41,9 @@
  * Names match `[A-Za-z_][A-Za-z0-9_]*` and are unique within a route.
  * Several variables may share a segment when literal text separates them (`/{name}.{ext}`,
  * `/compare/{base}...{head}`); `{a}{b}` is refused. `{` and `}` cannot be literal text.
- * A pattern holds at most 1024 UTF-16 code units of literal text and variables together (a
- * regex counts as one, however long), so that the tree stays shallow enough to walk.
+ * A pattern holds at most 1024 UTF-16 code units of literal text plus variables (a variable
+ * counts one, however long its regex; `😀` counts two), since building and laying out the tree
+ * recurse once a level and each code unit or variable can be one.
  * A variable's regex nests groups and lookarounds at most 64 deep (`(?:(?:a))` is two), so
  * that the passes that analyse it stay within the stack.
  *
@@ -666,7 +667,9 @@ export class Route<H extends AnyHandler = AnyHandler> {
    * @throws {TypeError} If `path` is not a string, `options` has a key other than `handler`
    * and `methods`, the handler is not a function, or `methods` is empty or names an unknown
    * method.
-   * @throws {InvalidRoutePattern} If the pattern is malformed or a regex does not compile.
+   * @throws {InvalidRoutePattern} If the pattern is malformed, a regex does not compile or
+   * looks outside its variable, or the pattern passes a limit: more than 1024 UTF-16 code
+   * units of literal text plus variables, or a regex nesting groups more than 64 deep.
    */
   constructor(path: string, options: RouteOptions<H>) {
     if (typeof path !== "string") {

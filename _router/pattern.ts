@@ -135,7 +135,13 @@ export function parsePattern(pattern: string): Token[] {
       if (stray !== -1 && stray < next) {
         throw new PatternError('unbalanced "}"; remove it or open a variable with "{"', stray);
       }
-      if (levels + next - i > MAX_PATTERN_LEVELS) throw tooDeep(i + MAX_PATTERN_LEVELS - levels);
+      if (levels + next - i > MAX_PATTERN_LEVELS) {
+        // At the character that crosses the limit, not at the second half of its pair (lone
+        // surrogates were refused above, so a low one here ends a pair).
+        const at = i + MAX_PATTERN_LEVELS - levels;
+        const code = pattern.charCodeAt(at);
+        throw tooDeep(code >= 0xdc00 && code <= 0xdfff ? at - 1 : at);
+      }
       levels += next - i;
       i = next;
       continue;
@@ -231,9 +237,10 @@ export function parsePattern(pattern: string): Token[] {
  */
 function tooDeep(position: number): PatternError {
   return new PatternError(
-    `the pattern holds more than ${MAX_PATTERN_LEVELS} characters of literal text and ` +
-      `variables, deeper than the router's tree may grow; shorten it, or end it with a ` +
-      `catch-all such as "{rest:*}" and split the rest in the handler`,
+    `the pattern holds more than ${MAX_PATTERN_LEVELS} UTF-16 code units of literal text ` +
+      `plus variables (a variable counts one, "😀" two), deeper than the router's tree may ` +
+      `grow; shorten it, or end it with a catch-all such as "{rest:*}" and split the rest in ` +
+      `the handler`,
     position,
   );
 }

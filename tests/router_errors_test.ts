@@ -476,13 +476,23 @@ Deno.test("new Route() refuses a pattern deeper than the tree may grow, instead 
   await t.step("one level more is refused where it crosses the limit", () => {
     const error = invalid(() => new Route(segments(512) + "/", { handler: noop }));
     assertEquals(error.position, segments(512).length);
-    assertStringIncludes(error.reason, "more than 1024 characters of literal text and variables");
+    assertStringIncludes(
+      error.reason,
+      'more than 1024 UTF-16 code units of literal text plus variables (a variable counts one, "😀" two)',
+    );
     assertStringIncludes(error.reason, '"{rest:*}"');
   });
   await t.step("literal text counts by the character, a regex as one", () => {
     const error = invalid(() => new Route("/" + "a".repeat(1024), { handler: noop }));
     assertEquals(error.position, 1024);
     new Route(`/{v:${"(?:a|b)".repeat(400)}}`, { handler: noop });
+  });
+  // From the review of the limit: "/" + "😀".repeat(512) was refused at 1024, the second half
+  // of the last emoji.
+  await t.step("the position is of the character that crosses, never half of a pair", () => {
+    const error = invalid(() => new Route("/" + "😀".repeat(512), { handler: noop }));
+    assertEquals(error.position, 1023);
+    assertEquals(String.fromCodePoint(error.pattern.codePointAt(error.position)!), "😀");
   });
   await t.step("the route that made lookups throw", () => {
     invalid(() => new Route(segments(2000), { handler: noop }));
