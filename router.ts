@@ -160,6 +160,7 @@
 import {
   CATCH_ALL,
   LITERAL,
+  MAX_PATTERN_LEVELS,
   parsePattern,
   PatternError,
   PLAIN,
@@ -601,12 +602,25 @@ export class InvalidRoutePattern extends RouterError {
    * @param reason The problem and its fix.
    */
   constructor(pattern: string, position: number, reason: string) {
-    super(`Invalid route pattern "${pattern}" at position ${position}: ${reason}`);
+    super(`Invalid route pattern ${quotePattern(pattern)} at position ${position}: ${reason}`);
     this.pattern = pattern;
     this.position = position;
     this.reason = reason;
   }
 }
+
+/**
+ * A pattern as an error message quotes it: whole up to the 1024 code units a pattern of literal
+ * text alone may hold; past that (a pattern refused for its length, or one with long regexes) by
+ * its head, which is enough to recognise it: a whole quote made messages of hundreds of KB.
+ */
+function quotePattern(pattern: string): string {
+  if (pattern.length <= MAX_PATTERN_LEVELS) return `"${pattern}"`;
+  const code = pattern.charCodeAt(QUOTED_HEAD - 1);
+  const head = pattern.slice(0, code >= 0xd800 && code <= 0xdbff ? QUOTED_HEAD - 1 : QUOTED_HEAD);
+  return `"${head}…" (${pattern.length} UTF-16 code units)`;
+}
+const QUOTED_HEAD = 80;
 
 // ---------------------------------------------------------------------------------------------
 // Routes

@@ -494,6 +494,32 @@ Deno.test("new Route() refuses a pattern deeper than the tree may grow, instead 
     assertEquals(error.position, 1023);
     assertEquals(String.fromCodePoint(error.pattern.codePointAt(error.position)!), "😀");
   });
+  // From the review of the limit: the message quoted the whole pattern, half a megabyte here.
+  await t.step(
+    "the message quotes the head of an over-long pattern, whole patterns otherwise",
+    () => {
+      const huge = segments(60_000);
+      const error = invalid(() => new Route(huge, { handler: noop }));
+      assertEquals(error.pattern, huge);
+      assertStringIncludes(
+        error.message,
+        `Invalid route pattern "${
+          huge.slice(0, 80)
+        }…" (${huge.length} UTF-16 code units) at position`,
+      );
+      assert(error.message.length < 600, error.message);
+      const emoji = "/" + "😀".repeat(600);
+      assertStringIncludes(
+        invalid(() => new Route(emoji, { handler: noop })).message,
+        `"/${"😀".repeat(39)}…" (1201 UTF-16 code units)`,
+      );
+      const short = "/" + "a".repeat(1020) + "{";
+      assertStringIncludes(
+        invalid(() => new Route(short, { handler: noop })).message,
+        `Invalid route pattern "${short}" at position 1021`,
+      );
+    },
+  );
   await t.step("the route that made lookups throw", () => {
     invalid(() => new Route(segments(2000), { handler: noop }));
   });
