@@ -482,10 +482,38 @@ Deno.test("new Route() refuses a pattern deeper than the tree may grow, instead 
     );
     assertStringIncludes(error.reason, '"{rest:*}"');
   });
-  await t.step("literal text counts by the character, a regex as one", () => {
-    const error = invalid(() => new Route("/" + "a".repeat(1024), { handler: noop }));
-    assertEquals(error.position, 1024);
-    new Route(`/{v:${"(?:a|b)".repeat(400)}}`, { handler: noop });
+  // From the review of the limit: the cases below were ASCII only, and none sat at the limit.
+  await t.step("literal text counts by the UTF-16 code unit, a variable as one", async (t) => {
+    const accepted: [string, string, string][] = [
+      ["ASCII at the limit", "/" + "a".repeat(1023), "/" + "a".repeat(1023)],
+      ["a BMP character counts one", "/" + "é".repeat(1023), "/" + "é".repeat(1023)],
+      ["an emoji counts two", "/" + "😀".repeat(511) + "a", "/" + "😀".repeat(511) + "a"],
+      [
+        "a variable counts one",
+        "/" + "a".repeat(1022) + "{v:[a-z]+}",
+        "/" + "a".repeat(1022) + "z",
+      ],
+      ["a long regex counts one", `/{v:${"(?:a|b)".repeat(400)}}`, "/" + "ab".repeat(200)],
+    ];
+    for (const [name, pattern, path] of accepted) {
+      await t.step(`accepted: ${name}`, () => {
+        const router = new AsgiRouter({ routes: [new Route(pattern, { handler: noop })] });
+        assertEquals(router.match(path)?.routes[0]?.path, pattern);
+      });
+    }
+    const refused: [string, string, number][] = [
+      ["ASCII one past", "/" + "a".repeat(1024), 1024],
+      ["a BMP character one past", "/" + "é".repeat(1024), 1024],
+      ["an emoji's second code unit past", "/" + "😀".repeat(511) + "😀", 1023],
+      ["a character after emoji one past", "/" + "😀".repeat(511) + "ab", 1024],
+      ["a regex variable one past, at its brace", "/" + "a".repeat(1023) + "{v:[a-z]+}", 1024],
+      ["a plain variable one past", "/" + "a".repeat(1023) + "{v}", 1024],
+    ];
+    for (const [name, pattern, position] of refused) {
+      await t.step(`refused: ${name}`, () => {
+        assertEquals(invalid(() => new Route(pattern, { handler: noop })).position, position);
+      });
+    }
   });
   // From the review of the limit: "/" + "😀".repeat(512) was refused at 1024, the second half
   // of the last emoji.
