@@ -31,7 +31,12 @@ const REGEXES = [
 
 /** Segments of patterns: literals, lone variables, and segments where variables share. */
 const patternSegment = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "", "😀") },
+  // "😀" and "😁" share their first UTF-16 half, so the tree cuts a label between the halves;
+  // "𝒳" is astral with another first half.
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "", "😀", "😁", "𝒳"),
+  },
   { weight: 3, arbitrary: fc.constant("{v}") },
   { weight: 2, arbitrary: fc.constantFrom(...REGEXES).map((regex) => `{v:${regex}}`) },
   {
@@ -44,6 +49,9 @@ const patternSegment = fc.oneof(
       "{v}b",
       "{v}.png",
       "{v}😀{v}",
+      "{v}😁.{v}",
+      "{v}😀😀{v}",
+      "{v}.x.{v}",
       "{v:[0-9]+}.png",
       "{v:[0-9]+}.{v}",
       "{v:[a-z.]+}.{v}",
@@ -85,6 +93,10 @@ const pathSegment = fc.constantFrom(
   "a.b.png",
   "x1",
   "a😀b.c",
+  "😁",
+  "a😁.b",
+  "a😀😀b.x.c",
+  "𝒳",
 );
 
 const randomPath = fc.tuple(fc.array(pathSegment, { maxLength: 5 }), fc.boolean()).map(
