@@ -256,9 +256,10 @@ export interface RouteOptions<H> {
   /** The function called for matching requests. */
   handler: H;
   /**
-   * HTTP methods the route serves, case-insensitive, stored upper-case: any of `GET`, `HEAD`,
-   * `POST`, `PUT`, `DELETE`, `CONNECT`, `OPTIONS`, `TRACE`, `PATCH`, and `WEBSOCKET`, which
-   * stands for ASGI `websocket` scopes: a path can have an HTTP route and a WebSocket route.
+   * HTTP methods the route serves, case-insensitive in ASCII (`"poſt"` is refused, not read as
+   * `POST`), stored upper-case: any of `GET`, `HEAD`, `POST`, `PUT`, `DELETE`, `CONNECT`,
+   * `OPTIONS`, `TRACE`, `PATCH`, and `WEBSOCKET`, which stands for ASGI `websocket` scopes: a
+   * path can have an HTTP route and a WebSocket route.
    *
    * @default {["GET"]}
    */

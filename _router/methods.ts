@@ -43,6 +43,9 @@ export function sharedList(list: readonly string[]): readonly string[] {
   return shared;
 }
 
+/** An RFC 9110 token: the characters a method may hold. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
 /** `methods` upper-cased and without duplicates; a TypeError naming the route if invalid. */
 export function checkMethods(path: string, methods: unknown): string[] {
   if (!Array.isArray(methods)) {
@@ -62,6 +65,14 @@ export function checkMethods(path: string, methods: unknown): string[] {
       throw new TypeError(
         `Invalid method ${describe(method)} for route "${path}": ` +
           `use one of ${KNOWN_METHODS.join(", ")}`,
+      );
+    }
+    // Before upper-casing: toUpperCase() maps "poſt" to "POST" and "ı" to "I", so a method no
+    // client can send would pass for a known one.
+    if (!TOKEN.test(method)) {
+      throw new TypeError(
+        `Invalid method ${describe(method)} for route "${path}": a method is an RFC 9110 token ` +
+          `of ASCII letters, digits and !#$%&'*+-.^_\`|~; use one of ${KNOWN_METHODS.join(", ")}`,
       );
     }
     const upper = method.toUpperCase();
