@@ -65,9 +65,15 @@ function visible(text: string): string {
   );
 }
 
-/** `text`, cut to 200 characters, for quoting a path that may be long. */
+/**
+ * `text`, cut to 200 UTF-16 code units, for quoting a path that may be long; never between the
+ * two halves of a surrogate pair (a lone half printed as U+FFFD in the message).
+ */
 export function shorten(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  if (text.length <= 200) return text;
+  const last = text.charCodeAt(199);
+  const end = last >= 0xd800 && last <= 0xdbff ? 199 : 200;
+  return `${text.slice(0, end)}…`;
 }
 
 /**

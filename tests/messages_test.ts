@@ -13,7 +13,7 @@ import {
 import { AsgiRouter, Route } from "@stellarator/stellarator/router";
 import { createFetchHandler, serve, textBytes } from "@stellarator/stellarator/asgi";
 import { App, Response } from "@stellarator/stellarator/web";
-import { describe } from "../_common/describe.ts";
+import { describe, shorten } from "../_common/describe.ts";
 
 const app = async () => {};
 const noop = () => {};
@@ -414,4 +414,14 @@ Deno.test("unknown options name the closest known one, or list them all", () => 
     assertInstanceOf(caught, TypeError);
     assertEquals((caught as Error).message, message);
   }
+});
+
+// Found by the router review (2026-11-28): a long value cut at 200 code units could end in the
+// first half of an emoji, which a message shows as U+FFFD.
+Deno.test("shorten() never cuts a surrogate pair in two (regression: a long path ended in half an emoji)", () => {
+  const cut = shorten("a".repeat(199) + "😀" + "b");
+  assertEquals(cut, "a".repeat(199) + "…");
+  assertEquals(shorten("a".repeat(198) + "😀" + "b"), "a".repeat(198) + "😀…");
+  assertEquals(shorten("a".repeat(200)), "a".repeat(200));
+  assertEquals(shorten("a".repeat(201)), "a".repeat(200) + "…");
 });
