@@ -117,7 +117,7 @@ export function webSocketScope(core: Core, head: HandshakeHead): WebSocketScope 
     headers.push([latin1Bytes(name), latin1Bytes(value)]);
     if (name === "sec-websocket-protocol") {
       for (const token of value.split(",")) {
-        const protocol = token.trim();
+        const protocol = trimOws(token);
         if (protocol !== "") subprotocols.push(protocol);
       }
     }
@@ -158,13 +158,13 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i];
     if (name === "upgrade") {
-      upgrade = fields[i + 1]!.trim().toLowerCase();
+      upgrade = trimOws(fields[i + 1]!).toLowerCase();
       upgrades++;
     } else if (name === "sec-websocket-key") {
-      key = fields[i + 1]!.trim();
+      key = trimOws(fields[i + 1]!);
       keys++;
     } else if (name === "sec-websocket-version") {
-      version = fields[i + 1]!.trim();
+      version = trimOws(fields[i + 1]!);
       versions++;
     } else if (name === "sec-websocket-protocol") (protocols ??= []).push(fields[i + 1]!);
   }
@@ -204,8 +204,7 @@ function validSubprotocols(values: string[]): boolean {
   const seen = new Set<string>();
   for (const value of values) {
     for (const part of value.split(",")) {
-      // Only SP and HTAB are optional whitespace; trim() would also pass NBSP (0xA0).
-      const protocol = part.replace(/^[ \t]+|[ \t]+$/g, "");
+      const protocol = trimOws(part);
       // Each a token (RFC 6455, 4.1).
       if (!isToken(protocol) || seen.has(protocol)) return false;
       seen.add(protocol);
@@ -215,9 +214,11 @@ function validSubprotocols(values: string[]): boolean {
 }
 
 /**
- * `true` when the fields ask to upgrade the connection to a WebSocket: `Upgrade: websocket` and
- * `Connection: upgrade`. Without the latter the request is plain HTTP (RFC 9110, 7.8), as
- * `node:http` also decides.
+ * `true` when the fields ask to upgrade the connection to a WebSocket: an `Upgrade` that names
+ * `websocket` and `Connection: upgrade`. Without the latter the request is plain HTTP (RFC 9110,
+ * 7.8), as `node:http` also decides. The `Upgrade` is only looked at loosely here, so that any
+ * request that means a WebSocket is refused by `checkHandshake` when its offer is not
+ * `websocket` alone (`websocket\xa0`, `h2c, websocket`), rather than served as HTTP.
  */
 export function isUpgrade(fields: string[], count: number = fields.length): boolean {
   let upgrade = false;
@@ -226,7 +227,7 @@ export function isUpgrade(fields: string[], count: number = fields.length): bool
     const name = fields[i]!;
     if (name.length === 7 && name === "upgrade") {
       // Any of them, as Deno merges them: `checkHandshake` then refuses more than one.
-      upgrade ||= hasToken(fields[i + 1]!, "websocket");
+      upgrade ||= WEBSOCKET.test(fields[i + 1]!);
     } else if (name.length === 10 && name === "connection") {
       connection ||= hasToken(fields[i + 1]!, "upgrade");
     }
@@ -234,8 +235,28 @@ export function isUpgrade(fields: string[], count: number = fields.length): bool
   return upgrade && connection;
 }
 
+const WEBSOCKET = /websocket/i;
+
 function hasToken(value: string, token: string): boolean {
-  return value.toLowerCase().split(",").some((part) => part.trim() === token);
+  return value.toLowerCase().split(",").some((part) => trimOws(part) === token);
+}
+
+/**
+ * `text` without leading and trailing optional whitespace: SP and HTAB only (RFC 9110, 5.6.3).
+ * `trim()` also strips NBSP (0xA0) and the like, which `ws` and Deno's `upgradeWebSocket` keep:
+ * `Upgrade: websocket\xa0` passed the checks, and the application was called and accepted before
+ * the transport refused the handshake (a 500 and a logged error on deno).
+ */
+function trimOws(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) {
+    start++;
+  }
+  while (end > start && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) {
+    end--;
+  }
+  return start === 0 && end === text.length ? text : text.slice(start, end);
 }
 
 /** The open sockets of one server, so shutdown can close them and wait for their applications. */

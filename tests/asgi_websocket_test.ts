@@ -567,6 +567,46 @@ for (const transport of TRANSPORTS) {
     assertEquals(called, ["http"]);
   });
 
+  Deno.test(
+    `serve() [${transport}] refuses a handshake padded with NBSP, which is no whitespace, without calling the app`,
+    async () => {
+      // Regression (review of the handshake fixes, 2026-11-28): the checks trimmed with trim(),
+      // which strips NBSP (0xA0) where `ws` and Deno do not. The app was called and accepted, then
+      // deno answered 500 and logged an error per request (node: 400 from `ws`); a padded key got
+      // a 101 on deno. uvicorn and `ws` alone answer 400.
+      const called: string[] = [];
+      const app: AsgiApplication = async (scope, receive, send) => {
+        called.push(scope.type);
+        if (scope.type === "websocket") {
+          await receive();
+          await send({ type: "websocket.accept" });
+          await receive();
+          return;
+        }
+        if (scope.type !== "http") return;
+        await send({ type: "http.response.start", status: 200 });
+        await send({ type: "http.response.body", body: bytes("plain http") });
+      };
+      await using server = await start(app, transport);
+      const cases: [string, string, RegExp][] = [
+        ["Upgrade: websocket", "Upgrade: websocket\xa0", /^HTTP\/1\.1 400 [^]*Invalid Upgrade: /],
+        ["Upgrade: websocket", "Upgrade: \xa0websocket", /^HTTP\/1\.1 400 [^]*Invalid Upgrade: /],
+        ["ZQ==", "ZQ==\xa0", /^HTTP\/1\.1 400 [^]*Invalid Sec-WebSocket-Key$/],
+        ["Version: 13", "Version: 13\xa0", /^HTTP\/1\.1 426 [^]*Unsupported WebSocket version$/],
+      ];
+      for (const [field, padded, answer] of cases) {
+        const response = await rawRequest(server.port, handshake("/").replace(field, padded));
+        assertMatch(response, answer, JSON.stringify(padded));
+      }
+      assertEquals(called, []);
+      // Not the "upgrade" option, so plain HTTP, as node:http and uvicorn take it (deno: 500).
+      const connection = handshake("/").replace("Connection: Upgrade", "Connection: Upgrade\xa0");
+      assertMatch(await rawRequest(server.port, connection), /^HTTP\/1\.1 200 [^]*plain http$/);
+      assertEquals(called, ["http"]);
+      assertEquals(server.logger.lines("error"), []);
+    },
+  );
+
   Deno.test(`serve() [${transport}] makes send wait for a client that does not read`, async () => {
     const chunk = new Uint8Array(256 * 1024);
     let sent = 0;
