@@ -394,6 +394,10 @@ export async function nodeUpgradeHandler(
       const extra = refused.status === 426 ? "sec-websocket-version: 13\r\n" : "";
       return refuse(socket, refused.status, refused.reason, extra);
     }
+    // `ws` wants the value "websocket" itself, and refused an offer `checkHandshake` has taken
+    // ("websocket, ", whose empty element RFC 9110 5.6.1.2 ignores) with 400 once the application
+    // had accepted; Deno answers it 101.
+    request.headers.upgrade = "websocket";
     new NodeWebSocketCycle(core, handshake, request, socket, head, server, answers).run();
   };
 }

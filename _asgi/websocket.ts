@@ -158,8 +158,14 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i];
     if (name === "upgrade") {
-      upgrade = trimOws(fields[i + 1]!).toLowerCase();
-      upgrades++;
+      // A list (RFC 9110, 7.8) over every Upgrade field, whose empty elements are ignored
+      // (5.6.1.2): "websocket," is one offer, as Python's `websockets` reads it.
+      for (const part of fields[i + 1]!.split(",")) {
+        const element = trimOws(part);
+        if (element === "") continue;
+        upgrade = element.toLowerCase();
+        upgrades++;
+      }
     } else if (name === "sec-websocket-key") {
       key = trimOws(fields[i + 1]!);
       keys++;
@@ -170,7 +176,8 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   }
   // `ws` takes "websocket" alone, as uvicorn's `websockets` does: an offer of several protocols
   // ran the application on node, which `ws` then refused with 400 once it had accepted, where
-  // Deno answered 101.
+  // Deno answered 101. Two Upgrade fields of "websocket" each are the list "websocket, websocket",
+  // refused too (`websockets` answers 426).
   if (upgrades !== 1 || upgrade !== "websocket") {
     return { status: 400, reason: 'Invalid Upgrade: offer "websocket" alone' };
   }

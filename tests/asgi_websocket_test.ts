@@ -607,6 +607,30 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  Deno.test(
+    `serve() [${transport}] ignores empty elements of the Upgrade list but refuses websocket twice`,
+    async () => {
+      // Regression (same review): "websocket," was answered 101 on deno before the Upgrade check
+      // and 400 after it; RFC 9110 5.6.1.2 says empty list elements are ignored (node: `ws`
+      // wants "websocket" itself, so the bridge hands it that).
+      const probe = new Probe();
+      await using server = await start(echo(probe), transport);
+      for (const upgrade of ["websocket,", "websocket, ", ", websocket", "WebSocket\t, ,"]) {
+        const response = await rawRequest(
+          server.port,
+          handshake("/").replace("Upgrade: websocket", `Upgrade: ${upgrade}`),
+        );
+        assertMatch(response, /^HTTP\/1\.1 101 /, JSON.stringify(upgrade));
+      }
+      // Two fields make the list "websocket, websocket": refused, as Python's websockets does.
+      const twice = handshake("/").replace(
+        "Upgrade: websocket",
+        "Upgrade: websocket\r\nUpgrade: websocket",
+      );
+      assertMatch(await rawRequest(server.port, twice), /^HTTP\/1\.1 400 [^]*Invalid Upgrade/);
+    },
+  );
+
   Deno.test(`serve() [${transport}] makes send wait for a client that does not read`, async () => {
     const chunk = new Uint8Array(256 * 1024);
     let sent = 0;
