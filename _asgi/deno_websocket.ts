@@ -10,6 +10,7 @@ import {
   checkHandshake,
   type HandshakeHead,
   SEND_BUFFER_LIMIT,
+  UPGRADE_REQUIRED,
   WebSocketCycle,
   webSocketScope,
 } from "./websocket.ts";
@@ -196,8 +197,13 @@ export function serveWebSocket(
 ): Promise<Response> {
   const refused = checkHandshake(head.fields);
   if (refused !== null) {
-    const headers: Record<string, string> = { "content-type": "text/plain; charset=utf-8" };
-    if (refused.status === 426) headers["sec-websocket-version"] = "13";
+    // The client asked for another protocol, so what it sends next need not be HTTP: node and
+    // uvicorn close the connection. Deno.serve keeps it open whatever the response says, but a
+    // client that honours "connection: close" closes it (RFC 9112 9.6).
+    const headers: Record<string, string> = {
+      "content-type": "text/plain; charset=utf-8",
+      ...(refused.status === 426 ? UPGRADE_REQUIRED : { connection: "close" }),
+    };
     return Promise.resolve(new Response(refused.reason, { status: refused.status, headers }));
   }
   const cycle = new DenoWebSocketCycle(core, request, head);

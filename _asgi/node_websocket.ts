@@ -17,6 +17,7 @@ import {
   isUpgrade,
   MESSAGE_TOO_BIG,
   SEND_BUFFER_LIMIT,
+  UPGRADE_REQUIRED,
   WebSocketCycle,
   webSocketScope,
 } from "./websocket.ts";
@@ -281,12 +282,18 @@ function handshakeHead(request: IncomingMessage, scheme: string): HandshakeHead 
   };
 }
 
-function refuse(socket: Duplex, status: number, reason: string, extra = ""): void {
+function refuse(
+  socket: Duplex,
+  status: number,
+  reason: string,
+  fields: Readonly<Record<string, string>> = { connection: "close" },
+): void {
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
+  for (const name in fields) head += `${name}: ${fields[name]}\r\n`;
   endAndClose(
     socket,
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extra}` +
-      `content-type: text/plain; charset=utf-8\r\ncontent-length: ${reason.length}\r\n` +
-      `connection: close\r\n\r\n${reason}`,
+    `${head}content-type: text/plain; charset=utf-8\r\ncontent-length: ${reason.length}\r\n` +
+      `\r\n${reason}`,
   );
 }
 
@@ -391,8 +398,12 @@ export async function nodeUpgradeHandler(
     }
     const refused = checkHandshake(handshake.fields);
     if (refused !== null) {
-      const extra = refused.status === 426 ? "sec-websocket-version: 13\r\n" : "";
-      return refuse(socket, refused.status, refused.reason, extra);
+      return refuse(
+        socket,
+        refused.status,
+        refused.reason,
+        refused.status === 426 ? UPGRADE_REQUIRED : undefined,
+      );
     }
     // `ws` wants the value "websocket" itself, and refused an offer `checkHandshake` has taken
     // ("websocket, ", whose empty element RFC 9110 5.6.1.2 ignores) with 400 once the application

@@ -204,6 +204,17 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
 }
 
 /**
+ * The fields of a 426 to a version the bridge does not speak: the protocol to upgrade to (RFC
+ * 9110, 15.5.22: a 426 MUST name it, and 7.8: with the `upgrade` connection option), and the
+ * version it does speak (RFC 6455, 4.4); like every refusal, it asks for the connection to close.
+ */
+export const UPGRADE_REQUIRED: Readonly<Record<string, string>> = {
+  upgrade: "websocket",
+  connection: "upgrade, close",
+  "sec-websocket-version": "13",
+};
+
+/**
  * `true` when the `sec-websocket-protocol` values are comma-separated tokens, none empty and none
  * offered twice (RFC 6455, 4.1): what `ws` parses the header with.
  */

@@ -631,6 +631,24 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  Deno.test(
+    `serve() [${transport}] names the upgrade in a 426 and asks to close after a refused handshake`,
+    async () => {
+      // Regression (same review): the 426 had no Upgrade field (RFC 9110 15.5.22: a 426 MUST
+      // send one), and on deno a refused handshake did not ask for the connection to close.
+      await using server = await start(() => Promise.resolve(), transport);
+      const version8 = handshake("/").replace("Version: 13", "Version: 8");
+      const refused = await rawRequest(server.port, version8);
+      assertMatch(refused, /^HTTP\/1\.1 426 /);
+      assertMatch(refused, /\r\nupgrade: websocket\r\n/i);
+      assertMatch(refused, /\r\nconnection: upgrade, close\r\n/i);
+      assertMatch(refused, /\r\nsec-websocket-version: 13\r\n/i);
+      const badKey = handshake("/").replace("dGhlIHNhbXBsZSBub25jZQ==", "short");
+      const bad = await rawRequest(server.port, badKey);
+      assertMatch(bad, /^HTTP\/1\.1 400 [^]*\r\nconnection: close\r\n/i);
+    },
+  );
+
   Deno.test(`serve() [${transport}] makes send wait for a client that does not read`, async () => {
     const chunk = new Uint8Array(256 * 1024);
     let sent = 0;
