@@ -309,6 +309,9 @@ for (const transport of TRANSPORTS) {
       ),
       acceptWith("Connection", "the server writes the handshake's upgrade fields itself"),
       acceptWith("content-length", "a 101 response has no body"),
+      // Review of the re-probe fixes (2026-11-28): the two fields the table had no case for.
+      acceptWith("Upgrade", "the server writes the handshake's upgrade fields itself"),
+      acceptWith("transfer-encoding", "a 101 response has no body"),
       [
         "both text and bytes",
         async (send) => {
