@@ -1261,13 +1261,15 @@ function contentLength(value: string): number {
     }
     if (i === value.length) return n;
   }
-  const trimmed = value.trim();
-  if (!/^[0-9]{1,15}$/.test(trimmed)) {
+  // Only SP and HTAB may surround it (RFC 9110 5.6.3): trim() also passed NBSP, which node then
+  // wrote out ("content-length: 5\xa0"), a length strict clients refuse (uvicorn's h11: 500).
+  const digits = /^[ \t]*([0-9]{1,15})[ \t]*$/.exec(value);
+  if (digits === null) {
     throw new AsgiProtocolError(
       `Invalid value ${describe(value)} for header "content-length": use a decimal byte count`,
     );
   }
-  return Number(trimmed);
+  return Number(digits[1]);
 }
 
 /** Parses a request's `content-length`; -1 when absent or unusable. */

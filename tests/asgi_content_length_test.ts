@@ -89,3 +89,31 @@ for (const transport of TRANSPORTS) {
     }
   });
 }
+
+for (const transport of TRANSPORTS) {
+  // Regression (review of the handshake fixes, 2026-11-28): the check trimmed with trim(), which
+  // strips NBSP, so "5\xa0" passed and node wrote it out as the response's length.
+  Deno.test(
+    `serve() [${transport}] refuses a content-length padded with NBSP, which is no whitespace`,
+    async () => {
+      const app = (length: Uint8Array): AsgiApplication => async (scope, _receive, send) => {
+        if (scope.type !== "http") return;
+        await send({
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("content-length"), length]],
+        });
+        await send({ type: "http.response.body", body: bytes("hello") });
+      };
+      await using padded = await start(app(new Uint8Array([0x35, 0xa0])), transport);
+      const request = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+      assertMatch(await rawRequest(padded.port, request), /^HTTP\/1\.1 500 /);
+      assertMatch(
+        padded.logger.lines("error").join("\n"),
+        /Invalid value "5.*" for header "content-length": use a decimal byte count/,
+      );
+      await using spaced = await start(app(bytes(" 5\t")), transport);
+      assertMatch(await rawRequest(spaced.port, request), /^HTTP\/1\.1 200 [^]*\r\n\r\nhello$/);
+    },
+  );
+}
