@@ -1286,7 +1286,10 @@ export function parseContentLength(value: string | null | undefined): number {
  * a server SHOULD answer 501 to a transfer coding it does not understand; uvicorn answers 400).
  */
 export function isChunkedOnly(coding: string): boolean {
-  return (coding.length === 7 ? coding : coding.trim()).toLowerCase() === "chunked";
+  // Only SP and HTAB around it (RFC 9110 5.6.3): trim() took "chunked\xa0", which node's parser
+  // does not, so the application was called and then the client got node's 400.
+  return (coding.length === 7 ? coding : coding.replace(/^[ \t]+|[ \t]+$/g, "")).toLowerCase() ===
+    "chunked";
 }
 
 // ---------------------------------------------------------------------------------------------

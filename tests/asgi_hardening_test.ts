@@ -10,6 +10,7 @@ import { Core } from "../_asgi/core.ts";
 import { handleFetch } from "../_asgi/deno_transport.ts";
 import {
   bytes,
+  rawRequest,
   readBody,
   RecordingLogger,
   sleep,
@@ -1051,6 +1052,29 @@ for (const transport of TRANSPORTS) {
     });
     assertEquals(calls, transport === "deno" ? 6 : 3);
   });
+}
+
+// Regression (review of the WebSocket handshake fixes, 2026-11-28): the check trimmed with trim(),
+// which strips NBSP, so "chunked\xa0" passed as chunked on node, whose parser does not take it: the
+// application was called, then the client got node's own 400. Deno's parser refuses it (400).
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() [${transport}] does not take a transfer coding padded with NBSP for chunked`,
+    async () => {
+      let calls = 0;
+      await using served = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        calls++;
+        await countBody(send, receive);
+      }, transport);
+      const response = await rawRequest(
+        served.port,
+        "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\xa0\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+      );
+      assertMatch(response, transport === "node" ? /^HTTP\/1\.1 501 / : /^HTTP\/1\.1 400 /);
+      assertEquals(calls, 0);
+    },
+  );
 }
 
 // Regression (review of the fix above, 2026-11-27): the unread body was dropped to its end with no
