@@ -394,14 +394,28 @@ class DenoCycle extends HttpCycle {
       return chunk;
     }, (error) => {
       this.#reading = false;
-      this.#bodyFailed = true;
+      this.#noteBodyFailure();
       throw error;
     });
   }
 
   /** Reads the whole body at once; it ends the body too, so Deno reuses the connection. */
   #readWhole(): Promise<Uint8Array | null> {
-    return this.#request.bytes().then((bytes) => bytes.length === 0 ? null : bytes);
+    return this.#request.bytes().then((bytes) => bytes.length === 0 ? null : bytes, (error) => {
+      this.#noteBodyFailure();
+      throw error;
+    });
+  }
+
+  /**
+   * Remembers that our own `Deno.serve` could not read the request's body, though the client may
+   * still be there (see `closeExchange`). A body cut short by a half-close fails as one whose
+   * client left (`BadResource` both), so both get the 400; to a client that left, it goes
+   * nowhere. A Request made by a program (createFetchHandler) whose body stream fails is the
+   * server's fault, not a client's: it keeps its 500.
+   */
+  #noteBodyFailure(): void {
+    if (this.#denoServes) this.#bodyFailed = true;
   }
 
   /**
@@ -460,11 +474,11 @@ class DenoCycle extends HttpCycle {
 
   protected override closeExchange(): void {
     // The client is gone and nothing was answered: settle the handler's promise all the same.
-    // Unless the body failed to read: then the client may well be there, having sent a chunked
-    // body Deno refuses to parse (chunk extensions of 8 KiB; 4 KiB pass, on Deno 2.9.6): Deno
-    // fails the read as it does for a client that left, and this answer reaches the client (Deno
-    // adds "connection: close"). A 500 blamed the server for the client's request; uvicorn and
-    // node answer 400.
+    // Unless the body failed to read while the client is still there: a chunked body Deno
+    // refuses to parse (a chunk extension of 4 KiB or more, on Deno 2.9.6; node and uvicorn's h11
+    // take it), or a body cut short by a half-close. The application sees http.disconnect as
+    // for a client that left, and this answer reaches the client (Deno adds "connection:
+    // close"): a 500 blamed the server for a request it could not read.
     if (!this.#responded) {
       this.#respond(
         this.#bodyFailed

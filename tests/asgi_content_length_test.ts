@@ -53,6 +53,33 @@ Deno.test("createFetchHandler() passes on the body of a Request shorter than its
   assertEquals([response.status, await response.text()], [200, "abc"]);
 });
 
+// A review (2026-11-28): once a failed body read answered 400 on our own Deno.serve, a Request a
+// program built whose body stream fails got 400 too, blaming a client for the server's fault.
+Deno.test("createFetchHandler() answers 500, not 400, when a program's Request body fails", async () => {
+  const seen: string[] = [];
+  const handler = createFetchHandler(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    for (;;) {
+      const message = await receive();
+      seen.push(message.type);
+      if (message.type !== "http.request" || !message.more_body) break;
+    }
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("read") });
+  }, { lifespan: "off" });
+  let pulls = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulls++ === 0) controller.enqueue(new Uint8Array(3));
+      else controller.error(new Error("upstream broke"));
+    },
+  });
+  const response = await handler.fetch(new Request("http://localhost/", { method: "POST", body }));
+  assertEquals(response.status, 500);
+  await response.body?.cancel();
+  assertEquals(seen.at(-1), "http.disconnect");
+});
+
 Deno.test("createFetchHandler() keeps the declared content-length on the Response", async (t) => {
   for (const body of ["hello", ""]) {
     await t.step(`body of ${body.length} bytes`, async () => {
