@@ -369,12 +369,15 @@ function sendableCode(code: number): boolean {
  */
 export const HANDSHAKE_FIELDS: ReadonlyMap<string, string> = new Map([
   ["sec-websocket-protocol", 'give the subprotocol as "subprotocol" instead'],
-  ["sec-websocket-accept", "the server answers the client's key itself"],
-  ["sec-websocket-extensions", "the bridge negotiates no extension, so it can announce none"],
-  ["upgrade", "the server writes the handshake's upgrade fields itself"],
-  ["connection", "the server writes the handshake's upgrade fields itself"],
-  ["content-length", "a 101 response has no body"],
-  ["transfer-encoding", "a 101 response has no body"],
+  ["sec-websocket-accept", "remove it: the server answers the client's key itself"],
+  [
+    "sec-websocket-extensions",
+    "remove it: the bridge negotiates no extension, so it can announce none",
+  ],
+  ["upgrade", "remove it: the server writes the handshake's upgrade fields itself"],
+  ["connection", "remove it: the server writes the handshake's upgrade fields itself"],
+  ["content-length", "remove it: a 101 response has no body"],
+  ["transfer-encoding", "remove it: a 101 response has no body"],
 ]);
 
 function validateHeaders(

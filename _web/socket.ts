@@ -100,7 +100,10 @@ export interface AcceptOptions {
   subprotocol?: string;
   /**
    * Extra headers of the 101 response, as for a `Response`: a list of pairs can repeat a name
-   * (e.g. `set-cookie`). Names are sent in lower case; values must be printable ASCII.
+   * (e.g. `set-cookie`). Names are sent in lower case; values must be printable ASCII. The
+   * fields the handshake writes itself (`sec-websocket-accept`, `sec-websocket-protocol`,
+   * `sec-websocket-extensions`, `upgrade`, `connection`, `content-length`, `transfer-encoding`)
+   * are refused with a `TypeError`.
    *
    * @default {no extra headers}
    */

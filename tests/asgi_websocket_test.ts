@@ -302,16 +302,19 @@ for (const transport of TRANSPORTS) {
         /^Invalid header "sec-websocket-protocol"/,
       ],
       // Regression (WebSocket re-probe, 2026-11-27): these went out beside the transport's own.
-      acceptWith("Sec-WebSocket-Accept", "the server answers the client's key itself"),
+      acceptWith("Sec-WebSocket-Accept", "remove it: the server answers the client's key itself"),
       acceptWith(
         "sec-websocket-extensions",
-        "the bridge negotiates no extension, so it can announce none",
+        "remove it: the bridge negotiates no extension, so it can announce none",
       ),
-      acceptWith("Connection", "the server writes the handshake's upgrade fields itself"),
-      acceptWith("content-length", "a 101 response has no body"),
+      acceptWith(
+        "Connection",
+        "remove it: the server writes the handshake's upgrade fields itself",
+      ),
+      acceptWith("content-length", "remove it: a 101 response has no body"),
       // Review of the re-probe fixes (2026-11-28): the two fields the table had no case for.
-      acceptWith("Upgrade", "the server writes the handshake's upgrade fields itself"),
-      acceptWith("transfer-encoding", "a 101 response has no body"),
+      acceptWith("Upgrade", "remove it: the server writes the handshake's upgrade fields itself"),
+      acceptWith("transfer-encoding", "remove it: a 101 response has no body"),
       [
         "both text and bytes",
         async (send) => {

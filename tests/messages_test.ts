@@ -14,6 +14,7 @@ import { AsgiRouter, Route } from "@stellarator/stellarator/router";
 import { createFetchHandler, serve, textBytes } from "@stellarator/stellarator/asgi";
 import { App, Response } from "@stellarator/stellarator/web";
 import { describe, shorten } from "../_common/describe.ts";
+import { HANDSHAKE_FIELDS } from "../_asgi/websocket.ts";
 
 const app = async () => {};
 const noop = () => {};
@@ -424,4 +425,12 @@ Deno.test("shorten() never cuts a surrogate pair in two (regression: a long path
   assertEquals(shorten("a".repeat(198) + "😀" + "b"), "a".repeat(198) + "😀…");
   assertEquals(shorten("a".repeat(200)), "a".repeat(200));
   assertEquals(shorten("a".repeat(201)), "a".repeat(200) + "…");
+});
+
+// A review (2026-11-28): the reasons for refusing the handshake's own fields in an accept, shown
+// by accept() and by the bridge, broke the template (no fix named, only why).
+Deno.test("bad-argument messages: every handshake field refused in an accept names the fix", () => {
+  for (const [name, why] of HANDSHAKE_FIELDS) {
+    assertMatch(`Invalid header "${name}" for accept(): ${why}`, TEMPLATE);
+  }
 });

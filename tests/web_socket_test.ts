@@ -595,8 +595,8 @@ Deno.test("WebSocketRequest.accept() takes headers as Response does and rejects 
       'TypeError: Invalid value 7 for header "x-id": use a string of printable ASCII (percent-encode other text)',
       "TypeError: Invalid header pair an array of 1 items: give each header as [name, value]",
       'TypeError: Invalid headers "x-id: 7": pass an object of names and values or a list of [name, value] pairs',
-      'TypeError: Invalid header "sec-websocket-extensions" for accept(): the bridge negotiates no extension, so it can announce none',
-      'TypeError: Invalid header "upgrade" for accept(): the server writes the handshake\'s upgrade fields itself',
+      'TypeError: Invalid header "sec-websocket-extensions" for accept(): remove it: the bridge negotiates no extension, so it can announce none',
+      'TypeError: Invalid header "upgrade" for accept(): remove it: the server writes the handshake\'s upgrade fields itself',
     ]);
   });
 });
