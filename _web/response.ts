@@ -324,12 +324,15 @@ export function checkedField(pair: unknown): readonly [string, string] {
     );
   }
   const [rawName, value] = pair;
-  const name = String(rawName).toLowerCase();
-  if (!TOKEN.test(name)) {
+  const text = String(rawName);
+  // Checked before lower-casing: the Kelvin sign (U+212A) lower-cases to ASCII "k", so
+  // "X-\u212Aey" went out as "x-key".
+  if (!TOKEN.test(text)) {
     throw new TypeError(
       `Invalid header name ${describe(rawName)}: use letters, digits and !#$%&'*+-.^_\`|~ only`,
     );
   }
+  const name = text.toLowerCase();
   if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
     throw new TypeError(
       `Invalid value ${describe(value)} for header "${name}": use a string of ` +

@@ -157,6 +157,14 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       TypeError,
       'Invalid header name "x y": use letters, digits and !#$%&\'*+-.^_`|~ only',
     ],
+    // Review (2026-11-28): the Kelvin sign lower-cases to ASCII "k", and the name was checked
+    // after lower-casing: "X-\u212Aey" went out as "x-key".
+    [
+      "header name with a Kelvin sign",
+      () => new Response({ headers: { "X-\u212Aey": "1" } }),
+      TypeError,
+      'Invalid header name "X-\u212Aey": use letters, digits and !#$%&\'*+-.^_`|~ only',
+    ],
     [
       "header value with CR LF",
       () => new Response({ headers: { "x-a": "1\r\nx-b: 2" } }),
