@@ -236,7 +236,10 @@ function validSubprotocols(values: string[]): boolean {
  * `websocket` and `Connection: upgrade`. Without the latter the request is plain HTTP (RFC 9110,
  * 7.8), as `node:http` also decides. The `Upgrade` is only looked at loosely here, so that any
  * request that means a WebSocket is refused by `checkHandshake` when its offer is not
- * `websocket` alone (`websocket\xa0`, `h2c, websocket`), rather than served as HTTP.
+ * `websocket` alone (`websocket\xa0`, `h2c, websocket`), rather than served as HTTP: an element
+ * of its list that is `websocket` padded with any whitespace. Other protocols that merely
+ * contain the word (`websocket/13`, `x-websocket-tunnel`) are served as HTTP, as any other
+ * upgrade offer is (a first version matched the word anywhere and refused them with 400).
  */
 export function isUpgrade(fields: string[], count: number = fields.length): boolean {
   let upgrade = false;
@@ -253,7 +256,7 @@ export function isUpgrade(fields: string[], count: number = fields.length): bool
   return upgrade && connection;
 }
 
-const WEBSOCKET = /websocket/i;
+const WEBSOCKET = /(?:^|,)\s*websocket\s*(?:,|$)/i;
 
 function hasToken(value: string, token: string): boolean {
   return value.toLowerCase().split(",").some((part) => trimOws(part) === token);

@@ -461,6 +461,13 @@ for (const transport of TRANSPORTS) {
     const h2c = "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\n" +
       "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n";
     assertMatch(await rawRequest(server.port, h2c), /^HTTP\/1\.1 200 [^]*plain GET$/);
+    // Review (2026-11-28): protocols that merely contain the word were taken for a WebSocket
+    // offer and refused with 400 once the Upgrade check looked for "websocket" anywhere.
+    for (const upgrade of ["not-websocket/1", "websocket/13", "h2c, x-websocket-tunnel"]) {
+      const request = `GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n` +
+        `Upgrade: ${upgrade}\r\n\r\n`;
+      assertMatch(await rawRequest(server.port, request), /^HTTP\/1\.1 200 [^]*plain GET$/);
+    }
   });
 }
 
