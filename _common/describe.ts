@@ -42,9 +42,12 @@ export function describe(value: unknown): string {
   }
 }
 
-/** C0 controls and DEL. */
+/**
+ * C0 controls, DEL, C1 controls and NBSP: a no-break space printed as it is reads as a plain
+ * space, hiding why `"5\u00a0"` was refused where `"5 "` would pass.
+ */
 // deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/g;
+const CONTROL = /[\u0000-\u001f\u007f-\u00a0]/g;
 
 /**
  * `text` with its control characters written as escapes (`\n`, `\r`, `\t`, `\u0000`), so that

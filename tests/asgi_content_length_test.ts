@@ -137,7 +137,7 @@ for (const transport of TRANSPORTS) {
       assertMatch(await rawRequest(padded.port, request), /^HTTP\/1\.1 500 /);
       assertMatch(
         padded.logger.lines("error").join("\n"),
-        /Invalid value "5.*" for header "content-length": use a decimal byte count/,
+        /Invalid value "5\\u00a0" for header "content-length": use a decimal byte count/,
       );
       await using spaced = await start(app(bytes(" 5\t")), transport);
       assertMatch(await rawRequest(spaced.port, request), /^HTTP\/1\.1 200 [^]*\r\n\r\nhello$/);

@@ -383,6 +383,9 @@ Deno.test("describe() shows control characters as escapes (regression: a header 
   assertEquals(describe("a\nb"), '"a\\nb"');
   assertEquals(describe("x\r"), '"x\\r"');
   assertEquals(describe("\u0000\t\u007f"), '"\\u0000\\t\\u007f"');
+  // Review (2026-11-28): a refused "5\u00a0" read "5 " in the message, as a valid value does.
+  assertEquals(describe("5\u00a0\u0085"), '"5\\u00a0\\u0085"');
+  assertEquals(describe("é ü"), '"é ü"');
   // Backslashes and quotes stay as written: a quoted regex reads as in the source.
   assertEquals(describe('{id:\\d+}"'), '"{id:\\d+}""');
   const error = assertThrows(() => new Response({ headers: { "x-a": "a\nb" } }), TypeError);
