@@ -627,6 +627,13 @@ for (const transport of TRANSPORTS) {
           handshake("/").replace("Upgrade: websocket", `Upgrade: ${upgrade}`),
         );
         assertMatch(response, /^HTTP\/1\.1 101 /, JSON.stringify(upgrade));
+        // The scope shows the field as the client sent it (without the padding HTTP strips),
+        // not what `ws` is handed on node.
+        const fields = probe.scope!.headers.map(([name, value]) => [text(name), text(value)]);
+        assertEquals(fields.filter(([name]) => name === "upgrade"), [[
+          "upgrade",
+          upgrade.replace(/^[ \t]+|[ \t]+$/g, ""),
+        ]]);
       }
       // Two fields make the list "websocket, websocket": refused, as Python's websockets does.
       const twice = handshake("/").replace(
