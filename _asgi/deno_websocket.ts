@@ -130,8 +130,14 @@ class DenoWebSocketCycle extends WebSocketCycle {
     headers: [string, string][],
     body: Uint8Array,
   ): void {
-    // Deno writes content-length itself.
-    const fields = headers.filter(([name]) => name.toLowerCase() !== "content-length");
+    // Deno writes content-length itself. The client asked for another protocol, so what it sends
+    // next need not be HTTP: ask it to close, as node's denial and the bridge's refusals do (a
+    // review found only the denial of the application without it).
+    const fields = headers.filter(([name]) => {
+      const lower = name.toLowerCase();
+      return lower !== "content-length" && lower !== "connection";
+    });
+    fields.push(["connection", "close"]);
     const nullBody = status === 204 || status === 205 || status === 304 || body.length === 0;
     this.#respond(
       new Response(nullBody ? null : body as Uint8Array<ArrayBuffer>, { status, headers: fields }),

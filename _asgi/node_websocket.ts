@@ -179,7 +179,10 @@ class NodeWebSocketCycle extends WebSocketCycle {
     let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}\r\n`;
     let lengthGiven = false;
     for (const [name, value] of headers) {
-      if (name.toLowerCase() === "content-length") lengthGiven = true;
+      const lower = name.toLowerCase();
+      if (lower === "content-length") lengthGiven = true;
+      // The connection closes after a denial whatever the application said: one field, not two.
+      if (lower === "connection") continue;
       head += `${name}: ${value}\r\n`;
     }
     // A 204 or 304 states no length (RFC 9110 §8.6); the core gave a 205 its "0" already.

@@ -224,6 +224,8 @@ for (const transport of TRANSPORTS) {
     await using server = await start(app, transport);
     const raw = await rawRequest(server.port, handshake("/"));
     assertMatch(raw, /^HTTP\/1\.1 403 /);
+    // Review (2026-11-28): deno's denial alone did not ask for the connection to close.
+    assertEquals(raw.match(/\r\nconnection: [^\r]*/gi), ["\r\nconnection: close"]);
     await probe.finished();
     assertEquals(disconnects(probe), [{ type: "websocket.disconnect", code: 1006, reason: "" }]);
     await assertRejects(() => WsClient.open(ws(server.port)));
@@ -239,7 +241,7 @@ for (const transport of TRANSPORTS) {
         headers: [[bytes("www-authenticate"), bytes("Bearer")], [
           bytes("content-type"),
           bytes("text/plain"),
-        ]],
+        ], [bytes("connection"), bytes("keep-alive")]],
       });
       await send({ type: "websocket.http.response.body", body: bytes("Log "), more_body: true });
       await send({ type: "websocket.http.response.body", body: bytes("in first") });
@@ -249,6 +251,8 @@ for (const transport of TRANSPORTS) {
     assertMatch(raw, /^HTTP\/1\.1 401 /);
     assertMatch(raw, /\r\nwww-authenticate: Bearer\r\n/i);
     assertMatch(raw, /\r\n\r\nLog in first$/);
+    // The connection closes after a denial, whatever the application said: one field, not two.
+    assertEquals(raw.match(/\r\nconnection: [^\r]*/gi), ["\r\nconnection: close"]);
   });
 
   Deno.test(
