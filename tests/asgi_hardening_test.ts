@@ -5,7 +5,13 @@
  * both transports over real sockets unless the defect belongs to one.
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
-import { type Receive, ResponseCutOffError, type Scope, type Send } from "../asgi.ts";
+import {
+  type AsgiApplication,
+  type Receive,
+  ResponseCutOffError,
+  type Scope,
+  type Send,
+} from "../asgi.ts";
 import { Core } from "../_asgi/core.ts";
 import { handleFetch } from "../_asgi/deno_transport.ts";
 import {
@@ -30,6 +36,15 @@ async function countBody(send: Send, receive: Receive): Promise<void> {
     headers: [[bytes("content-type"), bytes("text/plain")]],
   });
   await send({ type: "http.response.body", body: bytes(`got ${length}`) });
+}
+
+/** An application that counts its calls in `counter` and answers with the length it read. */
+function countingApp(counter: { calls: number }): AsgiApplication {
+  return async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    counter.calls++;
+    await countBody(send, receive);
+  };
 }
 
 for (const transport of TRANSPORTS) {
@@ -221,17 +236,13 @@ for (const transport of TRANSPORTS) {
 
   // Issue 10, point 10: "get / HTTP/1.1" reached the app as method "get" on deno.
   Deno.test(name("answers 400 to a lower-case method without calling the app"), async () => {
-    let calls = 0;
-    await using s = await start(async (scope, receive, send) => {
-      if (scope.type !== "http") return;
-      calls++;
-      await countBody(send, receive);
-    }, transport);
+    const counter = { calls: 0 };
+    await using s = await start(countingApp(counter), transport);
     using client = await RawClient.connect(s.port);
     await client.write("get / HTTP/1.1\r\nHost: x\r\n\r\n");
     const { head } = await client.response();
     assertMatch(head, /^HTTP\/1\.1 400 /);
-    assertEquals(calls, 0);
+    assertEquals(counter.calls, 0);
   });
 
   // Issue 10, point 10: 205 and 304 must drop the body as 204 does, whatever the app declares.
@@ -1037,12 +1048,8 @@ for (const transport of TRANSPORTS) {
 // does not implement gets 501 (RFC 9112 §6.1, §7). uvicorn answers 400.
 for (const transport of TRANSPORTS) {
   Deno.test(`serve() [${transport}] answers 501 to a transfer coding other than chunked`, async (t) => {
-    let calls = 0;
-    await using served = await start(async (scope, receive, send) => {
-      if (scope.type !== "http") return;
-      calls++;
-      await countBody(send, receive);
-    }, transport);
+    const counter = { calls: 0 };
+    await using served = await start(countingApp(counter), transport);
     for (const coding of ["gzip, chunked", "deflate,chunked", "x-custom , chunked"]) {
       await t.step(coding, async () => {
         using client = await RawClient.connect(served.port);
@@ -1072,7 +1079,7 @@ for (const transport of TRANSPORTS) {
         assertEquals(body, "got 5");
       }
     });
-    assertEquals(calls, transport === "deno" ? 6 : 3);
+    assertEquals(counter.calls, transport === "deno" ? 6 : 3);
   });
 }
 
@@ -1083,18 +1090,14 @@ for (const transport of TRANSPORTS) {
   Deno.test(
     `serve() [${transport}] does not take a transfer coding padded with NBSP for chunked`,
     async () => {
-      let calls = 0;
-      await using served = await start(async (scope, receive, send) => {
-        if (scope.type !== "http") return;
-        calls++;
-        await countBody(send, receive);
-      }, transport);
+      const counter = { calls: 0 };
+      await using served = await start(countingApp(counter), transport);
       const response = await rawRequest(
         served.port,
         "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\xa0\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
       );
       assertMatch(response, transport === "node" ? /^HTTP\/1\.1 501 / : /^HTTP\/1\.1 400 /);
-      assertEquals(calls, 0);
+      assertEquals(counter.calls, 0);
     },
   );
 }
@@ -1155,12 +1158,8 @@ for (const transport of TRANSPORTS) {
 // refuses (400), as node does.
 for (const transport of TRANSPORTS) {
   Deno.test(`serve() [${transport}] refuses an absolute-form target whatever its Host`, async (t) => {
-    let calls = 0;
-    await using served = await start(async (scope, receive, send) => {
-      if (scope.type !== "http") return;
-      calls++;
-      await countBody(send, receive);
-    }, transport);
+    const counter = { calls: 0 };
+    await using served = await start(countingApp(counter), transport);
     const requests: [string, string, RegExp][] = [
       [
         "gzip, chunked, no Host",
@@ -1183,6 +1182,6 @@ for (const transport of TRANSPORTS) {
         assertMatch(head, status);
       });
     }
-    assertEquals(calls, 0);
+    assertEquals(counter.calls, 0);
   });
 }
