@@ -147,9 +147,9 @@ export class Response {
    * @throws {RangeError} When the status is not a whole number from 200 to 599.
    * @throws {TypeError} When an option's key is unknown (`stauts`), a header name or value is
    *   invalid, the content type is given twice (or a `content-type` header repeated), a
-   *   `content-length` header is repeated, disagrees
-   *   with the body or comes with a 204, a `transfer-encoding` header is given (the server frames the body), a 204, 205 or 304
-   *   response has a body, or the body is of another type.
+   *   `content-length` header is repeated, disagrees with the body or comes with a 204, a
+   *   `transfer-encoding` header is given (the server frames the body), a 204, 205 or 304
+   *   response has a body, or the body is of another type (a `Blob` included: stream it).
    */
   constructor(options?: ResponseOptions) {
     if (options !== undefined && (typeof options !== "object" || options === null)) {
