@@ -149,8 +149,9 @@
  *
  * Everything is checked when a route is added, never while serving: {@linkcode RouteConflict}
  * for the same shape with overlapping methods or a variable name in another place (rule 9),
- * {@linkcode InvalidRoutePattern} for malformed patterns (lone surrogates included) and
- * ReDoS-prone regexes, `TypeError` for missing handlers and unknown methods. While serving,
+ * {@linkcode InvalidRoutePattern} for malformed patterns (lone surrogates included), patterns
+ * past the size limits above (by `new Route()`) and ReDoS-prone regexes (once added to a router),
+ * `TypeError` for missing handlers and unknown methods. While serving,
  * `match()` and `getRoute()` throw only a `TypeError` for a path that is not a string (a
  * programming error, never the request's: a request path is always a string).
  *
@@ -684,7 +685,8 @@ export class Route<H extends AnyHandler = AnyHandler> {
    * method.
    * @throws {InvalidRoutePattern} If the pattern is malformed, a regex does not compile or
    * looks outside its variable, or the pattern passes a limit: more than 1024 UTF-16 code
-   * units of literal text plus variables, or a regex nesting groups more than 64 deep.
+   * units of literal text plus variables, or a regex nesting groups and lookarounds more than
+   * 64 deep.
    */
   constructor(path: string, options: RouteOptions<H>) {
     if (typeof path !== "string") {
