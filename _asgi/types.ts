@@ -667,7 +667,11 @@ export interface ServeOptions extends FetchHandlerOptions {
    * server speaks TLS (HTTPS and WSS; scopes say `"https"` and `"wss"`). The node transport
    * passes both to `node:https`. Give the file's text (`Deno.readTextFileSync("cert.pem")`), not
    * its name: `serve()` throws a `TypeError` for a value that is no PEM text, holds a certificate
-   * that cannot be read, or does not start with the certificate of `key`.
+   * that cannot be read, or does not start with the certificate of `key`. Facing the open
+   * internet, prefer a TLS-terminating proxy: on `deno` a stalled TLS handshake holds shutdown,
+   * and on `node` a request body the application does not read is taken into memory with no
+   * bound but `maxBodySize`, which a chunked body escapes (Deno 2.9.6; the bridge's limits in
+   * `docs/asgi.md`).
    *
    * @default {undefined (plain HTTP)}
    */

@@ -477,11 +477,12 @@ export class WebSocketRequest<App = unknown> {
   /**
    * Schedules a background task, as `Request.registerBackground` does: it starts once the
    * handshake is answered (accepted or denied), runs under the App's `backgroundTaskTimeLimit`,
-   * and is not run when the handler fails, times out or returns before answering.
+   * and is not run when the handler fails, times out or returns before answering. Inside a
+   * background task, register without awaiting, for the reason given there.
    *
    * @param task The task.
    * @param options The task's name for log lines.
-   * @returns Resolves once the task is accepted.
+   * @returns Resolves once the task is accepted, or logged as not run.
    * @throws {TypeError} When `task` is not a function, or `options` is not `{ name }` with a
    *   string name.
    * @throws {RangeError} When the handshake is not answered yet and the socket already holds
