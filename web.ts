@@ -106,7 +106,11 @@ import {
   type Send,
 } from "./asgi.ts";
 import type { AsgiRouter, PathContext, Route } from "./router.ts";
-import { BackgroundRunner, checkedTaskName } from "./_web/background.ts";
+import {
+  BackgroundRunner,
+  checkedTaskName,
+  type RegisterBackgroundOptions,
+} from "./_web/background.ts";
 import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
 import { countOption, seconds, secondsOption } from "./_web/options.ts";
@@ -136,6 +140,7 @@ export * from "./asgi.ts";
 export { WebSocketRequest } from "./_web/socket.ts";
 export type { AcceptOptions, CloseInfo, SocketMessage } from "./_web/socket.ts";
 export { Response, type ResponseOptions } from "./_web/response.ts";
+export type { RegisterBackgroundOptions } from "./_web/background.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Types
@@ -460,56 +465,6 @@ export interface WebLogger {
   error(...data: unknown[]): void;
 }
 
-/**
- * Options of {@linkcode Request.registerBackground}.
- *
- * @example A task named in the log
- * ```ts
- * import { assert, assertEquals } from "@std/assert";
- * import {
- *   App,
- *   AsgiRouter,
- *   type RegisterBackgroundOptions,
- *   type Request,
- *   Response,
- *   Route,
- *   type WebLogger,
- * } from "@stellarator/stellarator/web";
- *
- * const logged = Promise.withResolvers<string>();
- * const logger: WebLogger = {
- *   debug() {},
- *   info: (...data) => logged.resolve(data.join(" ")),
- *   warn() {},
- *   error() {},
- * };
- * const options: RegisterBackgroundOptions = { name: "send-receipt" };
- * const receipts: string[] = [];
- *
- * async function pay(request: Request): Promise<void> {
- *   await request.registerBackground(() => receipts.push(request.path), options);
- *   await request.respondWith(new Response({ body: "paid" }));
- * }
- *
- * const app = new App({
- *   router: new AsgiRouter({ routes: [new Route("/pay", { handler: pay })] }),
- *   logger,
- * });
- * const response = await app.fetch(new globalThis.Request("http://localhost/pay"));
- * assertEquals(await response.text(), "paid");
- * assert((await logged.promise).includes("send-receipt"));
- * assertEquals(receipts, ["/pay"]);
- * await app.shutdown();
- * ```
- */
-export interface RegisterBackgroundOptions {
-  /**
-   * The task's name in log lines.
-   *
-   * @default {the function's name, or "anonymous"}
-   */
-  name?: string;
-}
 /**
  * Options of {@linkcode App}. Time limits are in seconds, fractions allowed.
  *

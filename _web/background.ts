@@ -28,6 +28,57 @@ import { rejectUnknownKeys } from "../_common/keys.ts";
 import { clearableDeadline, DeadlineQueue } from "./deadline.ts";
 import { seconds } from "./options.ts";
 
+/**
+ * Options of {@linkcode Request.registerBackground}.
+ *
+ * @example A task named in the log
+ * ```ts
+ * import { assert, assertEquals } from "@std/assert";
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   type RegisterBackgroundOptions,
+ *   type Request,
+ *   Response,
+ *   Route,
+ *   type WebLogger,
+ * } from "@stellarator/stellarator/web";
+ *
+ * const logged = Promise.withResolvers<string>();
+ * const logger: WebLogger = {
+ *   debug() {},
+ *   info: (...data) => logged.resolve(data.join(" ")),
+ *   warn() {},
+ *   error() {},
+ * };
+ * const options: RegisterBackgroundOptions = { name: "send-receipt" };
+ * const receipts: string[] = [];
+ *
+ * async function pay(request: Request): Promise<void> {
+ *   await request.registerBackground(() => receipts.push(request.path), options);
+ *   await request.respondWith(new Response({ body: "paid" }));
+ * }
+ *
+ * const app = new App({
+ *   router: new AsgiRouter({ routes: [new Route("/pay", { handler: pay })] }),
+ *   logger,
+ * });
+ * const response = await app.fetch(new globalThis.Request("http://localhost/pay"));
+ * assertEquals(await response.text(), "paid");
+ * assert((await logged.promise).includes("send-receipt"));
+ * assertEquals(receipts, ["/pay"]);
+ * await app.shutdown();
+ * ```
+ */
+export interface RegisterBackgroundOptions {
+  /**
+   * The task's name in log lines.
+   *
+   * @default {the function's name, or "anonymous"}
+   */
+  name?: string;
+}
+
 /** A background task: called with a signal that aborts at its time limit and at shutdown. */
 export type Task = (signal: AbortSignal) => unknown;
 

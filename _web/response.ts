@@ -188,8 +188,8 @@ export class Response {
       if ((body as unknown) instanceof Blob) {
         // A Blob (a File, from FormData or a read) was "an object", with no way out named.
         throw new TypeError(
-          `Invalid body a ${(body as Blob).constructor.name}: stream it with ` +
-            `{ body: blob.stream() }, or pass new Uint8Array(await blob.arrayBuffer())`,
+          `Invalid body a ${(body as Blob).constructor.name}: pass { body: blob.stream() }, ` +
+            `or new Uint8Array(await blob.arrayBuffer())`,
         );
       }
       throw new TypeError(

@@ -23,6 +23,7 @@ import {
   checkedTaskName,
   failure,
   type Outcome,
+  type RegisterBackgroundOptions,
   SUCCESS,
   type TaskEntry,
   type TaskHolder,
@@ -490,7 +491,7 @@ export class WebSocketRequest<App = unknown> {
    */
   async registerBackground(
     task: (signal: AbortSignal) => unknown,
-    options?: { name?: string },
+    options?: RegisterBackgroundOptions,
   ): Promise<void> {
     const name = checkedTaskName(task, options);
     await this.#host.runner.register(this.#holder ??= this.#makeHolder(), task, name);

@@ -749,8 +749,8 @@ Deno.test({
 
 // Regression (TLS and hostile clients probe, 2026-11-27): on deno, a chunked body Deno refuses to
 // parse (here a chunk extension of 8 KiB) failed the body read as a client that left does, and the
-// bridge answered the client, still there, 500: the server blamed for the client's request.
-// uvicorn and node answer 400.
+// bridge answered the client, still there, 500: the server blamed for the client's request
+// (node and uvicorn's h11 take that body; a 400 is the honest answer when it cannot be read).
 // A review of that fix (2026-11-28): a body of up to 64 KiB, read whole, cut short by a client
 // that half-closed and waits for its answer still got 500, where a longer one got 400.
 Deno.test("serve() [deno] answers 400, not 500, to a body Deno cannot read while the client waits", async (t) => {

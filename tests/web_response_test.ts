@@ -130,14 +130,14 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "a Blob body",
       () => new Response({ body: new Blob(["x"]) as unknown as Uint8Array }),
       TypeError,
-      "Invalid body a Blob: stream it with { body: blob.stream() }, or pass " +
+      "Invalid body a Blob: pass { body: blob.stream() }, or " +
       "new Uint8Array(await blob.arrayBuffer())",
     ],
     [
       "a File body",
       () => new Response({ body: new File(["x"], "a.txt") as unknown as Uint8Array }),
       TypeError,
-      "Invalid body a File: stream it with { body: blob.stream() }",
+      "Invalid body a File: pass { body: blob.stream() }",
     ],
     [
       "a DataView body",
