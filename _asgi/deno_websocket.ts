@@ -56,6 +56,15 @@ class DenoWebSocketCycle extends WebSocketCycle {
     request.signal.addEventListener("abort", onAbort, { once: true });
   }
 
+  /**
+   * A Deno `WebSocket` cannot stop reading, so what a client sends to an application that does
+   * not receive is bounded by closing instead: twice `maxMessageSize` (32 MiB by default), room
+   * for a whole message of the largest size beside others.
+   */
+  protected override get unreadLimit(): number {
+    return 2 * this.maxMessageSize;
+  }
+
   #respond(response: Response): void {
     if (this.#responded) return;
     this.#responded = true;

@@ -543,7 +543,10 @@ export interface FetchHandlerOptions {
   /**
    * The largest WebSocket message accepted from a client, in bytes (UTF-8 bytes for text). A
    * larger one closes the connection with code 1009 (message too big) and the application sees
-   * `websocket.disconnect` with that code. The default is uvicorn's `ws_max_size`.
+   * `websocket.disconnect` with that code. The default is uvicorn's `ws_max_size`. On `deno`,
+   * which cannot stop reading a WebSocket, it also bounds what waits unread: messages the
+   * application has not received may hold twice this much, beyond which the connection is closed
+   * with code 1008.
    *
    * @default {16777216}
    */

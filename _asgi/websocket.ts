@@ -74,6 +74,8 @@ export const WEBSOCKET_SPEC_VERSION = "2.5";
 export const SEND_BUFFER_LIMIT = 64 * 1024;
 /** uvicorn's default `ws_max_size`. */
 export const DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024;
+/** Close code for a client whose unread messages outgrow what the transport lets wait. */
+const POLICY_VIOLATION = 1008;
 /** Close code for a message over `maxMessageSize` (RFC 6455, 7.4.1). */
 export const MESSAGE_TOO_BIG = 1009;
 /** Close code when the application fails after accepting. */
@@ -432,6 +434,8 @@ export abstract class WebSocketCycle {
   #connectSent = false;
   /** Messages from the client the application has not received yet. */
   #queue: WebSocketReceiveMessage[] = [];
+  /** Their size: bytes, or UTF-16 code units of text. */
+  #queuedSize = 0;
   #waiters: PromiseWithResolvers<ReceiveMessage>[] = [];
   /** Set once the connection is over; delivered to the application exactly once. */
   #disconnect: WebSocketDisconnectMessage | null = null;
@@ -523,8 +527,22 @@ export abstract class WebSocketCycle {
       ? { type: "websocket.receive", bytes: null, text: data }
       : { type: "websocket.receive", bytes: data, text: null };
     const waiter = this.#waiters.shift();
-    if (waiter !== undefined) waiter.resolve(message);
-    else this.queueChanged(this.#queue.push(message));
+    if (waiter !== undefined) return waiter.resolve(message);
+    this.#queuedSize += data.length;
+    if (this.#queuedSize > this.unreadLimit) {
+      // A transport that cannot stop reading (a Deno WebSocket) queued every message a client
+      // sent to an application that did not receive them: 1.3 GB of server memory in 5 s from
+      // one client (2026-11-28). Dropped, and the socket closed, as for a message too big.
+      this.core.logger.warn(
+        `WebSocket client sent over ${this.unreadLimit} bytes the application has not ` +
+          `received (twice maxMessageSize): closed with 1008`,
+      );
+      this.#queue.length = 0;
+      this.#queuedSize = 0;
+      this.#closeBy(POLICY_VIOLATION, "");
+      return;
+    }
+    this.queueChanged(this.#queue.push(message));
   }
 
   /**
@@ -532,6 +550,14 @@ export abstract class WebSocketCycle {
    * transport that can stop reading the socket does so while the application lags behind.
    */
   protected queueChanged(_length: number): void {}
+
+  /**
+   * How much unread messages may hold (bytes, or UTF-16 code units of text) before the socket is
+   * closed with 1008: unbounded for a transport that stops reading instead (`queueChanged`).
+   */
+  protected get unreadLimit(): number {
+    return Infinity;
+  }
 
   /** The connection is over: the closing handshake finished, or the connection was lost. */
   closed(code: number, reason: string): void {
@@ -578,6 +604,7 @@ export abstract class WebSocketCycle {
     }
     const queued = this.#queue.shift();
     if (queued !== undefined) {
+      this.#queuedSize -= queued.text?.length ?? queued.bytes?.length ?? 0;
       this.queueChanged(this.#queue.length);
       return Promise.resolve(queued);
     }
