@@ -43,6 +43,13 @@ import { hasCode, lengths, type Ranges, type RegexNode } from "./regex_syntax.ts
 export const MAX_STEPS_PER_CHAR = 128;
 /** Positions an unrolled regex may have; larger counted repeats are widened to unbounded. */
 const MAX_POSITIONS = 4000;
+/**
+ * Parts built for the copies of repeats, beyond the regex's own nodes, before the guard gives
+ * up. Widening does not stop nesting from multiplying: a repeat with `min >= 1` builds its body
+ * at least twice (once for the required iteration, once for the loop), so `(?:…)+` nested 20
+ * deep built a million copies (34 s) and 22 deep ran out of memory.
+ */
+const MAX_COPIES = 8 * MAX_POSITIONS;
 /** Vectors the walk may visit before the regex is declared too complex to prove safe. */
 export const MAX_VECTORS = 2000;
 /** Counts saturate here; anything past MAX_STEPS_PER_CHAR fails anyway. */
@@ -72,7 +79,10 @@ function scaled(map: Weights, factor: number, into: Weights = new Map()): Weight
   return into;
 }
 
-/** A repeat whose unrolled automaton would exceed {@linkcode MAX_POSITIONS}. */
+/**
+ * A repeat whose unrolled automaton would exceed {@linkcode MAX_POSITIONS}, or (the outermost
+ * one being built) take more than {@linkcode MAX_COPIES} copies of its parts.
+ */
 class TooLarge extends Error {
   constructor(readonly node: RegexNode) {
     super("too large");
@@ -85,8 +95,18 @@ class Automaton {
   readonly sets: Ranges[] = [];
   /** For each position, the positions that can follow it, with their multiplicities. */
   readonly follow: Weights[] = [];
+  /** Parts this automaton may still build before it is too large to judge. */
+  #budget: number;
+  /** The outermost repeat being built, blamed when the budget runs out. */
+  #outermost: RegexNode | undefined;
+
+  constructor(root: RegexNode) {
+    this.#budget = nodeCount(root) + MAX_COPIES;
+  }
 
   build(node: RegexNode): Fragment {
+    // Only the copies of repeats can build more parts than the regex has, so #outermost is set.
+    if (--this.#budget < 0) throw new TooLarge(this.#outermost ?? node);
     switch (node.type) {
       case "set": {
         const p = this.sets.push(node.ranges) - 1;
@@ -129,6 +149,16 @@ class Automaton {
   }
 
   #repeat(node: Extract<RegexNode, { type: "quant" }>): Fragment {
+    if (this.#outermost !== undefined) return this.#unroll(node);
+    this.#outermost = node;
+    try {
+      return this.#unroll(node);
+    } finally {
+      this.#outermost = undefined;
+    }
+  }
+
+  #unroll(node: Extract<RegexNode, { type: "quant" }>): Fragment {
     const size = unrolledSize(node.body);
     const room = MAX_POSITIONS - this.sets.length;
     let min = node.min;
@@ -163,6 +193,22 @@ class Automaton {
 
   #empty(node: RegexNode): boolean {
     return lengths(node)[0] === 0;
+  }
+}
+
+/** The nodes of `node`'s tree. */
+function nodeCount(node: RegexNode): number {
+  switch (node.type) {
+    case "set":
+    case "assert":
+      return 1;
+    case "look":
+    case "quant":
+      return 1 + nodeCount(node.body);
+    case "seq":
+      return node.items.reduce((sum, item) => sum + nodeCount(item), 1);
+    case "alt":
+      return node.alts.reduce((sum, alt) => sum + nodeCount(alt), 1);
   }
 }
 
@@ -293,7 +339,7 @@ class Walk {
 }
 
 function walkOf(node: RegexNode): Walk | RegexNode {
-  const automaton = new Automaton();
+  const automaton = new Automaton(node);
   try {
     return new Walk(automaton, automaton.build(node));
   } catch (error) {

@@ -232,8 +232,9 @@ function riskOf(
   let risk: RegexProblem | undefined;
   if (verdict.kind === "large") {
     risk = new RegexProblem(
-      `the repeat ${describe(verdict.node, source, offset)} is too large for the ReDoS guard ` +
-        `to check; use smaller bounds`,
+      `the repeat ${describe(verdict.node, source, offset)} unrolls to too many parts for the ` +
+        `ReDoS guard to check (counted and nested repeats multiply them); use smaller bounds ` +
+        `or fewer nested repeats`,
       verdict.node.start,
       true,
     );
