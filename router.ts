@@ -160,6 +160,7 @@
 
 import {
   CATCH_ALL,
+  engineMessage,
   LITERAL,
   MAX_PATTERN_LEVELS,
   parsePattern,
@@ -169,12 +170,12 @@ import {
   type Token,
   type VariableToken,
 } from "./_router/pattern.ts";
-import { GreedyMatcher, RegexMatcher } from "./_router/suffix.ts";
+import { GreedyMatcher, RegexMatcher, suffixSource } from "./_router/suffix.ts";
 import { characterCount, priorityOrder, tokenIndexOfSlot } from "./_router/priority.ts";
 import { redosRisk } from "./_router/safety.ts";
 import { Endpoint, type RouteLike } from "./_router/endpoint.ts";
 import { type FlatTree, layoutTree, RECORD } from "./_router/layout.ts";
-import { addKid, allKids, type Branch, Node } from "./_router/node.ts";
+import { addKid, allKids, type Branch, Node, stickySource } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
 import { describe, shorten } from "./_common/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
@@ -846,7 +847,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * `options` has a key that is not an option (a misspelt one would be ignored).
    * @throws {RangeError} If `trailingSlash` or `maxPathLength` has an invalid value.
    * @throws {RouteConflict} If two of `routes` conflict.
-   * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`.
+   * @throws {InvalidRoutePattern} If the ReDoS guard refuses one of `routes`, or V8 cannot
+   * compile the regex the router builds from it.
    */
   constructor(options?: AsgiRouterOptions<H>) {
     if (options !== undefined && (typeof options !== "object" || options === null)) {
@@ -930,7 +932,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * @throws {TypeError} If `route` is not a {@linkcode Route}.
    * @throws {RouteConflict} If a route of the same shape serves one of its methods, or names
    * one of its variables in another place.
-   * @throws {InvalidRoutePattern} If the ReDoS guard refuses it (see `allowUnsafeRegex`).
+   * @throws {InvalidRoutePattern} If the ReDoS guard refuses it (see `allowUnsafeRegex`), or if
+   * V8 cannot compile the regex the router builds from it (a regex of thousands of atoms).
    *
    * @example Adding routes
    * ```ts
@@ -952,6 +955,7 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     }
     const tokens = this.#relaxed ? relaxTokens(parsed) : parsed;
     this.#checkSafety(route, tokens);
+    checkCompiles(route.path, tokens);
     // The tree has one node per shape (literal runs, variable kinds and regexes, names aside),
     // so the node's endpoint is the shape's. A shape already present creates no node, so a
     // conflict leaves the tree as it was.
@@ -1126,6 +1130,45 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
     prepare(this.#root);
     this.#tree = layoutTree(this.#root);
     this.#dirty = false;
+  }
+}
+
+/**
+ * Sources up to this long are not compiled by {@linkcode checkCompiles}: the shortest found to
+ * overflow V8's regex compiler held 14,372 characters (`a+` 7,186 times; `(a)` 5,880 times,
+ * 17,640), so a check of every route's regexes would only slow down adding them.
+ */
+const SURELY_COMPILES = 4096;
+
+/**
+ * Refuses a route whose regexes, as the tree runs them, V8 cannot compile. A variable's own
+ * regex was compiled by `new Route()`, but the tree runs it inside a sticky regex, and a
+ * suffix from a variable whose end is not fixed as one regex with the rest of the route
+ * (`RegexMatcher`); both are compiled on their first lookup, so a route just under the
+ * compiler's limit made every lookup throw a `SyntaxError` ("Stack overflow").
+ */
+function checkCompiles(path: string, tokens: readonly Token[]): void {
+  const sources: [string, string, number][] = [];
+  for (const token of tokens) {
+    if (token.kind === REGEX) sources.push([stickySource(token.regex), "uy", token.position]);
+  }
+  // The suffix from the first variable stands for the shorter ones inside it.
+  const first = tokens.findIndex((token) => token.kind !== LITERAL);
+  if (sources.length > 0) {
+    sources.push([suffixSource(tokens.slice(first)).source, "dyu", tokens[first]!.position]);
+  }
+  for (const [source, flags, position] of sources) {
+    if (source.length <= SURELY_COMPILES) continue;
+    try {
+      new RegExp(source, flags).exec("");
+    } catch (error) {
+      throw new InvalidRoutePattern(
+        path,
+        position,
+        `the regex the router builds from here on does not compile: ${engineMessage(error)}; ` +
+          `shorten the regex`,
+      );
+    }
   }
 }
 

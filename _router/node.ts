@@ -73,8 +73,13 @@ export class Node<R extends RouteLike> {
     this.regex = token?.regex ?? "";
     this.slot = slot;
     this.canMatchSlash = token?.facts?.canMatchSlash ?? false;
-    this.sticky = kind === REGEX ? new RegExp(`(?:${this.regex})(?=/|$)`, "uy") : undefined;
+    this.sticky = kind === REGEX ? new RegExp(stickySource(this.regex), "uy") : undefined;
   }
+}
+
+/** The source of a constrained variable's sticky regex (flags `uy`): `regex` up to the next "/". */
+export function stickySource(regex: string): string {
+  return `(?:${regex})(?=/|$)`;
 }
 
 // Shared empty child lists. Not frozen, so that they keep the elements kinds of the arrays that

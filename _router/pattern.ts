@@ -314,13 +314,15 @@ function regexFacts(
   last: boolean,
 ): VariableFacts {
   const regex = pattern.slice(start, end);
+  let groups: number;
   try {
     new RegExp(regex, "u");
+    // exec() compiles the regex, which can fail where new RegExp() parsed it: V8's compiler
+    // recurses over the regex and overflows its stack on long ones ("\\p{L}" 12,935 times).
+    // An empty alternative in front makes the regex match "", which yields all its groups.
+    groups = new RegExp("|" + regex, "u").exec("")!.length - 1;
   } catch (error) {
-    throw new PatternError(
-      `the regex does not compile: ${(error as Error).message}`,
-      start,
-    );
+    throw new PatternError(`the regex does not compile: ${engineMessage(error)}`, start);
   }
   let tree: RegexNode;
   try {
@@ -384,8 +386,7 @@ function regexFacts(
     tree,
     canMatchSlash: hasCode(consumes, 0x2f),
     consumes,
-    // An empty alternative in front makes the regex match "", which yields all its groups.
-    groups: new RegExp("|" + source, "u").exec("")!.length - 1,
+    groups,
     get risk() {
       if (risk === null) {
         const found = cachedRisk(regex, () => findRisk(parseRegex(regex), regex));
@@ -522,6 +523,19 @@ function cachedRisk(
   if (RISKS.size >= MAX_RISKS) RISKS.clear();
   RISKS.set(text, risk);
   return risk;
+}
+
+/**
+ * The message of the regex engine's `error`, with the regex it quotes cut to a head when long:
+ * the engine quotes the whole regex, 64 KB for a regex too long to compile.
+ */
+export function engineMessage(error: unknown): string {
+  const message = (error as Error).message;
+  if (message.length <= 200) return message;
+  const reason = message.lastIndexOf(": ");
+  const code = message.charCodeAt(79);
+  const head = message.slice(0, code >= 0xd800 && code <= 0xdbff ? 79 : 80);
+  return `${head}…${reason === -1 ? "" : message.slice(reason)}`;
 }
 
 /** Escapes literal text for use inside a `u`-mode regex. */

@@ -104,6 +104,31 @@ export class GreedyMatcher implements SuffixMatcher {
 }
 
 /**
+ * The regex (flags `dyu`) {@linkcode RegexMatcher} runs for `suffix`, and the group of each of
+ * its variables.
+ */
+export function suffixSource(suffix: readonly Token[]): { source: string; groups: number[] } {
+  let source = "";
+  let group = 1;
+  const groups: number[] = [];
+  for (const token of suffix) {
+    if (token.kind === LITERAL) {
+      source += escapeRegex(token.text);
+      continue;
+    }
+    groups.push(group);
+    if (token.kind === PLAIN) source += "([^/]+)";
+    else if (token.kind === CATCH_ALL) source += "([^]+)";
+    else {
+      source += `(${token.regex})`;
+      group += token.facts!.groups;
+    }
+    group++;
+  }
+  return { source: source + "$", groups };
+}
+
+/**
  * Matches a suffix containing a constrained variable with the regex engine itself (sticky,
  * `d` flag for positions): exactly the reference semantics. The ReDoS guard admits only
  * suffixes with at most one variable of ambiguous length.
@@ -114,24 +139,8 @@ export class RegexMatcher implements SuffixMatcher {
   readonly #slot: number;
 
   constructor(suffix: readonly Token[], slot: number) {
-    let source = "";
-    let group = 1;
-    const groups: number[] = [];
-    for (const token of suffix) {
-      if (token.kind === LITERAL) {
-        source += escapeRegex(token.text);
-        continue;
-      }
-      groups.push(group);
-      if (token.kind === PLAIN) source += "([^/]+)";
-      else if (token.kind === CATCH_ALL) source += "([^]+)";
-      else {
-        source += `(${token.regex})`;
-        group += token.facts!.groups;
-      }
-      group++;
-    }
-    this.#regex = new RegExp(source + "$", "dyu");
+    const { source, groups } = suffixSource(suffix);
+    this.#regex = new RegExp(source, "dyu");
     this.#groups = groups;
     this.#slot = slot;
   }
