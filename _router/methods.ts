@@ -50,20 +50,22 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 export function checkMethods(path: string, methods: unknown): string[] {
   if (!Array.isArray(methods)) {
     throw new TypeError(
-      `Invalid methods ${describe(methods)} for route "${path}": ` +
+      `Invalid methods ${describe(methods)} for route ${describe(path)}: ` +
         `use an array, e.g. { methods: ["GET"] }`,
     );
   }
   if (methods.length === 0) {
     throw new TypeError(
-      `Invalid methods [] for route "${path}": list at least one, e.g. { methods: ["GET"] }`,
+      `Invalid methods [] for route ${
+        describe(path)
+      }: list at least one, e.g. { methods: ["GET"] }`,
     );
   }
   const out: string[] = [];
   for (const method of methods) {
     if (typeof method !== "string" || method === "") {
       throw new TypeError(
-        `Invalid method ${describe(method)} for route "${path}": ` +
+        `Invalid method ${describe(method)} for route ${describe(path)}: ` +
           `use one of ${KNOWN_METHODS.join(", ")}`,
       );
     }
@@ -71,14 +73,16 @@ export function checkMethods(path: string, methods: unknown): string[] {
     // client can send would pass for a known one.
     if (!TOKEN.test(method)) {
       throw new TypeError(
-        `Invalid method ${describe(method)} for route "${path}": a method is an RFC 9110 token ` +
-          `of ASCII letters, digits and !#$%&'*+-.^_\`|~; use one of ${KNOWN_METHODS.join(", ")}`,
+        `Invalid method ${describe(method)} for route ${describe(path)}: use one of ` +
+          `${
+            KNOWN_METHODS.join(", ")
+          }, in ASCII (a look-alike such as "ſ" or "ı" is another letter)`,
       );
     }
     const upper = method.toUpperCase();
     if (!KNOWN_METHODS.includes(upper)) {
       throw new TypeError(
-        `Invalid method ${describe(method)} for route "${path}": ` +
+        `Invalid method ${describe(method)} for route ${describe(path)}: ` +
           `use one of ${KNOWN_METHODS.join(", ")}`,
       );
     }

@@ -65,6 +65,13 @@ const cases: Case[] = [
     "GET",
   ],
   [
+    "new Route() method with a look-alike letter",
+    () => new Route("/a", { handler: noop, methods: ["poſt"] }),
+    TypeError,
+    "method",
+    "poſt",
+  ],
+  [
     "new Route() empty methods",
     () => new Route("/a", { handler: noop, methods: [] }),
     TypeError,
