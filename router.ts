@@ -619,9 +619,7 @@ export class InvalidRoutePattern extends RouterError {
  */
 function quotePattern(pattern: string): string {
   if (pattern.length <= MAX_PATTERN_LEVELS) return `"${pattern}"`;
-  const code = pattern.charCodeAt(QUOTED_HEAD - 1);
-  const head = pattern.slice(0, code >= 0xd800 && code <= 0xdbff ? QUOTED_HEAD - 1 : QUOTED_HEAD);
-  return `"${head}…" (${pattern.length} UTF-16 code units)`;
+  return `"${shorten(pattern, QUOTED_HEAD)}" (${pattern.length} UTF-16 code units)`;
 }
 const QUOTED_HEAD = 80;
 

@@ -69,14 +69,18 @@ function visible(text: string): string {
 }
 
 /**
- * `text`, cut to 200 UTF-16 code units, for quoting a path that may be long; never between the
- * two halves of a surrogate pair (a lone half printed as U+FFFD in the message).
+ * `text`, cut to `max` UTF-16 code units and marked with "…", for quoting a value that may be
+ * long; never between the two halves of a surrogate pair (a lone half printed as U+FFFD in the
+ * message).
+ *
+ * @param text The text.
+ * @param max The most code units kept; 200 unless told.
+ * @returns `text` itself when it fits.
  */
-export function shorten(text: string): string {
-  if (text.length <= 200) return text;
-  const last = text.charCodeAt(199);
-  const end = last >= 0xd800 && last <= 0xdbff ? 199 : 200;
-  return `${text.slice(0, end)}…`;
+export function shorten(text: string, max = 200): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return `${text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max)}…`;
 }
 
 /**

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { shorten } from "../_common/describe.ts";
 import { findRisk, type RegexFacts } from "./redos.ts";
 import {
   ANY,
@@ -533,9 +534,7 @@ export function engineMessage(error: unknown): string {
   const message = (error as Error).message;
   if (message.length <= 200) return message;
   const reason = message.lastIndexOf(": ");
-  const code = message.charCodeAt(79);
-  const head = message.slice(0, code >= 0xd800 && code <= 0xdbff ? 79 : 80);
-  return `${head}…${reason === -1 ? "" : message.slice(reason)}`;
+  return `${shorten(message, 80)}${reason === -1 ? "" : message.slice(reason)}`;
 }
 
 /** Escapes literal text for use inside a `u`-mode regex. */
