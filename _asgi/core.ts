@@ -1280,6 +1280,24 @@ export function parseContentLength(value: string | null | undefined): number {
 }
 
 /**
+ * `text` without leading and trailing optional whitespace: SP and HTAB only (RFC 9110, 5.6.3).
+ * `trim()` also strips NBSP (0xA0) and the like, which `ws` and Deno's `upgradeWebSocket` keep:
+ * `Upgrade: websocket\xa0` passed the WebSocket checks, and the application was called and accepted
+ * before the transport refused the handshake (a 500 and a logged error on deno).
+ */
+export function trimOws(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) {
+    start++;
+  }
+  while (end > start && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) {
+    end--;
+  }
+  return start === 0 && end === text.length ? text : text.slice(start, end);
+}
+
+/**
  * Whether a request's `transfer-encoding` is `chunked` alone, the one transfer coding the
  * transports undo. Both parsers take one before it ("gzip, chunked"), which handed the
  * application the still-coded bytes as its body: such a request gets 501 instead (RFC 9112 §6.1:
@@ -1288,8 +1306,7 @@ export function parseContentLength(value: string | null | undefined): number {
 export function isChunkedOnly(coding: string): boolean {
   // Only SP and HTAB around it (RFC 9110 5.6.3): trim() took "chunked\xa0", which node's parser
   // does not, so the application was called and then the client got node's 400.
-  return (coding.length === 7 ? coding : coding.replace(/^[ \t]+|[ \t]+$/g, "")).toLowerCase() ===
-    "chunked";
+  return (coding.length === 7 ? coding : trimOws(coding)).toLowerCase() === "chunked";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import {
   noContentHeaders,
   type RequestHead,
   resetContentHeaders,
+  trimOws,
 } from "./core.ts";
 import { unquote } from "./percent.ts";
 import { describe } from "../_common/describe.ts";
@@ -262,24 +263,6 @@ const WEBSOCKET = /(?:^|,)\s*websocket\s*(?:,|$)/i;
 
 function hasToken(value: string, token: string): boolean {
   return value.toLowerCase().split(",").some((part) => trimOws(part) === token);
-}
-
-/**
- * `text` without leading and trailing optional whitespace: SP and HTAB only (RFC 9110, 5.6.3).
- * `trim()` also strips NBSP (0xA0) and the like, which `ws` and Deno's `upgradeWebSocket` keep:
- * `Upgrade: websocket\xa0` passed the checks, and the application was called and accepted before
- * the transport refused the handshake (a 500 and a logged error on deno).
- */
-function trimOws(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) {
-    start++;
-  }
-  while (end > start && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) {
-    end--;
-  }
-  return start === 0 && end === text.length ? text : text.slice(start, end);
 }
 
 /** The open sockets of one server, so shutdown can close them and wait for their applications. */
