@@ -1265,6 +1265,16 @@ function listBranch<H extends AnyHandler>(
   return { kind: LIST, endpoints: ordered, matchers };
 }
 
+/**
+ * Whether a static label is the first half of a UTF-16 pair alone: the tree cut it there because
+ * two patterns go on with different characters that share it. A pattern holds no lone surrogate,
+ * so every child of such a node starts with a second half.
+ */
+function isHighSurrogate(label: string): boolean {
+  const code = label.charCodeAt(0);
+  return label.length === 1 && code >= 0xd800 && code <= 0xdbff;
+}
+
 function finalizeVariable<H extends AnyHandler>(node: Node<Route<H>>): void {
   const slashIndex = node.codes.indexOf(SLASH);
   node.slashKid = slashIndex === -1 ? undefined : node.kids[slashIndex];
@@ -1295,6 +1305,18 @@ function finalizeVariable<H extends AnyHandler>(node: Node<Route<H>>): void {
   }
   for (const kid of node.kids) {
     if (kid === node.slashKid) continue;
+    if (isHighSurrogate(kid.label)) {
+      // The tree cut "😀" and "😁" after their shared first half; rule 2 reads each as one
+      // character, so each pair is a branch of its own, ranked against "/" and the others.
+      for (const half of kid.kids) {
+        ranked.push({
+          branch: listBranch(node, endpointsBelow(half)),
+          weight: 1 + half.weight,
+          first: half.first,
+        });
+      }
+      continue;
+    }
     ranked.push({
       branch: listBranch(node, endpointsBelow(kid)),
       weight: kid.weight,

@@ -16,25 +16,23 @@ export interface Ranked {
   readonly order: number;
 }
 
-/** Token keys of a shape, one per literal character, variable, and the end (`""`). */
+/**
+ * Token keys of a shape: one per literal character (a code point, so `😀` is one key, as rule 2
+ * reads it), one per variable (`"\0"`, its kind, its regex), and the end (`""`).
+ */
 function priorityKeys(tokens: readonly Token[]): string[] {
   const keys: string[] = [];
   for (const token of tokens) {
-    if (token.kind === LITERAL) keys.push(...token.text.split(""));
+    if (token.kind === LITERAL) keys.push(...token.text);
     else keys.push(`\0${token.kind}${token.regex}`);
   }
   keys.push("");
   return keys;
 }
 
-/**
- * Whether `key`, one code unit of literal text, starts a character: the low half of a UTF-16
- * pair does not, so that `😀` weighs one character as rule 2 counts it, not two.
- */
-function isCharacterStart(key: string): boolean {
-  if (key.length !== 1) return false;
-  const code = key.charCodeAt(0);
-  return code < 0xdc00 || code > 0xdfff;
+/** Whether `key` is a variable's: two code units or more, the first `"\0"`. */
+function isVariableKey(key: string): boolean {
+  return key.length > 1 && key.charCodeAt(0) === 0;
 }
 
 /**
@@ -53,7 +51,7 @@ export function characterCount(text: string): number {
 
 /** The token class of a key: {@linkcode LITERAL} for characters and the end. */
 function keyClass(key: string): number {
-  return key.length === 1 || key === "" ? LITERAL : key.charCodeAt(1) - 0x30;
+  return isVariableKey(key) ? key.charCodeAt(1) - 0x30 : LITERAL;
 }
 
 /** Sorts endpoints by rule 2: a depth-first walk of the token trie, children ranked. */
@@ -62,7 +60,7 @@ export function priorityOrder<E extends Ranked>(endpoints: readonly E[]): E[] {
     const keys = priorityKeys(endpoint.tokens);
     const literalsFrom: number[] = new Array(keys.length + 1).fill(0);
     for (let i = keys.length - 1; i >= 0; i--) {
-      literalsFrom[i] = literalsFrom[i + 1]! + (isCharacterStart(keys[i]!) ? 1 : 0);
+      literalsFrom[i] = literalsFrom[i + 1]! + (keys[i] === "" || isVariableKey(keys[i]!) ? 0 : 1);
     }
     return { endpoint, keys, literalsFrom };
   });

@@ -174,6 +174,22 @@ Deno.test("AsgiRouter.match() [rule 2, priority] weighs literal text in characte
     assertEquals(lookup(router, "/p.x.y.😀😀😀q"), ["/{a}.x.y.{b}", { a: "p", b: "😀😀😀q" }]);
     assertEquals(lookup(router, "/p😁.x.q"), ["/{a}😁.x.{b}", { a: "p", b: "q" }]);
   });
+  // Found by the order-independence property test (CI, seed 1767168662): "😁" took the weight of
+  // the "😀" that shares its first half, so it beat "." with one character against one. Both
+  // the tree's branches after a variable and the sort of a variable that can match "/" did so.
+  // "{a:.+}" can match "/", so its routes are sorted as a list (the guard would refuse ".+."
+  // before the sort is reached; the sort is what this checks).
+  for (const variable of ["{a}", "{a:.+}"]) {
+    await t.step(
+      `an emoji is weighed alone, not with one sharing its first half: ${variable}`,
+      () => {
+        const patterns = [`/${variable}.{b}`, `/${variable}😀.x.{b}`, `/${variable}😁{b}`];
+        const options = { allowUnsafeRegex: true };
+        assertEquals(lookup(routerOf(patterns, options), "/p😁q.r")?.[0], patterns[0]);
+        assertEquals(lookup(routerOf(patterns.toReversed(), options), "/p😁q.r")?.[0], patterns[2]);
+      },
+    );
+  }
   await t.step("one emoji against one character is a tie, broken by registration order", () => {
     assertEquals(lookup(routerOf(["/{a}.{b}", "/{a}😀{b}"]), "/x😀y.z")?.[0], "/{a}.{b}");
     assertEquals(lookup(routerOf(["/{a}😀{b}", "/{a}.{b}"]), "/x😀y.z")?.[0], "/{a}😀{b}");
