@@ -1,6 +1,7 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import fc from "npm:fast-check@4.10.2";
 import { textBytes } from "../asgi.ts";
+import { propertyRuns } from "./_property.ts";
 
 const encoder = new TextEncoder();
 
@@ -12,7 +13,7 @@ Deno.test("textBytes() gives what TextEncoder gives, for any text", () => {
         assertEquals(textBytes(text), encoder.encode(text));
       },
     ),
-    { numRuns: 2000 },
+    propertyRuns(2000),
   );
 });
 

@@ -10,6 +10,7 @@ import {
 } from "../router.ts";
 import { layoutOptions } from "../_router/layout.ts";
 import { ReferenceRouter } from "./_reference.ts";
+import { propertyRuns } from "./_property.ts";
 
 /** Regexes for constrained variables: greedy, lazy-ish, alternations, own groups, "/"-spanning. */
 const REGEXES = [
@@ -243,7 +244,7 @@ Deno.test("AsgiRouter.match() agrees with the whole-route regex reference on ran
         lookups += paths.length;
       },
     ),
-    { numRuns: RUNS },
+    propertyRuns(RUNS),
   );
   assertMostlyCompared(tally, UNSAFE_SHARE);
 });
@@ -268,7 +269,7 @@ Deno.test("AsgiRouter.match() agrees with the reference whatever the registratio
         lookups += 2 * paths.length;
       },
     ),
-    { numRuns: RUNS / 2 },
+    propertyRuns(RUNS / 2),
   );
   assertMostlyCompared(tally, UNSAFE_SHARE);
   console.log(`${lookups} lookups compared with the reference`);
@@ -294,7 +295,7 @@ Deno.test("AsgiRouter.match() agrees with the reference on large trees", () => {
         for (const path of others) check(built, `/p${path.length}${path}`);
       },
     ),
-    { numRuns: 40 },
+    propertyRuns(40),
   );
   assertMostlyCompared(tally, UNSAFE_SHARE);
   assert(large > 0, "no generated tree had more than 512 nodes");
@@ -408,7 +409,7 @@ Deno.test("AsgiRouter.match() answers from its table of static paths exactly as 
         }
       },
     ),
-    { numRuns: RUNS },
+    propertyRuns(RUNS),
   );
   console.log(`${compared} lookups compared, ${staticHits} of them on a static route's path`);
   // Measured: 19.9 to 21 % of the paths are a static route's; the bound only catches a
