@@ -12,7 +12,8 @@
  * @module
  */
 
-import { fails, MAX_STEPS_PER_CHAR, MAX_VECTORS, measure } from "./ambiguity.ts";
+import { shorten } from "../_common/describe.ts";
+import { fails, MAX_LINKS, MAX_STEPS_PER_CHAR, MAX_VECTORS, measure } from "./ambiguity.ts";
 import {
   hasCode,
   lengths,
@@ -142,8 +143,16 @@ function exclusiveRewrite(
   }
 }
 
+/** Longest quote of a regex part or rewrite in a message, in UTF-16 code units. */
+const QUOTE_MAX = 120;
+
+/** `text` quoted for a message, cut to {@linkcode QUOTE_MAX} code units. */
+function quote(text: string): string {
+  return JSON.stringify(shorten(text, QUOTE_MAX));
+}
+
 function describe(part: RegexNode, source: string, offset: number): string {
-  return JSON.stringify(source.slice(part.start - offset, part.end - offset));
+  return quote(source.slice(part.start - offset, part.end - offset));
 }
 
 /** `a?a?aa` as `a{2,4}`: a run of one atom, repeated or not, as one counted repeat. */
@@ -183,11 +192,11 @@ function explain(
     ? boundedRewrite(part, root, source, offset)
     : undefined;
   const hint = merged !== undefined
-    ? `write the run as one repeat, e.g. ${JSON.stringify(merged)}`
+    ? `write the run as one repeat, e.g. ${quote(merged)}`
     : exclusive !== undefined
-    ? `keep the character that follows a repeat out of it, e.g. ${JSON.stringify(exclusive)}`
+    ? `keep the character that follows a repeat out of it, e.g. ${quote(exclusive)}`
     : bounded !== undefined
-    ? `bound its repeats, e.g. ${JSON.stringify(bounded)}`
+    ? `bound its repeats, e.g. ${quote(bounded)}`
     : part.type === "quant"
     ? `repeat a part that can match a given text in only one way (e.g. "a+" instead of ` +
       `"(a+)+" or "(a?){9}", "(?:ab?)*" instead of "(a|ab)*")`
@@ -235,6 +244,18 @@ function riskOf(
       `the repeat ${describe(verdict.node, source, offset)} unrolls to too many parts for the ` +
         `ReDoS guard to check (counted and nested repeats multiply them); use smaller bounds ` +
         `or fewer nested repeats`,
+      verdict.node.start,
+      true,
+    );
+  } else if (verdict.kind === "dense") {
+    risk = new RegexProblem(
+      `${
+        verdict.node === root ? "the regex" : `the repeat ${describe(verdict.node, source, offset)}`
+      } ` +
+        `links its characters in more than ${MAX_LINKS} ways for the ReDoS guard to check (an ` +
+        `alternation links the end of each alternative to the start of every one that can ` +
+        `follow, its own under a repeat); use fewer alternatives, e.g. a class such as "[abc]" ` +
+        `for "a|b|c"`,
       verdict.node.start,
       true,
     );
