@@ -1053,7 +1053,9 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
 
   /**
    * Draws the tree, one node a line: static text, `{name}`, `{name:regex}` or `{name:*}`;
-   * `● METHODS` where routes end; `↺` on variables that can end at several places.
+   * `● METHODS` where routes end; `↺` on variables that can end at several places. A node the
+   * tree cut inside a UTF-16 pair (`😀` and `😁` share their first half) is drawn with its
+   * children, so that every line holds whole characters.
    *
    * @returns The drawing.
    *

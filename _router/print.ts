@@ -1,7 +1,9 @@
 // Copyright the stellarator authors. MIT license.
 /**
  * The drawing `AsgiRouter.toString()` returns: one node a line, `●` and the methods where routes
- * end, `↺` on variables that can end at several places.
+ * end, `↺` on variables that can end at several places. Where the tree cuts a label inside a
+ * UTF-16 pair (`😀` and `😁` share their first half), the first half is drawn with the labels of
+ * the children instead, so that every line holds whole characters.
  *
  * @module
  */
@@ -22,11 +24,44 @@ function marker<R extends RouteLike>(node: Node<R>): string {
   return text;
 }
 
-function drawKids<R extends RouteLike>(node: Node<R>, indent: string, lines: string[]): void {
-  const kids = allKids(node);
-  kids.forEach((kid, i) => {
+/**
+ * Whether a label ends with the first half of a UTF-16 pair: the tree cut it there, and every
+ * child starts with a second half (a pattern holds no lone surrogate).
+ */
+function endsInsidePair(label: string): boolean {
+  const code = label.charCodeAt(label.length - 1);
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/**
+ * The children of `node` as drawn: each with its label, `high` (the first half of a pair cut
+ * above) in front, and the first half its own children take. A child whose label is that first
+ * half alone is not drawn: its children are, in its place.
+ */
+function drawnKids<R extends RouteLike>(
+  node: Node<R>,
+  high: string,
+): [label: string, kid: Node<R>, high: string][] {
+  const out: [string, Node<R>, string][] = [];
+  for (const kid of allKids(node)) {
+    const label = high + kid.label;
+    if (!endsInsidePair(label)) out.push([label, kid, ""]);
+    else if (label.length === 1) out.push(...drawnKids(kid, label));
+    else out.push([label.slice(0, -1), kid, label.slice(-1)]);
+  }
+  return out;
+}
+
+function drawKids<R extends RouteLike>(
+  node: Node<R>,
+  indent: string,
+  lines: string[],
+  high = "",
+): void {
+  const kids = drawnKids(node, high);
+  kids.forEach(([label, kid, kidHigh], i) => {
     const last = i === kids.length - 1;
-    lines.push(`${indent}${last ? "└── " : "├── "}${kid.label}${marker(kid)}`);
-    drawKids(kid, indent + (last ? "    " : "│   "), lines);
+    lines.push(`${indent}${last ? "└── " : "├── "}${label}${marker(kid)}`);
+    drawKids(kid, indent + (last ? "    " : "│   "), lines, kidHigh);
   });
 }

@@ -621,6 +621,30 @@ Deno.test("AsgiRouter.toString() draws the tree with route markers", () => {
   assertEquals(new AsgiRouter().toString(), "/");
 });
 
+Deno.test("AsgiRouter.toString() draws whole characters where the tree cuts a UTF-16 pair", () => {
+  // "😀" and "😁" share their first UTF-16 half, so the tree cuts its labels between the halves;
+  // the drawing showed each half alone on a line (a lone surrogate, printed as "�"). Found by the
+  // review of the fix that ranks such characters one by one after a variable.
+  const router = routerOf(["/😀", "/😁", "/x😀y", "/x😁", "/{a}😀.{b}", "/{a}😁"]);
+  const drawing = router.toString();
+  assertEquals(drawing.isWellFormed(), true, drawing);
+  assertEquals(
+    drawing,
+    [
+      "/",
+      "├── 😀 ● GET",
+      "├── 😁 ● GET",
+      "├── x",
+      "│   ├── 😀y ● GET",
+      "│   └── 😁 ● GET",
+      "└── {a} ↺",
+      "    ├── 😀.",
+      "    │   └── {b} ● GET",
+      "    └── 😁 ● GET",
+    ].join("\n"),
+  );
+});
+
 Deno.test("AsgiRouter.match() [rule 6, trailing slash] normalizes a doubled trailing slash once, in patterns and paths", () => {
   // Found by the property tests: "/b//" is stored as "/b/", which the path "/b/" (looked up as
   // "/b") must not reach.
