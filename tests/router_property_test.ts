@@ -33,10 +33,10 @@ const REGEXES = [
 /** Segments of patterns: literals, lone variables, and segments where variables share. */
 const patternSegment = fc.oneof(
   // "😀" and "😁" share their first UTF-16 half, so the tree cuts a label between the halves;
-  // "𝒳" is astral with another first half.
+  // "𝒳" and "𝒴" share another first half.
   {
     weight: 4,
-    arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "", "😀", "😁", "𝒳"),
+    arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "", "😀", "😁", "𝒳", "𝒴"),
   },
   { weight: 3, arbitrary: fc.constant("{v}") },
   { weight: 2, arbitrary: fc.constantFrom(...REGEXES).map((regex) => `{v:${regex}}`) },
@@ -52,6 +52,8 @@ const patternSegment = fc.oneof(
       "{v}😀{v}",
       "{v}😁.{v}",
       "{v}😀😀{v}",
+      "{v}𝒳{v}",
+      "{v}𝒴.{v}",
       "{v}.x.{v}",
       "{v:[0-9]+}.png",
       "{v:[0-9]+}.{v}",
@@ -98,6 +100,11 @@ const pathSegment = fc.constantFrom(
   "a😁.b",
   "a😀😀b.x.c",
   "𝒳",
+  "a𝒴.b",
+  "𝒳𝒴",
+  // A lone surrogate, which no pattern holds but a path may.
+  "a\uD83D",
+  "\uDE00b",
 );
 
 const randomPath = fc.tuple(fc.array(pathSegment, { maxLength: 5 }), fc.boolean()).map(
