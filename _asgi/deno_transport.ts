@@ -195,16 +195,14 @@ class DenoCycle extends HttpCycle {
   #wholeRead: Promise<Uint8Array | null> | null = null;
   #expectedLength: number;
   #receivedLength = 0;
-  /** A read of the body is in flight. */
-  #reading = false;
+  /** The read of the body in flight, if any: settles once its own handler has run. */
+  #reading: Promise<unknown> | null = null;
   /** The body exceeded maxBodySize: see `closeExchange`. */
   #refused = false;
   /** A read of the body failed: see `closeExchange`. */
   #bodyFailed = false;
   #responded = false;
   #reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-  /** `#reader` was taken when the response went out, before the application read any body. */
-  #unread = false;
   #source: ChunkSource | null = null;
   #watching = false;
   #onAbort: (() => void) | null = null;
@@ -262,7 +260,6 @@ class DenoCycle extends HttpCycle {
     const body = this.#body;
     if (body !== null && this.#reader === null && this.#expectedLength < 0) {
       this.#reader = body.getReader();
-      this.#unread = true;
     }
     const onAbort = this.#onAbort;
     if (onAbort !== null) {
@@ -377,10 +374,8 @@ class DenoCycle extends HttpCycle {
     if (body === null) return Promise.resolve(null);
     const expected = this.#expectedLength;
     const reader = this.#reader ??= body.getReader();
-    this.#unread = false;
-    this.#reading = true;
-    return reader.read().then((result) => {
-      this.#reading = false;
+    const read = reader.read().then((result) => {
+      this.#reading = null;
       if (result.done) {
         this.#body = null;
         return null;
@@ -393,10 +388,12 @@ class DenoCycle extends HttpCycle {
       if (expected >= 0 && this.#receivedLength >= expected) this.#readToEnd(reader);
       return chunk;
     }, (error) => {
-      this.#reading = false;
+      this.#reading = null;
       this.#noteBodyFailure();
       throw error;
     });
+    this.#reading = read;
+    return read;
   }
 
   /** Reads the whole body at once; it ends the body too, so Deno reuses the connection. */
@@ -424,12 +421,11 @@ class DenoCycle extends HttpCycle {
    * otherwise it answers `connection: close` and holds the socket until a garbage collection.
    */
   #readToEnd(reader: ReadableStreamDefaultReader<Uint8Array>): void {
-    this.#reading = true;
-    reader.read().then((result) => {
-      this.#reading = false;
+    this.#reading = reader.read().then((result) => {
+      this.#reading = null;
       if (result.done) this.#body = null;
     }, () => {
-      this.#reading = false;
+      this.#reading = null;
     });
   }
 
@@ -455,7 +451,7 @@ class DenoCycle extends HttpCycle {
    */
   #cancelBody(): void {
     const body = this.#body;
-    if (body === null || this.#reading) return;
+    if (body === null || this.#reading !== null) return;
     this.#body = null;
     const reader = this.#reader ?? body.getReader();
     reader.cancel().catch(() => {});
@@ -487,25 +483,37 @@ class DenoCycle extends HttpCycle {
       );
     }
     if (this.#body === null) return;
-    if (this.#unread && !this.#refused) this.#dropBody();
-    else if (this.#reader !== null || this.#refused) setTimeout(() => this.#cancelBody(), 0);
+    if (this.#refused) setTimeout(() => this.#cancelBody(), 0);
+    else if (this.#reader !== null) this.#dropBody();
   }
 
   /**
-   * Reads a chunked body the application never read, to its end, and drops it. Deno would do it
-   * too, but with no bound: a chunked upload that never ends, sent to an endpoint that answered
-   * without reading it, held its connection for as long as the client sent. A body claimed
-   * before the response, unless all of it has arrived by then, makes Deno answer `connection:
-   * close`, so the connection closes once the body ends, or at once past `maxBodySize` dropped
-   * bytes (cancelled, as a body the application read is).
+   * Reads the rest of a body the application left, whether it never read it (a chunked one,
+   * claimed in `#respond`) or stopped partway, and drops it, as Node and uvicorn do. Deno would
+   * read an untouched chunked body itself, but with no bound, and leaves one we began to read
+   * alone: the socket then lingered, answered but never closed, until a garbage collection.
+   * Cancelling the body instead closed the connection while the client was still sending: the
+   * kernel reset it, and a client that sends its whole body before it reads (Python's
+   * `http.client`) got "Broken pipe" instead of the answer (RFC 9112 §9.6 asks for a lingering
+   * close). Deno answers `connection: close` to a request whose body has not all arrived, so
+   * the connection closes once the body ends, or at once past `maxBodySize` bytes in all
+   * (cancelled, as a refused body is). A client that stalls mid-body holds its connection until
+   * it sends on or leaves, as on `node` and in uvicorn: a pending read cannot be cancelled.
    */
   #dropBody(): void {
     const reader = this.#reader!;
-    let left = this.core.maxBodySize;
+    let left = -1;
     const next = (): void => {
-      this.#reading = true;
-      reader.read().then((result) => {
-        this.#reading = false;
+      // The application's own read, or the one past a content-length, goes first.
+      const inFlight = this.#reading;
+      if (inFlight !== null) {
+        inFlight.then(next, () => {});
+        return;
+      }
+      if (this.#body === null) return;
+      if (left === -1) left = this.core.maxBodySize - this.#receivedLength;
+      this.#reading = reader.read().then((result) => {
+        this.#reading = null;
         if (result.done) {
           this.#body = null;
           return;
@@ -514,7 +522,7 @@ class DenoCycle extends HttpCycle {
         if (left >= 0) next();
         else this.#cancelBody();
       }, () => {
-        this.#reading = false;
+        this.#reading = null;
       });
     };
     next();

@@ -97,10 +97,13 @@ for (const transport of TRANSPORTS) {
   );
 
   // node:http reads on and waits for the rest of the upload, then reuses the connection; Deno
-  // held the socket, answered but never closed, until a garbage collection.
+  // held the socket, answered but never closed, until a garbage collection. The bridge reads the
+  // rest and drops it (cancelling it at once reset a client still sending: see "lets a client
+  // still sending a body the app stopped reading get the answer"), so the connection Deno
+  // answered with "connection: close" closes once the body has ended.
   if (transport === "deno") {
     Deno.test(
-      name("closes the connection promptly when the app leaves a started body unread"),
+      name("closes the connection promptly once a started body the app left has ended"),
       async () => {
         await using s = await start(async (scope, receive, send) => {
           if (scope.type !== "http") return;
@@ -113,6 +116,8 @@ for (const transport of TRANSPORTS) {
         await client.write("5\r\nhello\r\n");
         const { head } = await client.response();
         assertMatch(head, /^HTTP\/1\.1 400 /);
+        await sleep(100);
+        await client.write("5\r\nworld\r\n0\r\n\r\n");
         const ms = await client.closedWithin(2000);
         assert(ms < 2000, "the connection is still open after 2 s");
       },
@@ -1184,4 +1189,52 @@ for (const transport of TRANSPORTS) {
     }
     assertEquals(counter.calls, 0);
   });
+}
+
+// Regression (real-client probe, 2026-11-28): an application that read the first chunk of an
+// upload and answered (a 415 after the magic bytes, or the web layer's 408 to a slow upload) had
+// its body cancelled on deno while the client was still sending: the socket closed with unread
+// bytes, so the kernel reset it, and a client that sends its whole body before reading the answer
+// (Python's http.client, requests, urllib) got "Broken pipe" and never saw the response. uvicorn
+// and node read such a body on and drop it (RFC 9112 §9.6: a server should not close a
+// connection under a client still sending), as the deno transport already did for a body the
+// application never touched.
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() [${transport}] lets a client still sending a body the app stopped reading get the answer`,
+    async (t) => {
+      await using served = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        await receive(); // the first chunk only
+        await send({ type: "http.response.start", status: 415, headers: [] });
+        await send({ type: "http.response.body", body: bytes("no") });
+      }, transport);
+      const piece = "x".repeat(10_000);
+      for (const chunked of [false, true]) {
+        await t.step(chunked ? "chunked" : "content-length", async () => {
+          using client = await RawClient.connect(served.port);
+          await client.write(
+            chunked
+              ? "PUT / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+              : "PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 300000\r\n\r\n",
+          );
+          // As http.client sends: the whole body over some 0.5 s, then it reads the answer.
+          for (let i = 0; i < 30; i++) {
+            await client.write(chunked ? `2710\r\n${piece}\r\n` : piece);
+            await sleep(15);
+          }
+          if (chunked) await client.write("0\r\n\r\n");
+          const { head, body } = await client.response({ timeoutMs: 3000 });
+          assertMatch(head, /^HTTP\/1\.1 415 /);
+          assertEquals(body, "no");
+          if (/\r\nconnection: close/i.test(head)) {
+            assert(await client.closedWithin(3000) < 3000, "still open after connection: close");
+            return;
+          }
+          await client.write("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+          assertMatch((await client.response({ timeoutMs: 3000 })).head, /^HTTP\/1\.1 415 /);
+        });
+      }
+    },
+  );
 }
