@@ -1238,3 +1238,33 @@ for (const transport of TRANSPORTS) {
     },
   );
 }
+
+// Pins docs/asgi.md (Limits): "Expect: 100-continue" is answered at once by Deno.serve and
+// node:http, before the application calls receive() (uvicorn waits for that call). Checked with
+// curl (which asks for it on uploads over 1 MiB) and Python's http.client in the real-client
+// probe of 2026-11-28: nothing hung, and the connection served the next request.
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() [${transport}] answers "Expect: 100-continue" before the app reads the body`,
+    async () => {
+      const { promise: released, resolve: release } = Promise.withResolvers<void>();
+      await using served = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        if (scope.path === "/wait") await released;
+        await countBody(send, receive);
+      }, transport);
+      using client = await RawClient.connect(served.port);
+      await client.write(
+        "POST /wait HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+      );
+      assertMatch(await client.head(2000), /^HTTP\/1\.1 100 Continue/);
+      release();
+      await client.write("hello");
+      const { head, body } = await client.response();
+      assertMatch(head, /^HTTP\/1\.1 200 /);
+      assertEquals(body, "got 5");
+      await client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi");
+      assertEquals((await client.response()).body, "got 2");
+    },
+  );
+}
