@@ -59,6 +59,20 @@ const MAX_COPIES = 8 * MAX_POSITIONS;
 export const MAX_LINKS = 200_000;
 /** Vectors the walk may visit before the regex is declared too complex to prove safe. */
 export const MAX_VECTORS = 2000;
+/**
+ * Classes of characters the walk may tell apart. It reads each class from each vector it visits,
+ * and each class holds a flag per distinct set, so 16,000 distinct characters in a row (16,001
+ * classes of 16,000 flags) took 19 s and 2.5 GB before the refusal. Route regexes of the tests
+ * and benchmarks tell apart at most 16, twenty Japanese city names 38, and a list of 100 words of
+ * three Han characters 300.
+ */
+export const MAX_CLASSES = 1024;
+/**
+ * Distinct sets times the boundaries of their ranges: the work of finding the classes, refused
+ * before it starts. A run of 1,024 distinct characters, the most {@linkcode MAX_CLASSES} lets
+ * through, takes about a million.
+ */
+const MAX_CLASS_WORK = 4 * MAX_CLASSES * MAX_CLASSES;
 /** Counts saturate here; anything past MAX_STEPS_PER_CHAR fails anyway. */
 const CAP = 2 ** 40;
 
@@ -94,6 +108,13 @@ function scaled(map: Weights, factor: number, into: Weights = new Map()): Weight
 class TooLarge extends Error {
   constructor(readonly node: RegexNode, readonly links = false) {
     super("too large");
+  }
+}
+
+/** A regex whose characters fall in more than {@linkcode MAX_CLASSES} classes. */
+class TooVaried extends Error {
+  constructor() {
+    super("too varied");
   }
 }
 
@@ -251,7 +272,8 @@ export type Measure =
   | { readonly kind: "ambiguous"; readonly steps: number }
   | { readonly kind: "complex" }
   | { readonly kind: "large"; readonly node: RegexNode }
-  | { readonly kind: "dense"; readonly node: RegexNode };
+  | { readonly kind: "dense"; readonly node: RegexNode }
+  | { readonly kind: "varied" };
 
 /** A class of characters that no position tells apart. */
 interface CharClass {
@@ -261,14 +283,25 @@ interface CharClass {
   readonly sample: number;
 }
 
-/** The classes of characters the automaton's sets tell apart. */
+/**
+ * The classes of characters the automaton's sets tell apart.
+ *
+ * @throws {TooVaried} Past {@linkcode MAX_CLASS_WORK} or {@linkcode MAX_CLASSES}.
+ */
 function characterClasses(
   sets: readonly Ranges[],
 ): { ids: number[]; classes: CharClass[]; distinct: Ranges[] } {
+  // Equal sets share an id: each literal character of the regex has a set of its own.
   const distinct: Ranges[] = [];
+  const byIdentity = new Map<Ranges, number>();
+  const byContent = new Map<string, number>();
   const ids = sets.map((set) => {
-    let id = distinct.indexOf(set);
-    if (id === -1) id = distinct.push(set) - 1;
+    let id = byIdentity.get(set);
+    if (id !== undefined) return id;
+    const key = set.join();
+    id = byContent.get(key);
+    if (id === undefined) byContent.set(key, id = distinct.push(set) - 1);
+    byIdentity.set(set, id);
     return id;
   });
   const points = new Set<number>([0, 0x21, 0x30, 0x41, 0x61]);
@@ -278,6 +311,7 @@ function characterClasses(
       points.add(set[i + 1]! + 1);
     }
   }
+  if (points.size * distinct.length > MAX_CLASS_WORK) throw new TooVaried();
   const seen = new Map<string, CharClass>();
   for (const point of [...points].sort((a, b) => a - b)) {
     const member = distinct.map((set) => hasCode(set, point));
@@ -290,6 +324,7 @@ function characterClasses(
       seen.set(key, { member, sample: point });
     }
   }
+  if (seen.size > MAX_CLASSES) throw new TooVaried();
   return { ids, classes: [...seen.values()], distinct };
 }
 
@@ -355,12 +390,12 @@ class Walk {
   }
 }
 
-function walkOf(node: RegexNode): Walk | TooLarge {
+function walkOf(node: RegexNode): Walk | TooLarge | TooVaried {
   const automaton = new Automaton(node);
   try {
     return new Walk(automaton, automaton.build(node));
   } catch (error) {
-    if (error instanceof TooLarge) return error;
+    if (error instanceof TooLarge || error instanceof TooVaried) return error;
     throw error;
   }
 }
@@ -371,6 +406,7 @@ function walkOf(node: RegexNode): Walk | TooLarge {
  */
 export function measure(node: RegexNode): Measure {
   const walk = walkOf(node);
+  if (walk instanceof TooVaried) return { kind: "varied" };
   if (walk instanceof TooLarge) {
     return walk.links ? { kind: "dense", node: walk.node } : { kind: "large", node: walk.node };
   }

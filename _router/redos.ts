@@ -13,7 +13,14 @@
  */
 
 import { shorten } from "../_common/describe.ts";
-import { fails, MAX_LINKS, MAX_STEPS_PER_CHAR, MAX_VECTORS, measure } from "./ambiguity.ts";
+import {
+  fails,
+  MAX_CLASSES,
+  MAX_LINKS,
+  MAX_STEPS_PER_CHAR,
+  MAX_VECTORS,
+  measure,
+} from "./ambiguity.ts";
 import {
   hasCode,
   lengths,
@@ -257,6 +264,15 @@ function riskOf(
         `follow, its own under a repeat); use fewer alternatives, e.g. a class such as "[abc]" ` +
         `for "a|b|c"`,
       verdict.node.start,
+      true,
+    );
+  } else if (verdict.kind === "varied") {
+    risk = new RegexProblem(
+      `the regex tells apart more than ${MAX_CLASSES} kinds of characters for the ReDoS guard ` +
+        `to check (each distinct character, and each class that overlaps others, makes more); ` +
+        `use a class that covers many of them, e.g. "[^/]{1,64}" for a long run of distinct ` +
+        `characters`,
+      root.start,
       true,
     );
   } else if (verdict.kind === "complex") {
