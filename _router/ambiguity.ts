@@ -408,7 +408,11 @@ export function measure(node: RegexNode): Measure {
   const walk = walkOf(node);
   if (walk instanceof TooVaried) return { kind: "varied" };
   if (walk instanceof TooLarge) {
-    return walk.links ? { kind: "dense", node: walk.node } : { kind: "large", node: walk.node };
+    if (!walk.links) return { kind: "large", node: walk.node };
+    // The cap counts the links of the whole regex, so the repeat being built when they passed it
+    // may be a small one after wide parts: it is named only if it passes the cap on its own.
+    const alone = walk.node === node ? walk : walkOf(walk.node);
+    return { kind: "dense", node: alone instanceof TooLarge && alone.links ? walk.node : node };
   }
   let most = walk.start;
   if (most > MAX_STEPS_PER_CHAR) return { kind: "ambiguous", steps: most };

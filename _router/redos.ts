@@ -259,10 +259,11 @@ function riskOf(
       `${
         verdict.node === root ? "the regex" : `the repeat ${describe(verdict.node, source, offset)}`
       } ` +
-        `links its characters in more than ${MAX_LINKS} ways for the ReDoS guard to check (an ` +
-        `alternation links the end of each alternative to the start of every one that can ` +
-        `follow, its own under a repeat); use fewer alternatives, e.g. a class such as "[abc]" ` +
-        `for "a|b|c"`,
+        `links its characters in more than ${MAX_LINKS} ways for the ReDoS guard to check (each ` +
+        `character that can end a part links to every one that can start the next, so wide ` +
+        `alternations, above all under a repeat, and runs of optional parts make many); use ` +
+        `fewer alternatives or optional parts, e.g. a class such as "[abc]" for "a|b|c", or one ` +
+        `counted repeat such as "a{0,9}" for "a?a?…"`,
       verdict.node.start,
       true,
     );

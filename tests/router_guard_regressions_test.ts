@@ -344,3 +344,29 @@ Deno.test("AsgiRouter() refuses a regex of thousands of distinct characters quic
     assertEquals(router.match(`/x/${han(3, 297)}`)?.context, { v: han(3, 297) });
   });
 });
+
+// Review of the link cap (fe16759): the cap blamed the repeat being built when the count passed
+// it, so a small repeat after two wide alternations, accepted on its own, was named as the cause.
+// And the hint spoke of alternations only, where a run of optional parts links the same way.
+Deno.test("AsgiRouter() names a repeat as linking too many ways only when it does so on its own", async (t) => {
+  const alternation = (n: number) => `(?:${Array.from({ length: n }, () => "a").join("|")})`;
+  const small = "(?:b|c|d|e|f|g|h|i|j|k|l|m|n|o|p)+";
+  await t.step("two wide alternations, then a small repeat: the regex is named", () => {
+    const error = guardRefusal(`/x/{v:${alternation(447)}${alternation(447)}${small}}`);
+    assertStringIncludes(error.message, "the regex links its characters in more than 200000 ways");
+    assertEquals(error.position, 6);
+  });
+  await t.step("the small repeat alone is accepted", () => {
+    new AsgiRouter({ routes: [new Route(`/x/{v:${small}}`, { handler: noop })] });
+  });
+  await t.step("a wide alternation under a repeat: the repeat is named, at its position", () => {
+    const error = guardRefusal(`/x/{v:x${alternation(3000)}+y}`);
+    assertStringIncludes(error.message, 'the repeat "(?:a|a|a|');
+    assertEquals(error.position, 7);
+  });
+  await t.step("a run of optional parts: the hint names such runs", () => {
+    const error = guardRefusal(`/x/{v:${"[ab]?".repeat(1500)}}`);
+    assertStringIncludes(error.message, "the regex links its characters in more than 200000 ways");
+    assertStringIncludes(error.message, 'one counted repeat such as "a{0,9}" for "a?a?…"');
+  });
+});
