@@ -16,6 +16,7 @@ import {
   normalize,
   NOT_SLASH,
   parseRegex,
+  QUOTE_MAX,
   type RegexNode,
   RegexProblem,
   visitInContext,
@@ -343,9 +344,9 @@ function regexFacts(
       const [, longest] = lengths(node.body);
       if (longest > before[0]) {
         refuse(
-          `the lookbehind "${pattern.slice(node.start, node.end)}", which can look at text ` +
-            `before the variable starts; write that text as literal text of the pattern, or ` +
-            `look behind only at characters the variable has matched`,
+          `the lookbehind "${shorten(pattern.slice(node.start, node.end), QUOTE_MAX)}", which ` +
+            `can look at text before the variable starts; write that text as literal text of ` +
+            `the pattern, or look behind only at characters the variable has matched`,
         );
       }
     }

@@ -25,6 +25,7 @@ import {
   hasCode,
   lengths,
   parseRegex,
+  QUOTE_MAX,
   type Ranges,
   type RegexNode,
   RegexProblem,
@@ -149,9 +150,6 @@ function exclusiveRewrite(
     return undefined;
   }
 }
-
-/** Longest quote of a regex part or rewrite in a message, in UTF-16 code units. */
-const QUOTE_MAX = 120;
 
 /** `text` quoted for a message, cut to {@linkcode QUOTE_MAX} code units. */
 function quote(text: string): string {

@@ -16,6 +16,8 @@
  * @module
  */
 
+import { shorten } from "../_common/describe.ts";
+
 /** A set of code points as a flat list of inclusive `[low, high]` pairs. */
 export type Ranges = readonly number[];
 
@@ -111,6 +113,12 @@ export class RegexProblem extends Error {
 }
 
 const HEX = /^[0-9a-fA-F]+$/;
+
+/**
+ * Longest quote of a regex part in a refusal, in UTF-16 code units: enough to recognise it, where
+ * a whole quote made a message as long as the regex (5 kB for a 5 kB group name).
+ */
+export const QUOTE_MAX = 120;
 
 /**
  * Most groups and lookarounds a regex may nest, one inside another. The parser and every
@@ -250,7 +258,7 @@ class Parser {
       this.#i += 4;
       look = "behind";
     } else if (src.startsWith("(?<", start)) {
-      const name = src.slice(start, src.indexOf(">", start) + 1);
+      const name = shorten(src.slice(start, src.indexOf(">", start) + 1), QUOTE_MAX);
       throw new RegexProblem(
         `has the named group "${name}", whose name could clash with another variable's ` +
           `once the router embeds the regex in a larger one; use an unnamed group "(" or "(?:"`,
@@ -431,7 +439,9 @@ class Parser {
         if (c === "k") end = src.indexOf(">", end) + 1;
         else while (src[end]! >= "0" && src[end]! <= "9") end++;
         throw new RegexProblem(
-          `has the backreference "${src.slice(start, end)}", whose group number would ` +
+          `has the backreference "${
+            shorten(src.slice(start, end), QUOTE_MAX)
+          }", whose group number would ` +
             `change once the router embeds the regex in a larger one; repeat the group's ` +
             `regex instead`,
           start + this.#offset,

@@ -81,3 +81,27 @@ Deno.test("Route() refuses backreferences and named groups, naming the variable"
   assertStringIncludes(backreference.reason, 'the regex of "x" has the backreference "\\1"');
   assertStringIncludes(refused("/a/{x:(?<n>a)\\k<n>}").reason, 'the named group "(?<n>"');
 });
+
+// Review of fe16759, which cut the regex parts the ReDoS guard quotes to 120 code units: the
+// refusals of a lookbehind, a named group and a backreference to one still quoted them whole,
+// 5 kB for a 5 kB one.
+Deno.test("Route() quotes a long lookbehind, group name or backreference cut short", async (t) => {
+  const cases: [name: string, regex: string, quoted: string][] = [
+    ["lookbehind", `(?<=${"b".repeat(5000)})z`, 'the lookbehind "(?<=bbb'],
+    ["named group", `(?<${"n".repeat(5000)}>a)`, 'the named group "(?<nnn'],
+    [
+      "backreference",
+      `\\k<${"n".repeat(5000)}>(?<${"n".repeat(5000)}>a)`,
+      'backreference "\\k<nnn',
+    ],
+  ];
+  for (const [name, regex, quoted] of cases) {
+    await t.step(name, () => {
+      const error = refused(`/a/{x:${regex}}`);
+      assertEquals(error.position, 6);
+      assertStringIncludes(error.reason, quoted);
+      assertStringIncludes(error.reason, '…"');
+      assertEquals(error.message.length < 600, true, `${error.message.length} characters`);
+    });
+  }
+});
