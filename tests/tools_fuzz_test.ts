@@ -1,6 +1,7 @@
 // Copyright the stellarator authors. MIT license.
 // tools/fuzz.ts and the seed of the property tests (tests/_property.ts).
-import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { delay } from "@std/async";
 import { FIXED_SEED, parseSeed, seedFrom } from "./_property.ts";
 import { planFrom, PROPERTY_FILES } from "../tools/fuzz.ts";
 
@@ -75,4 +76,60 @@ Deno.test("PROPERTY_FILES lists every test file with properties, and each proper
     assertEquals(seeded, asserts, `${entry.name}: ${asserts} fc.assert calls, ${seeded} seeded`);
   }
   assertEquals(found.sort(), [...PROPERTY_FILES].sort());
+});
+
+/** The pid of the first child of `pid` (Linux), or undefined while it has none. */
+async function childOf(pid: number): Promise<number | undefined> {
+  const text = await Deno.readTextFile(`/proc/${pid}/task/${pid}/children`).catch(() => "");
+  const first = text.trim().split(" ")[0];
+  return first ? Number(first) : undefined;
+}
+
+// Review of 75c5267: a SIGTERM (which `deno task` and tools/with_jsr_mirror.ts pass on to the
+// tool) ended tools/fuzz.ts at once with 143 and left the round's `deno test` running without a
+// parent to the end of the round, printing after the tool had exited.
+Deno.test({
+  name: "tools/fuzz.ts passes SIGTERM and SIGINT on to its round, then stops with 128 + N",
+  ignore: Deno.build.os !== "linux",
+  async fn(t) {
+    for (const [signal, status] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+      await t.step(signal, async () => {
+        const tool = new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", "tools/fuzz.ts", "--rounds=3"],
+          cwd: root,
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        let round: number | undefined;
+        try {
+          for (let i = 0; i < 600 && round === undefined; i++) {
+            await delay(50);
+            round = await childOf(tool.pid);
+          }
+          assert(round !== undefined, "no round started within 30 s");
+          tool.kill(signal);
+          const { code } = await tool.status;
+          // The tool waited for its round: the round is gone, and no other round began.
+          const roundAlive = await Deno.stat(`/proc/${round}`).then(() => true, () => false);
+          assertEquals(roundAlive, false, "the round outlived the tool");
+          assertEquals(code, status);
+          const [stdout, stderr] = await Promise.all([
+            new Response(tool.stdout).text(),
+            new Response(tool.stderr).text(),
+          ]);
+          assertEquals(stdout.includes("round 2 of 3"), false);
+          assertStringIncludes(stderr, `round 1 stopped by ${signal}`);
+        } finally {
+          // A round left running by the tool is this test's to end.
+          if (round !== undefined) {
+            try {
+              Deno.kill(round, "SIGKILL");
+            } catch {
+              // Already gone.
+            }
+          }
+        }
+      });
+    }
+  },
 });

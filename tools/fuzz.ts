@@ -14,6 +14,7 @@
  */
 
 import { parseSeed } from "../tests/_property.ts";
+import { spawnCommand } from "./with_jsr_mirror.ts";
 
 /** The test files that hold fast-check properties. */
 export const PROPERTY_FILES = [
@@ -58,6 +59,17 @@ export function planFrom(args: readonly string[]): FuzzPlan {
   return { rounds: 1, seed };
 }
 
+/**
+ * The signals that stop a run, with their numbers for its exit code (128 + N, as shells report).
+ * The round they come in is ended by them too: `spawnCommand` passes them on (or leaves a Ctrl-C
+ * to the terminal, which sends it to the round as well), and no round follows. Without this, a
+ * SIGTERM ended the tool at once and left its round running without a parent. Windows has no
+ * SIGTERM to listen to.
+ */
+const STOPPING_SIGNALS: readonly [Deno.Signal, number][] = Deno.build.os === "windows"
+  ? [["SIGINT", 2]]
+  : [["SIGINT", 2], ["SIGTERM", 15]];
+
 /** A fresh seed in fast-check's range (a signed 32-bit integer). */
 export function freshSeed(): number {
   return crypto.getRandomValues(new Int32Array(1))[0]!;
@@ -72,22 +84,32 @@ async function main(): Promise<number> {
     return 2;
   }
   const { rounds } = plan;
-  for (let round = 1; round <= rounds; round++) {
-    const seed = plan.seed ?? freshSeed();
-    console.log(`round ${round} of ${rounds}: FC_SEED=${seed}`);
-    const { code } = await new Deno.Command(Deno.execPath(), {
-      args: ["test", "-A", "--quiet", ...PROPERTY_FILES],
-      cwd: new URL("../", import.meta.url),
-      env: { FC_SEED: String(seed) },
-      stdout: "inherit",
-      stderr: "inherit",
-    }).output();
-    if (code !== 0) {
-      console.error(
-        `round ${round} failed. Replay it with:\n  deno task fuzz --seed=${seed}`,
+  let stopped: [Deno.Signal, number] | undefined;
+  const listeners = STOPPING_SIGNALS.map((entry) => [entry[0], () => stopped ??= entry] as const);
+  for (const [signal, listener] of listeners) Deno.addSignalListener(signal, listener);
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      const seed = plan.seed ?? freshSeed();
+      console.log(`round ${round} of ${rounds}: FC_SEED=${seed}`);
+      const code = await spawnCommand(
+        ["deno", "test", "-A", "--quiet", ...PROPERTY_FILES],
+        { FC_SEED: String(seed) },
+        new URL("../", import.meta.url),
       );
-      return 1;
+      if (stopped !== undefined) {
+        // Not a failure of the round: it was cut short, so nothing to replay.
+        console.error(`round ${round} stopped by ${stopped[0]}`);
+        return code > 128 ? code : 128 + stopped[1];
+      }
+      if (code !== 0) {
+        console.error(
+          `round ${round} failed. Replay it with:\n  deno task fuzz --seed=${seed}`,
+        );
+        return 1;
+      }
     }
+  } finally {
+    for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
   }
   console.log(`${rounds} rounds passed`);
   return 0;

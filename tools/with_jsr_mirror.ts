@@ -412,10 +412,25 @@ function readOwnStat(): string | undefined {
   }
 }
 
-async function spawnCommand(command: string[], env: Record<string, string>): Promise<number> {
+/**
+ * Runs `command` (a leading `deno` is the running Deno) with `env` added to the environment and
+ * waits for it. SIGTERM received meanwhile is passed on to it, and so is SIGINT unless the
+ * command got it too from the terminal ({@link forwardsSignal}). `tools/fuzz.ts` runs its rounds
+ * with it too.
+ *
+ * @param command The command and its arguments.
+ * @param env Variables added to the environment.
+ * @param cwd The command's working directory; this tool's when left out.
+ * @returns The command's exit code: 128 + N when a signal N ended it.
+ */
+export async function spawnCommand(
+  command: string[],
+  env: Record<string, string>,
+  cwd?: string | URL,
+): Promise<number> {
   const [first, ...args] = command;
   const cmd = first === "deno" ? Deno.execPath() : first!;
-  const child = new Deno.Command(cmd, { args, env, stdin: "inherit" }).spawn();
+  const child = new Deno.Command(cmd, { args, env, cwd, stdin: "inherit" }).spawn();
   const listeners: [Deno.Signal, () => void][] = FORWARDED_SIGNALS.map((signal) => [
     signal,
     () => {
