@@ -33,7 +33,8 @@ export function seedFrom(value: string | undefined): number | undefined {
  */
 export function parseSeed(text: string, label: string): number {
   const seed = Number(text);
-  if (text.trim() === "" || !Number.isInteger(seed) || seed < -(2 ** 31) || seed >= 2 ** 31) {
+  // Decimal digits only: Number() would also take "0x10", "1e3" or " 5 ".
+  if (!/^-?[0-9]{1,10}$/.test(text) || seed < -(2 ** 31) || seed >= 2 ** 31) {
     throw new RangeError(
       `${label}${JSON.stringify(text)} is not a seed: give the signed 32-bit integer fast-check ` +
         `printed with the failure`,

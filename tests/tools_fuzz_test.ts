@@ -23,7 +23,21 @@ Deno.test("seedFrom() reads FC_SEED: the fixed seed when unset, none for random,
 });
 
 Deno.test("parseSeed() refuses what is not a 32-bit integer, quoting it", async (t) => {
-  for (const text of ["abc", "1.5", "2147483648", "-2147483649", " ", "1e3x", "Random"]) {
+  for (
+    const text of [
+      "abc",
+      "1.5",
+      "2147483648",
+      "-2147483649",
+      " ",
+      "1e3x",
+      "Random",
+      "0x10",
+      "1e3",
+      " 5",
+      "+5",
+    ]
+  ) {
     await t.step(JSON.stringify(text), () => {
       const error = assertThrows(() => parseSeed(text, "FC_SEED="), RangeError) as RangeError;
       assertStringIncludes(error.message, `FC_SEED=${JSON.stringify(text)} is not a seed`);
