@@ -111,10 +111,16 @@ class TooLarge extends Error {
   }
 }
 
-/** A regex whose characters fall in more than {@linkcode MAX_CLASSES} classes. */
+/**
+ * A regex whose characters fall in more than {@linkcode MAX_CLASSES} classes, or whose sets have
+ * too many range boundaries to find its classes (`ranges`): a few classes that list thousands of
+ * characters one by one make few classes, and must not be blamed on distinct characters.
+ */
 class TooVaried extends Error {
-  constructor() {
+  readonly ranges: boolean;
+  constructor(ranges: boolean) {
     super("too varied");
+    this.ranges = ranges;
   }
 }
 
@@ -273,7 +279,7 @@ export type Measure =
   | { readonly kind: "complex" }
   | { readonly kind: "large"; readonly node: RegexNode }
   | { readonly kind: "dense"; readonly node: RegexNode }
-  | { readonly kind: "varied" };
+  | { readonly kind: "varied"; readonly ranges: boolean };
 
 /** A class of characters that no position tells apart. */
 interface CharClass {
@@ -311,7 +317,11 @@ function characterClasses(
       points.add(set[i + 1]! + 1);
     }
   }
-  if (points.size * distinct.length > MAX_CLASS_WORK) throw new TooVaried();
+  // Past the work bound the classes are not counted: more distinct sets than classes allowed
+  // (a long run of distinct characters) is blamed on the kinds, fewer on the sets' ranges.
+  if (points.size * distinct.length > MAX_CLASS_WORK) {
+    throw new TooVaried(distinct.length <= MAX_CLASSES);
+  }
   const seen = new Map<string, CharClass>();
   for (const point of [...points].sort((a, b) => a - b)) {
     const member = distinct.map((set) => hasCode(set, point));
@@ -324,7 +334,7 @@ function characterClasses(
       seen.set(key, { member, sample: point });
     }
   }
-  if (seen.size > MAX_CLASSES) throw new TooVaried();
+  if (seen.size > MAX_CLASSES) throw new TooVaried(false);
   return { ids, classes: [...seen.values()], distinct };
 }
 
@@ -406,7 +416,7 @@ function walkOf(node: RegexNode): Walk | TooLarge | TooVaried {
  */
 export function measure(node: RegexNode): Measure {
   const walk = walkOf(node);
-  if (walk instanceof TooVaried) return { kind: "varied" };
+  if (walk instanceof TooVaried) return { kind: "varied", ranges: walk.ranges };
   if (walk instanceof TooLarge) {
     if (!walk.links) return { kind: "large", node: walk.node };
     // The cap counts the links of the whole regex, so the repeat being built when they passed it

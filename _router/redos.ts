@@ -265,6 +265,14 @@ function riskOf(
       verdict.node.start,
       true,
     );
+  } else if (verdict.kind === "varied" && verdict.ranges) {
+    risk = new RegexProblem(
+      `the regex's character sets have too many ranges for the ReDoS guard to check (each ` +
+        `character a class lists apart from its neighbours is a range of its own); use classes ` +
+        `of a few wide ranges, e.g. "[^/]" for one that lists thousands of characters`,
+      root.start,
+      true,
+    );
   } else if (verdict.kind === "varied") {
     risk = new RegexProblem(
       `the regex tells apart more than ${MAX_CLASSES} kinds of characters for the ReDoS guard ` +
