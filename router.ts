@@ -175,7 +175,14 @@ import { characterCount, priorityOrder, tokenIndexOfSlot } from "./_router/prior
 import { redosRisk } from "./_router/safety.ts";
 import { Endpoint, type RouteLike } from "./_router/endpoint.ts";
 import { type FlatTree, layoutTree, RECORD } from "./_router/layout.ts";
-import { addKid, allKids, type Branch, Node, stickySource } from "./_router/node.ts";
+import {
+  addKid,
+  allKids,
+  type Branch,
+  endsInsidePair,
+  Node,
+  stickySource,
+} from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
 import { describe, shorten } from "./_common/describe.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
@@ -1267,16 +1274,6 @@ function listBranch<H extends AnyHandler>(
   return { kind: LIST, endpoints: ordered, matchers };
 }
 
-/**
- * Whether a static label is the first half of a UTF-16 pair alone: the tree cut it there because
- * two patterns go on with different characters that share it. A pattern holds no lone surrogate,
- * so every child of such a node starts with a second half.
- */
-function isHighSurrogate(label: string): boolean {
-  const code = label.charCodeAt(0);
-  return label.length === 1 && code >= 0xd800 && code <= 0xdbff;
-}
-
 function finalizeVariable<H extends AnyHandler>(node: Node<Route<H>>): void {
   const slashIndex = node.codes.indexOf(SLASH);
   node.slashKid = slashIndex === -1 ? undefined : node.kids[slashIndex];
@@ -1307,7 +1304,7 @@ function finalizeVariable<H extends AnyHandler>(node: Node<Route<H>>): void {
   }
   for (const kid of node.kids) {
     if (kid === node.slashKid) continue;
-    if (isHighSurrogate(kid.label)) {
+    if (kid.label.length === 1 && endsInsidePair(kid.label)) {
       // The tree cut "😀" and "😁" after their shared first half; rule 2 reads each as one
       // character, so each pair is a branch of its own, ranked against "/" and the others.
       for (const half of kid.kids) {

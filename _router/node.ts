@@ -89,6 +89,16 @@ const NO_CODES: number[] = [];
 const NO_NODES: never[] = [null as never];
 NO_NODES.length = 0;
 
+/**
+ * Whether a static label ends with the first half of a UTF-16 pair: the tree cut it there, since
+ * two patterns go on with different characters that share that half. A pattern holds no lone
+ * surrogate, so every child of such a node is static and starts with a second half.
+ */
+export function endsInsidePair(label: string): boolean {
+  const code = label.charCodeAt(label.length - 1);
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
 /** Adds a static child (`code` is its label's first character). */
 export function addKid<R extends RouteLike>(node: Node<R>, code: number, kid: Node<R>): void {
   if (node.kids.length === 0) {

@@ -9,7 +9,7 @@
  */
 
 import type { RouteLike } from "./endpoint.ts";
-import { allKids, type Node } from "./node.ts";
+import { allKids, endsInsidePair, type Node } from "./node.ts";
 
 /** The tree below `root`, drawn with box-drawing characters. */
 export function drawTree<R extends RouteLike>(root: Node<R>): string {
@@ -22,15 +22,6 @@ function marker<R extends RouteLike>(node: Node<R>): string {
   let text = node.branches !== undefined ? " ↺" : "";
   if (node.endpoint !== undefined) text += ` ● ${node.endpoint.allowed.join(", ")}`;
   return text;
-}
-
-/**
- * Whether a label ends with the first half of a UTF-16 pair: the tree cut it there, and every
- * child starts with a second half (a pattern holds no lone surrogate).
- */
-function endsInsidePair(label: string): boolean {
-  const code = label.charCodeAt(label.length - 1);
-  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /**
