@@ -522,6 +522,25 @@ const BODY_PENDING = 0;
 const BODY_EMPTY = 1;
 const BODY_DONE = 2;
 
+/**
+ * The `status` of a response start message, checked: an integer from 200 to 599 (1xx answers are
+ * the server's to send, and nothing outside 100-599 is a status).
+ *
+ * @param status The message's `status`, as the application gave it.
+ * @param type The message type, for the error.
+ * @returns The status.
+ */
+export function checkStatus(status: unknown, type: string): number {
+  if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
+    throw new AsgiProtocolError(
+      `Invalid "status" ${describe(status)} in ${
+        JSON.stringify(type)
+      }: use an integer from 200 to 599`,
+    );
+  }
+  return status;
+}
+
 /** Statuses whose responses carry no body: HTTP forbids one and Fetch refuses one. */
 export function isNullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
@@ -874,14 +893,7 @@ export abstract class HttpCycle {
   }
 
   #start(message: HttpResponseStartMessage): void {
-    const status = message.status;
-    if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
-      throw new AsgiProtocolError(
-        `Invalid "status" ${
-          describe(status)
-        } in "http.response.start": use an integer from 200 to 599`,
-      );
-    }
+    const status = checkStatus(message.status, "http.response.start");
     if (message.trailers !== undefined && message.trailers !== false) {
       throw new AsgiProtocolError(
         `Invalid "trailers" ${

@@ -25,6 +25,7 @@ import type {
 import {
   AsgiProtocolError,
   checkDeclaredLength,
+  checkStatus,
   type Core,
   declaredLength,
   EMPTY,
@@ -719,14 +720,7 @@ export abstract class WebSocketCycle {
   }
 
   #denyStart(message: WebSocketHttpResponseStartMessage): undefined {
-    const status = message.status;
-    if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
-      throw new AsgiProtocolError(
-        `Invalid "status" ${
-          describe(status)
-        } in "websocket.http.response.start": use an integer from 200 to 599`,
-      );
-    }
+    const status = checkStatus(message.status, "websocket.http.response.start");
     const headers = validateHeaders(message.headers, "websocket.http.response.start", null);
     let declared = -1;
     for (const [name, value] of headers) {

@@ -352,6 +352,16 @@ for (const transport of TRANSPORTS) {
         /^Invalid "code" 1006 in "websocket\.close"/,
       ],
       [
+        "a denial status out of range",
+        (send) => send({ type: "websocket.http.response.start", status: 101, headers: [] }),
+        /^Invalid "status" 101 in "websocket\.http\.response\.start": use an integer from 200 to 599$/,
+      ],
+      [
+        "a denial status that is not an integer",
+        (send) => send({ type: "websocket.http.response.start", status: 403.5, headers: [] }),
+        /^Invalid "status" 403\.5 in "websocket\.http\.response\.start": use an integer from 200 to 599$/,
+      ],
+      [
         "an HTTP message",
         (send) => send({ type: "http.response.start", status: 200 }),
         /^Cannot send "http\.response\.start" before the handshake is answered/,
