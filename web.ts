@@ -44,7 +44,9 @@
  *   (its request never responded: it hit the request time limit, its handler failed, or it
  *   returned without responding; or the app was shutting down).
  * - **Errors.** A handler that throws before responding gets a `500` and is logged with its route
- *   and stack; one that returns without responding gets a `500` too. The server keeps serving.
+ *   and stack; one that returns without responding gets a `500` too, and a value it returned (a
+ *   `Response`, as a `Deno.serve` handler returns one) is named in the log line, which points to
+ *   `request.respondWith()`. The server keeps serving.
  *
  * ## Shutdown
  *

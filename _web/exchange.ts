@@ -109,6 +109,27 @@ function succeeded(): Outcome {
   return SUCCESS;
 }
 
+/**
+ * A handler's success that returned a value. The value is ignored, but named when no response
+ * was given: a handler written as for `Deno.serve` or Hono returns its response.
+ */
+type Returned = { ok: true; returned: unknown };
+
+/** What a handler that never responded did, and the fix when it returned a value. */
+function withoutResponding(returned: unknown): string {
+  if (returned === undefined) return "returned without responding";
+  if (returned instanceof Response) {
+    return "returned a Response without responding; pass it to request.respondWith() instead";
+  }
+  if (returned instanceof globalThis.Response) {
+    return "returned a Fetch Response without responding; pass a Response from the web layer " +
+      "to request.respondWith() instead";
+  }
+  return `returned ${
+    describe(returned)
+  } without responding; pass a Response to request.respondWith() instead`;
+}
+
 /** An error of a request whose response is complete, when even the App's logger failed. */
 function reportLate(error: unknown): void {
   console.error("Unreported error after a complete response:", error);
@@ -703,8 +724,8 @@ export class Exchange implements TaskHolder {
       if (deadlines !== undefined) this.#limit = deadlines.arm(() => this.#expire());
       let result: Outcome;
       try {
-        await handler(request);
-        result = SUCCESS;
+        const returned: unknown = await handler(request);
+        result = returned === undefined ? SUCCESS : { ok: true, returned } as Returned;
       } catch (error) {
         result = failure(error);
       }
@@ -823,7 +844,7 @@ export class Exchange implements TaskHolder {
     if (result.ok) {
       this.#discardPending(`${this.#label} never responded`);
       if (this.#disconnected) return;
-      log.error(`${where} returned without responding; sent 500`);
+      log.error(`${where} ${withoutResponding((result as Partial<Returned>).returned)}; sent 500`);
       this.#servedError = true;
       return await sendFixed(this.#sendRaw, SERVER_ERROR_RESPONSE);
     }

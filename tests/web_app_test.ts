@@ -322,6 +322,40 @@ Deno.test("App answers 500 when a handler returns without responding, naming the
   ]);
 });
 
+Deno.test("App names a value a handler returned instead of responding, and says where it goes", async (t) => {
+  // Regression (first-hour review, 2026-11-28): a handler written as for Deno.serve or Hono,
+  // `() => new Response(...)`, type-checks as an inline handler (its parameter is `any`) and got
+  // only "returned without responding", which does not say that the returned value is ignored.
+  const cases: [string, unknown, string][] = [
+    [
+      "/web",
+      new Response({ body: "x" }),
+      "returned a Response without responding; pass it to request.respondWith() instead",
+    ],
+    [
+      "/fetch",
+      new globalThis.Response("x"),
+      "returned a Fetch Response without responding; pass a Response from the web layer to " +
+      "request.respondWith() instead",
+    ],
+    [
+      "/text",
+      "hello",
+      'returned "hello" without responding; pass a Response to request.respondWith() instead',
+    ],
+  ];
+  for (const [path, value, said] of cases) {
+    await t.step(path, async () => {
+      const logger = new RecordingLogger();
+      const handler = (() => value) as unknown as Handler;
+      await using served = await startServer(appWith([[path, handler]], { logger }));
+      const response = await fetch(`${served.base}${path}`);
+      assertEquals([response.status, await response.text()], [500, "Internal Server Error"]);
+      assertEquals(logger.at("error"), [`Route "${path}" on "GET ${path}" ${said}; sent 500`]);
+    });
+  }
+});
+
 Deno.test("Request.respondWith() rejects a second response; the client gets the first", async () => {
   const second = Promise.withResolvers<unknown>();
   async function twice(request: Request): Promise<void> {
