@@ -634,7 +634,9 @@ class Server implements AsgiServer {
         )
         : listenDeno(core, hostname, port, tls);
     } catch (error) {
-      core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorText(error)}`);
+      core.logger.error(
+        `Cannot listen on ${hostname}:${port}: ${errorText(error)}${listenHint(error, port)}`,
+      );
       try {
         await this.#shutDownLifespan();
       } catch {
@@ -787,4 +789,18 @@ class Server implements AsgiServer {
   [Symbol.asyncDispose](): Promise<void> {
     return this.shutdown();
   }
+}
+
+/**
+ * The fix for a port that is taken, the mistake of running a server twice: `Deno.listen` and
+ * `node:http` name only the system's error (`AddrInUse`, `EADDRINUSE`).
+ */
+function listenHint(error: unknown, port: number): string {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  const taken = (deno !== undefined && error instanceof deno.errors.AddrInUse) ||
+    (error as { code?: unknown } | null)?.code === "EADDRINUSE";
+  return taken
+    ? `: port ${port} is taken; stop what listens there, or pass another port ` +
+      "(port: 0 picks a free one)"
+    : "";
 }

@@ -706,8 +706,9 @@ export interface AsgiServer extends AsyncDisposable {
   /**
    * Resolves with the bound address once lifespan startup is complete and the server listens
    * (the server only listens after startup). Rejects with {@linkcode LifespanError} when startup
-   * fails, with the listen error when the port is taken, and with an `AbortError` when the server
-   * was shut down before it listened.
+   * fails, with the listen error when the port is taken (`Deno.errors.AddrInUse` on `deno`, an
+   * `Error` whose `code` is `"EADDRINUSE"` on `node`; the logged line says to free the port or
+   * pass another), and with an `AbortError` when the server was shut down before it listened.
    */
   readonly addr: Promise<AsgiServerAddr>;
   /**

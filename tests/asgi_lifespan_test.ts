@@ -2,7 +2,14 @@
  * Lifespan protocol, startup/shutdown ordering and server life cycle of `serve` (both transports)
  * and `createFetchHandler`.
  */
-import { assert, assertEquals, assertInstanceOf, assertMatch, assertRejects } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertInstanceOf,
+  assertMatch,
+  assertRejects,
+  assertStringIncludes,
+} from "@std/assert";
 import {
   AsgiProtocolError,
   type AsgiServer,
@@ -703,6 +710,38 @@ Deno.test("serve() rejects a port that is already taken, after lifespan shutdown
     );
   } finally {
     blocker.close();
+  }
+});
+
+Deno.test("serve() says how to fix a port that is already taken, on both transports", async (t) => {
+  // Regression (first-hour review, 2026-11-28): the line quoted the address and the system's
+  // error ("Address already in use", "listen EADDRINUSE") and stopped there; a newcomer starting
+  // the example twice got no hint that another port, or port 0, was the way out.
+  for (const transport of ["deno", "node"] as const) {
+    await t.step(transport, async () => {
+      const blocker = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const logger = new RecordingLogger();
+      try {
+        const server = serve(async () => {}, {
+          port: blocker.addr.port,
+          transport,
+          lifespan: "off",
+          logger,
+          onListen() {},
+        });
+        await assertRejects(() => server.addr);
+        await assertRejects(() => server.finished);
+        const [line] = logger.lines("error");
+        assertMatch(line!, new RegExp(`^Cannot listen on 127.0.0.1:${blocker.addr.port}: `));
+        assertStringIncludes(
+          line!,
+          `: port ${blocker.addr.port} is taken; stop what listens there, or pass another port ` +
+            "(port: 0 picks a free one)",
+        );
+      } finally {
+        blocker.close();
+      }
+    });
   }
 });
 
