@@ -3,7 +3,8 @@
  *
  * - `GET /` answers `{"received": <the JSON body, or {} when empty>}`, stores the payload in
  *   `app.db` under the request path and registers a background task that would sleep five times
- *   one second; its 3 s limit cuts it off after three iterations.
+ *   one second; its 3 s limit cuts it off after three iterations (the limit and the third
+ *   sleep fall due together, so the fourth iteration's line may show just before the cut).
  * - `GET /timeout` would wait 2 s; the 1 s request time limit sends 408 instead.
  * - The same handler as `/` answers `GET` and `POST` on `/files/{dir}/{filepath:*}`,
  *   `/info/{user}` and deeper `/info/...` routes, `/regex/{name:[a-zA-Z]+}/test` and
