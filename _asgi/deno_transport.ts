@@ -277,11 +277,33 @@ class DenoCycle extends HttpCycle {
     }
   }
 
+  /**
+   * The response's fields without the application's `connection` fields while the request's body
+   * is not read to its end (a stream, a refused one included, or a small body the application
+   * did not read): `Deno.serve` then decides itself whether the connection closes, and states
+   * its own `connection: close` if it does, beside any already there (the bridge's 413 said it
+   * twice, Deno 2.9.6). Once the body is read, Deno keeps the connection whatever the
+   * application says, and its fields go out as given.
+   */
+  #connectionFields(headers: [string, string][]): [string, string][] {
+    if (!this.#denoServes || (this.#body === null && !this.#whole)) return headers;
+    for (let i = 0; i < headers.length; i++) {
+      const name = headers[i]![0];
+      if (name.length === 10 && name.toLowerCase() === "connection") {
+        return headers.filter(([name]) =>
+          name.length !== 10 || name.toLowerCase() !== "connection"
+        );
+      }
+    }
+    return headers;
+  }
+
   protected override sendWhole(
     status: number,
-    headers: [string, string][],
+    fields: [string, string][],
     body: Uint8Array | null,
   ): void {
+    const headers = this.#connectionFields(fields);
     if (this.scope.method === "HEAD" && status !== 204 && status !== 304) {
       if (body !== null) {
         // The length a GET would get, stated here and not left to Deno with the body: over
@@ -311,7 +333,8 @@ class DenoCycle extends HttpCycle {
     );
   }
 
-  protected override openStream(status: number, headers: [string, string][]): void {
+  protected override openStream(status: number, fields: [string, string][]): void {
+    const headers = this.#connectionFields(fields);
     const source = this.#source = new ChunkSource(this);
     this.#respond(
       new Response(new ReadableStream(source, { highWaterMark: 1 }), { status, headers }),
@@ -343,7 +366,7 @@ class DenoCycle extends HttpCycle {
   protected override abortResponse(
     reason: unknown,
     status: number,
-    headers: [string, string][],
+    fields: [string, string][],
   ): void {
     const source = this.#source;
     if (source !== null) {
@@ -355,6 +378,7 @@ class DenoCycle extends HttpCycle {
       // Fetch cannot close a connection without a response: send the head, then fail the body.
       // A 204, 205 or 304 has no body to fail (Fetch throws on one, which once ended the whole
       // process): its head is the whole response.
+      const headers = this.#connectionFields(fields);
       this.#respond(
         status !== 0 && isNullBodyStatus(status)
           ? new Response(null, { status, headers })

@@ -1,0 +1,115 @@
+/**
+ * Answers given before the request body has all arrived: the bridge's 413, an application's 401
+ * or 415 after the first chunk, the web layer's 408 to a slow upload. Over real sockets, on both
+ * transports unless the behaviour belongs to one.
+ */
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import type { AsgiApplication } from "../asgi.ts";
+import { bytes, start } from "./fixtures/asgi_harness.ts";
+import { RawClient } from "./fixtures/raw_client.ts";
+
+/** How many fields of a response head are named `name`. */
+function fieldCount(head: string, name: string): number {
+  return head.split("\r\n").filter((line) => line.toLowerCase().startsWith(`${name}:`)).length;
+}
+
+/** Reads the whole body, then answers 200. */
+const readAll: AsgiApplication = async (scope, receive, send) => {
+  if (scope.type !== "http") return;
+  while ((await receive() as { more_body?: boolean }).more_body);
+  await send({ type: "http.response.start", status: 200 });
+  await send({ type: "http.response.body", body: bytes("ok") });
+};
+
+/** Answers 401 with the given extra headers, without reading the body. */
+function answerAtOnce(headers: [string, string][]): AsgiApplication {
+  return async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({
+      type: "http.response.start",
+      status: 401,
+      headers: headers.map(([name, value]) => [bytes(name), bytes(value)]),
+    });
+    await send({ type: "http.response.body", body: bytes("no") });
+  };
+}
+
+// Regression (early-answer probe, 2026-11-28): Deno.serve adds a "connection: close" of its own to
+// the answer of a request whose body it has not read to its end, beside the one the bridge's 413
+// (or an application) gave: the head said "connection: close" twice.
+Deno.test('serve() [deno] states "connection" once when Deno closes for an unread body', async (t) => {
+  const cases: [string, AsgiApplication, string][] = [
+    [
+      "the bridge's 413, content-length",
+      readAll,
+      "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\n" + "x".repeat(1000),
+    ],
+    [
+      "the bridge's 413, chunked",
+      readAll,
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      `400\r\n${"x".repeat(1024)}\r\n`.repeat(20),
+    ],
+    [
+      'an application\'s "connection: close" to a chunked body',
+      answerAtOnce([["connection", "close"]]),
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+    ],
+    [
+      'an application\'s "connection: keep-alive" to a chunked body',
+      answerAtOnce([["connection", "keep-alive"]]),
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+    ],
+    [
+      'an application\'s "connection: close" to a small body it did not read',
+      answerAtOnce([["connection", "close"]]),
+      "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhello",
+    ],
+  ];
+  for (const [name, app, request] of cases) {
+    await t.step(name, async () => {
+      await using served = await start(app, "deno", { maxBodySize: 10_000 });
+      using client = await RawClient.connect(served.port);
+      await client.write(request);
+      const { head } = await client.response();
+      assertEquals(fieldCount(head, "connection"), 1, head);
+      assertMatch(head, /\r\nconnection: close(\r\n|$)/i);
+      client.close();
+    });
+  }
+  // Deno keeps a connection whose small body had all arrived, whatever the application said:
+  // the head then does not claim otherwise.
+  await t.step('an application\'s "connection: close" to a small body, all sent', async () => {
+    await using served = await start(answerAtOnce([["connection", "close"]]), "deno");
+    using client = await RawClient.connect(served.port);
+    await client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello");
+    const { head } = await client.response();
+    if (fieldCount(head, "connection") === 1) {
+      assert(await client.closedWithin(2000) < 2000, "still open after connection: close");
+      return;
+    }
+    assertEquals(fieldCount(head, "connection"), 0, head);
+    await client.write("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    assertMatch((await client.response()).head, /^HTTP\/1\.1 401 /);
+  });
+});
+
+// Pins that the change above drops no "connection: close" Deno does not replace: one the
+// application sends after reading the whole body stays as it was.
+Deno.test('serve() [deno] keeps an application\'s "connection: close" after a body it read', async () => {
+  await using served = await start(async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    while ((await receive() as { more_body?: boolean }).more_body);
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("connection"), bytes("close")]],
+    });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, "deno");
+  using client = await RawClient.connect(served.port);
+  await client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello");
+  const { head } = await client.response();
+  assertEquals(fieldCount(head, "connection"), 1, head);
+  assert(/\r\nconnection: close/i.test(head), head);
+});
