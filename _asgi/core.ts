@@ -381,6 +381,17 @@ const TOKEN: Uint8Array = (() => {
   return table;
 })();
 
+/**
+ * How long a connection the server closes while the client may still be sending lingers: the
+ * answer and the end of the server's side go out, and what the client still sends is read and
+ * dropped, for at most this many milliseconds (the transports end it sooner when the client
+ * stops). Closing at once leaves the client's bytes unread, and the kernel answers them with a
+ * reset that can throw away the answer itself. For a refused WebSocket handshake on `node`, and
+ * for an HTTP answer given before the request body ended (the web layer's 408 to a slow upload)
+ * on both transports. Mutable for tests.
+ */
+export const lingerTiming: { ms: number } = { ms: 2_000 };
+
 /** What bounds a server's connections; see `ServeOptions`. */
 export interface ConnectionLimits {
   /** Milliseconds from the connection (or previous response) to the end of the request head. */

@@ -13,6 +13,7 @@ import {
   httpScope,
   isChunkedOnly,
   isNullBodyStatus,
+  lingerTiming,
   type Listener,
   parseContentLength,
 } from "./core.ts";
@@ -208,6 +209,8 @@ class DenoCycle extends HttpCycle {
   #onAbort: (() => void) | null = null;
   /** Deno.serve writes the response: see `headersInit`. */
   #denoServes: boolean;
+  /** The response says `connection: close` before the body is read to its end: see `#respond`. */
+  #closeAsked = false;
 
   constructor(
     core: Core,
@@ -248,17 +251,29 @@ class DenoCycle extends HttpCycle {
     if (this.#responded) return;
     this.#responded = true;
     if (this.#whole && this.#wholeRead === null) {
-      // The application answers before reading its small body (a 401 or 404 to an upload):
-      // read it now. Deno only reads to its end a body it was asked for, and closed the
-      // connection ("connection: close") after every such answer.
-      const read = this.#wholeRead = this.#readWhole();
-      read.catch(() => {});
+      if (this.#closeAsked) {
+        // Dropped as a stream, which a time bounds (see below), not read whole: a pending
+        // bytes() cannot be given up.
+        this.#whole = false;
+        this.#body = this.#request.body;
+      } else {
+        // The application answers before reading its small body (a 401 or 404 to an upload):
+        // read it now. Deno only reads to its end a body it was asked for, and closed the
+        // connection ("connection: close") after every such answer.
+        const read = this.#wholeRead = this.#readWhole();
+        read.catch(() => {});
+      }
     }
-    // Claim a body of no stated length that nobody read yet before Deno takes the response:
-    // Deno drops an unclaimed body to its end itself, which for a body of stated length is at
-    // most maxBodySize, but for a chunked one may be for ever (see #dropBody).
+    // Claim a body nobody read yet before Deno takes the response, if it has no stated length
+    // or the response asks to close the connection: Deno drops an unclaimed body to its end
+    // itself, keeping the connection, which for a body of stated length is at most maxBodySize
+    // but may take for ever, and for a chunked one may be for ever. A claimed body is dropped by
+    // #dropBody, within a time, and Deno closes the connection (the web layer's 408 to a slow
+    // upload asks it to, and a client still sending must not hold it as long as it likes).
     const body = this.#body;
-    if (body !== null && this.#reader === null && this.#expectedLength < 0) {
+    if (
+      body !== null && this.#reader === null && (this.#expectedLength < 0 || this.#closeAsked)
+    ) {
       this.#reader = body.getReader();
     }
     const onAbort = this.#onAbort;
@@ -287,15 +302,15 @@ class DenoCycle extends HttpCycle {
    */
   #connectionFields(headers: [string, string][]): [string, string][] {
     if (!this.#denoServes || (this.#body === null && !this.#whole)) return headers;
+    let named = false;
     for (let i = 0; i < headers.length; i++) {
-      const name = headers[i]![0];
-      if (name.length === 10 && name.toLowerCase() === "connection") {
-        return headers.filter(([name]) =>
-          name.length !== 10 || name.toLowerCase() !== "connection"
-        );
-      }
+      const [name, value] = headers[i]!;
+      if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
+      named = true;
+      if (/(?:^|[\s,])close(?:$|[\s,])/i.test(value)) this.#closeAsked = true;
     }
-    return headers;
+    if (!named) return headers;
+    return headers.filter(([name]) => name.length !== 10 || name.toLowerCase() !== "connection");
   }
 
   protected override sendWhole(
@@ -520,12 +535,15 @@ class DenoCycle extends HttpCycle {
    * kernel reset it, and a client that sends its whole body before it reads (Python's
    * `http.client`) got "Broken pipe" instead of the answer (RFC 9112 §9.6 asks for a lingering
    * close). Deno answers `connection: close` to a request whose body has not all arrived, so
-   * the connection closes once the body ends, or at once past `maxBodySize` bytes in all
-   * (cancelled, as a refused body is). A client that stalls mid-body holds its connection until
-   * it sends on or leaves, as on `node` and in uvicorn: a pending read cannot be cancelled.
+   * the connection closes once the body ends, or (cancelled, as a refused body is) at the first
+   * chunk past `maxBodySize` bytes in all or past `lingerTiming.ms` of dropping: a client that
+   * goes on sending slowly once it has its answer does not hold the connection as long as it
+   * likes. One that stalls mid-body holds it until it sends on or leaves: a pending read cannot
+   * be cancelled (`node` closes it at the time bound all the same).
    */
   #dropBody(): void {
     const reader = this.#reader!;
+    const until = performance.now() + lingerTiming.ms;
     let left = -1;
     const next = (): void => {
       // The application's own read, or the one past a content-length, goes first.
@@ -543,7 +561,7 @@ class DenoCycle extends HttpCycle {
           return;
         }
         left -= result.value.length;
-        if (left >= 0) next();
+        if (left >= 0 && performance.now() < until) next();
         else this.#cancelBody();
       }, () => {
         this.#reading = null;

@@ -18,6 +18,7 @@ import {
   HttpCycle,
   httpScope,
   isChunkedOnly,
+  lingerTiming,
   type Listener,
   originForm,
   parseContentLength,
@@ -56,6 +57,8 @@ class Connections {
   readonly #handshaking = new Map<string, Socket>();
   /** Set by `closeWhenIdle()`: from then on a connection closes once its last request is done. */
   #closing = false;
+  /** Connections closing while the client may still send (see `lingerOnClose`): no new requests. */
+  readonly #lingering = new WeakSet<Socket>();
 
   /** Starts tracking a connection requests come on, until it closes or is upgraded. */
   add(socket: Socket): void {
@@ -92,6 +95,9 @@ class Connections {
    *   closed, and the request is not served.
    */
   begin(socket: Socket): boolean {
+    // A request the parser found after a body that ended while its connection closes: the answer
+    // said "connection: close", so the client sent it unasked for.
+    if (this.#lingering.has(socket)) return false;
     const count = this.#busy.get(socket);
     if (count === undefined) return true;
     if (count >= MAX_PIPELINED) {
@@ -100,6 +106,11 @@ class Connections {
     }
     this.#busy.set(socket, count + 1);
     return true;
+  }
+
+  /** `socket` is closing under a client that may still be sending: it takes no new requests. */
+  linger(socket: Socket): void {
+    this.#lingering.add(socket);
   }
 
   /** A request of `socket` is done. */
@@ -201,6 +212,8 @@ class NodeCycle extends HttpCycle {
   #iterator: AsyncIterator<Uint8Array> | null = null;
   /** What the sends waiting for a drain share (see `ChunkSource` of the deno transport). */
   #drained: PromiseWithResolvers<void> | null = null;
+  /** The body exceeded maxBodySize: its connection closes at once (see `refuseBody`). */
+  #refused = false;
 
   constructor(
     core: Core,
@@ -250,6 +263,16 @@ class NodeCycle extends HttpCycle {
       flat.push("content-length", String(length));
     }
     response.writeHead(status, flat);
+    const request = this.#request;
+    if (!request.complete && !this.#refused && request.socket !== null) {
+      lingerOnClose(request.socket, request, this.#state.connections);
+    }
+  }
+
+  protected override refuseBody(): void {
+    // Nothing of a body over the limit is read on: node:http closes the connection once the 413
+    // ("connection: close") is written, and that is the end of it.
+    this.#refused = true;
   }
 
   protected override sendWhole(
@@ -344,6 +367,34 @@ class NodeCycle extends HttpCycle {
     };
     next();
   }
+}
+
+/**
+ * Makes node:http's close of `socket` after the response being written a lingering one, should
+ * the request's body still be arriving then. node:http closes the connection after a response that
+ * says `connection: close` (the web layer's 408, an application's own, one written during
+ * shutdown) by destroying it once the response is written: the bytes the client still sent went
+ * unread, the kernel answered them with a reset, and a client that sends its whole body before it
+ * reads (Python's `http.client`) got "Broken pipe" instead of the 408. Here the answer and a FIN
+ * go out, the rest of the body is read and dropped (`#discardBody`, within `maxBodySize`), and
+ * the connection closes once the body has ended, or `lingerTiming.ms` after the answer, whichever
+ * comes first: a slow uploader that has its answer no longer holds the socket as long as it likes.
+ * A connection that stays open after the response is not concerned: node:http closes no other way.
+ */
+function lingerOnClose(socket: Socket, request: IncomingMessage, connections: Connections): void {
+  socket.destroySoon = () => {
+    // Once: the prototype's again from now on, for the close that ends the lingering too.
+    delete (socket as { destroySoon?: unknown }).destroySoon;
+    if (request.complete) return socket.destroySoon();
+    connections.linger(socket);
+    const destroy = () => socket.destroy();
+    const timer = setTimeout(destroy, lingerTiming.ms);
+    socket.once("close", () => clearTimeout(timer));
+    // The body has ended: the client has sent what it meant to, and reads the answer, which is
+    // written first.
+    request.once("end", () => socket.writableFinished ? destroy() : socket.once("finish", destroy));
+    socket.end();
+  };
 }
 
 /** Answers a request the application must not see, and closes its connection. */

@@ -4,8 +4,10 @@
  * transports unless the behaviour belongs to one.
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
-import type { AsgiApplication } from "../asgi.ts";
-import { bytes, start } from "./fixtures/asgi_harness.ts";
+import { type AsgiApplication, serve } from "../asgi.ts";
+import { App, AsgiRouter, type Request, Route } from "../web.ts";
+import { lingerTiming } from "../_asgi/core.ts";
+import { bytes, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 
 /** How many fields of a response head are named `name`. */
@@ -113,3 +115,80 @@ Deno.test('serve() [deno] keeps an application\'s "connection: close" after a bo
   assertEquals(fieldCount(head, "connection"), 1, head);
   assert(/\r\nconnection: close/i.test(head), head);
 });
+
+// Regression (early-answer probe, 2026-11-28): on node the App's 408 to an upload still arriving
+// said "connection: keep-alive" and the bridge read the rest of the body, up to maxBodySize
+// (unlimited by default): a client sending 1 KB every 0.1 s held its socket as long as it went
+// on. On deno the 408 closed the connection only once the body ended. RFC 9110 §15.5.9 (and
+// Node's own requestTimeout) close it: now both say so, read on for lingerTiming.ms so that a
+// client sending before it reads gets the answer, then close.
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() [${transport}] closes the connection of a slow upload soon after the App's 408`,
+    async (t) => {
+      const linger = lingerTiming.ms;
+      lingerTiming.ms = 300;
+      const app = new App({
+        router: new AsgiRouter({
+          routes: [
+            new Route("/", {
+              methods: ["POST"],
+              handler: (request: Request) =>
+                new Promise<void>((resolve) =>
+                  request.signal.addEventListener("abort", () => resolve())
+                ),
+            }),
+          ],
+        }),
+        requestTimeLimit: 0.2,
+        logger: { debug() {}, info() {}, warn() {}, error() {} },
+      });
+      const server = serve(app, {
+        port: 0,
+        transport,
+        lifespan: "off",
+        onListen() {},
+        shutdownTimeout: 3000,
+      });
+      try {
+        const { port } = await server.addr;
+        for (const chunked of [false, true]) {
+          await t.step(chunked ? "chunked" : "content-length", async () => {
+            using client = await RawClient.connect(port);
+            await client.write(
+              chunked
+                ? "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                : "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10000000\r\n\r\n",
+            );
+            let sending = true;
+            let failedAt = Infinity;
+            const started = performance.now();
+            // Bounded: at most 60 pieces of 1 KB, one every 50 ms, or until a write fails.
+            const writer = (async () => {
+              for (let i = 0; i < 60 && sending; i++) {
+                try {
+                  await client.write(chunked ? `400\r\n${"x".repeat(1024)}\r\n` : "x".repeat(1024));
+                } catch {
+                  failedAt = performance.now() - started;
+                  return;
+                }
+                await sleep(50);
+              }
+            })();
+            const { head } = await client.response({ timeoutMs: 3000 });
+            assertMatch(head, /^HTTP\/1\.1 408 /);
+            assertEquals(fieldCount(head, "connection"), 1, head);
+            assertMatch(head, /\r\nconnection: close(\r\n|$)/i);
+            await writer;
+            sending = false;
+            // 0.2 s of limit, 0.3 s of lingering: well before the 3 s the writer would take.
+            assert(failedAt < 2000, `still reading the body ${Math.round(failedAt)} ms on`);
+          });
+        }
+      } finally {
+        lingerTiming.ms = linger;
+        await server.shutdown();
+      }
+    },
+  );
+}
