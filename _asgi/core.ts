@@ -382,15 +382,21 @@ const TOKEN: Uint8Array = (() => {
 })();
 
 /**
- * How long a connection the server closes while the client may still be sending lingers: the
- * answer and the end of the server's side go out, and what the client still sends is read and
- * dropped, for at most this many milliseconds (the transports end it sooner when the client
- * stops). Closing at once leaves the client's bytes unread, and the kernel answers them with a
- * reset that can throw away the answer itself. For a refused WebSocket handshake on `node`, and
- * for an HTTP answer given before the request body ended (the web layer's 408 to a slow upload)
- * on both transports. Mutable for tests.
+ * How long a connection that closes after an answer given before the request's body ended reads
+ * on and drops what the client still sends: at most `totalMs` from the answer in all, and on
+ * `node` at most `idleMs` without a byte (`Deno.serve` cannot give up a read that waits, so on
+ * `deno` the total is checked at each chunk that arrives). Closing at once leaves the client's
+ * bytes unread, and the kernel answers them with a reset that can throw away the answer itself:
+ * a client that sends its whole body before it reads (Python's `http.client`) got "Broken pipe"
+ * instead of the answer. The bound keeps a client that goes on sending slowly after its answer
+ * (the web layer's 408 to a slow upload) from holding the connection as long as it likes. The
+ * figures are nginx's defaults for its lingering close (`lingering_time`, `lingering_timeout`).
+ * Mutable for tests.
  */
-export const lingerTiming: { ms: number } = { ms: 2_000 };
+export const drainTiming: { totalMs: number; idleMs: number } = {
+  totalMs: 30_000,
+  idleMs: 5_000,
+};
 
 /** What bounds a server's connections; see `ServeOptions`. */
 export interface ConnectionLimits {

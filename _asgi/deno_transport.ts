@@ -9,11 +9,11 @@ import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
 import {
   authorityEnd,
   type Core,
+  drainTiming,
   HttpCycle,
   httpScope,
   isChunkedOnly,
   isNullBodyStatus,
-  lingerTiming,
   type Listener,
   parseContentLength,
 } from "./core.ts";
@@ -536,14 +536,14 @@ class DenoCycle extends HttpCycle {
    * `http.client`) got "Broken pipe" instead of the answer (RFC 9112 §9.6 asks for a lingering
    * close). Deno answers `connection: close` to a request whose body has not all arrived, so
    * the connection closes once the body ends, or (cancelled, as a refused body is) at the first
-   * chunk past `maxBodySize` bytes in all or past `lingerTiming.ms` of dropping: a client that
-   * goes on sending slowly once it has its answer does not hold the connection as long as it
-   * likes. One that stalls mid-body holds it until it sends on or leaves: a pending read cannot
-   * be cancelled (`node` closes it at the time bound all the same).
+   * chunk past `maxBodySize` bytes in all or past `drainTiming.totalMs` of dropping: a client
+   * that goes on sending slowly once it has its answer does not hold the connection as long as
+   * it likes. One that stalls mid-body holds it until it sends on or leaves: a pending read
+   * cannot be cancelled (`node` closes it after `drainTiming.idleMs` without a byte).
    */
   #dropBody(): void {
     const reader = this.#reader!;
-    const until = performance.now() + lingerTiming.ms;
+    const until = performance.now() + drainTiming.totalMs;
     let left = -1;
     const next = (): void => {
       // The application's own read, or the one past a content-length, goes first.

@@ -15,10 +15,10 @@ import type { HttpScope } from "./types.ts";
 import {
   type ConnectionLimits,
   type Core,
+  drainTiming,
   HttpCycle,
   httpScope,
   isChunkedOnly,
-  lingerTiming,
   type Listener,
   originForm,
   parseContentLength,
@@ -377,8 +377,9 @@ class NodeCycle extends HttpCycle {
  * unread, the kernel answered them with a reset, and a client that sends its whole body before it
  * reads (Python's `http.client`) got "Broken pipe" instead of the 408. Here the answer and a FIN
  * go out, the rest of the body is read and dropped (`#discardBody`, within `maxBodySize`), and
- * the connection closes once the body has ended, or `lingerTiming.ms` after the answer, whichever
- * comes first: a slow uploader that has its answer no longer holds the socket as long as it likes.
+ * the connection closes once the body has ended, `drainTiming.idleMs` after the client last sent
+ * a byte, or `drainTiming.totalMs` after the answer, whichever comes first: a slow uploader that
+ * has its answer no longer holds the socket as long as it likes.
  * A connection that stays open after the response is not concerned: node:http closes no other way.
  */
 function lingerOnClose(socket: Socket, request: IncomingMessage, connections: Connections): void {
@@ -388,8 +389,10 @@ function lingerOnClose(socket: Socket, request: IncomingMessage, connections: Co
     if (request.complete) return socket.destroySoon();
     connections.linger(socket);
     const destroy = () => socket.destroy();
-    const timer = setTimeout(destroy, lingerTiming.ms);
+    const timer = setTimeout(destroy, drainTiming.totalMs);
     socket.once("close", () => clearTimeout(timer));
+    // Any activity restarts it; the server's own timeout, if any, is of no more use here.
+    socket.setTimeout(drainTiming.idleMs, destroy);
     // The body has ended: the client has sent what it meant to, and reads the answer, which is
     // written first.
     request.once("end", () => socket.writableFinished ? destroy() : socket.once("finish", destroy));

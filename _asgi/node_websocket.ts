@@ -8,7 +8,7 @@
  */
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { type Core, lingerTiming, originForm } from "./core.ts";
+import { type Core, originForm } from "./core.ts";
 import {
   checkHandshake,
   ClientDisconnected,
@@ -300,7 +300,11 @@ function refuse(
   );
 }
 
-export { lingerTiming };
+/**
+ * How long a refused handshake's connection waits, once the answer is written, for the client to
+ * close its side; then it is closed. Mutable for tests.
+ */
+export const lingerTiming: { ms: number } = { ms: 2_000 };
 
 /**
  * Writes the last of a handshake's answer and closes the connection, as node:http closes one

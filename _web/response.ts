@@ -441,7 +441,7 @@ function encodeFields(
  * The 408 of the request time limit. It closes the connection (RFC 9110 §15.5.9: the server has
  * stopped waiting for the request, whose body may still be arriving), as Node's own
  * `requestTimeout` does; the bridge reads on what the client still sends for a short while
- * first, so that a client sending its body before it reads gets the 408 (see `lingerTiming`).
+ * first, so that a client sending its body before it reads gets the 408 (see `drainTiming` in `_asgi/core.ts`).
  */
 export const TIMEOUT_RESPONSE: Response = new Response({
   status: STATUS_CODE.RequestTimeout,
