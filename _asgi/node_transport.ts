@@ -16,6 +16,7 @@ import {
   type ConnectionLimits,
   type Core,
   drainTiming,
+  EMPTY,
   HttpCycle,
   httpScope,
   isChunkedOnly,
@@ -311,7 +312,12 @@ class NodeCycle extends HttpCycle {
     if (response.destroyed) return;
     if (!response.headersSent && status !== 0) {
       this.#writeHead(status, headers);
-      response.flushHeaders();
+      // Not flushHeaders(): Deno's node:http (2.9.6) writes a head flushed so as UTF-8, which
+      // turned a Latin-1 byte of a header value into two ("caf\xe9" went out as "caf\xc3\xa9").
+      // Written with bytes, it goes out as Latin-1; node:http ignores bytes written to a response
+      // that has no body (HEAD, 204, 304), so such a head, which is all of it, is ended instead.
+      if (this.scope.method === "HEAD" || status === 204 || status === 304) response.end();
+      else response.write(EMPTY);
     }
     // Flush what was written, then close without finishing the response: the client sees a
     // truncated body, as after uvicorn's transport.close().

@@ -831,6 +831,36 @@ for (const transport of TRANSPORTS) {
     assertMatch(raw, /\r\nx-latin: caf\xe9\r\n/i);
   });
 
+  // Regression (attack on the HTTP bridge, 2026-11-28): on node, a head the server wrote itself
+  // when the application raised or returned mid-response went out through flushHeaders(), which
+  // Deno's node:http writes as UTF-8: "caf\xe9" reached the wire as "caf\xc3\xa9".
+  Deno.test(
+    name("sends Latin-1 header bytes as given in a head it writes for a failed app"),
+    async (t) => {
+      const cases: [string, string, number, boolean][] = [
+        ["a 200 whose application raised after the start", "GET", 200, true],
+        ["a HEAD response whose application raised after the start", "HEAD", 200, true],
+        ["a 304 whose application returned after the start", "GET", 304, false],
+      ];
+      for (const [label, method, status, raise] of cases) {
+        await t.step(label, async () => {
+          await using s = await start(async (scope, _receive, send) => {
+            if (scope.type !== "http") return;
+            await send({
+              type: "http.response.start",
+              status,
+              headers: [[bytes("x-latin"), Uint8Array.of(0x63, 0x61, 0x66, 0xe9)]],
+            });
+            if (raise) throw new Error("boom");
+          }, transport);
+          const raw = await rawRequest(s.port, `${method} / HTTP/1.1\r\nHost: x\r\n\r\n`);
+          assertMatch(raw, new RegExp(`^HTTP/1\\.1 ${status} `));
+          assertMatch(raw, /\r\nx-latin: caf\xe9\r\n/i);
+        });
+      }
+    },
+  );
+
   Deno.test(name("sends body bytes as given and adds no content-type of its own"), async (t) => {
     const cases: [string, Uint8Array, [Uint8Array, Uint8Array][], string | null][] = [
       ["binary bytes", Uint8Array.of(0, 0xff, 0x80, 0x0a, 0xe9), [], null],
