@@ -689,10 +689,14 @@ export function handleFetch(
   tls?: boolean,
 ): Response | Promise<Response> {
   const method = request.method;
-  if (method !== "GET" && method !== "POST" && hasLowerCase(method)) {
+  if (method !== "GET" && method !== "POST") {
     // Methods are case-sensitive (RFC 9110 §9.1) and ASGI promises upper case: "get" is refused
     // as node:http's parser and uvicorn refuse it, rather than passed on or silently upper-cased.
-    return textResponse(method, 400, "Bad Request");
+    if (hasLowerCase(method)) return textResponse(method, 400, "Bad Request");
+    // CONNECT asks for a tunnel, which ASGI has no way to serve, and Fetch's URL loses its
+    // authority-form target: "CONNECT example.com:443" reached the application as path "/", and
+    // its 200 told the client a tunnel was open (Deno then held the connection as one).
+    if (method === "CONNECT") return textResponse(method, 501, "Not Implemented", true);
   }
   const url = request.url;
   // forEach with a shared callback costs half what for...of does (no iterator, no entry arrays).

@@ -26,7 +26,12 @@ import {
   withResolvers,
 } from "./core.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
-import { isWebSocketUpgrade, MAX_HEADER_FIELDS, nodeUpgradeHandler } from "./node_websocket.ts";
+import {
+  isWebSocketUpgrade,
+  MAX_HEADER_FIELDS,
+  nodeUpgradeHandler,
+  refuse as refuseSocket,
+} from "./node_websocket.ts";
 import { maxMessageSizeOf } from "./websocket.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
@@ -556,6 +561,12 @@ export async function listenNode(
   server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Uint8Array) => {
     connections.forget(socket);
     upgrade(request, socket, head);
+  });
+  // CONNECT asks for a tunnel, which ASGI has no way to serve (and whose authority-form target
+  // is no path): 501, as on deno. Unheard, node:http closed the connection without a word.
+  server.on("connect", (_request: IncomingMessage, socket: Duplex) => {
+    connections.forget(socket);
+    refuseSocket(socket, 501, "Not Implemented");
   });
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
   // node:http stops accepting for good (measured on Deno 2.9.6): hence a default from the fd limit.

@@ -285,7 +285,11 @@ function handshakeHead(request: IncomingMessage, scheme: string): HandshakeHead 
   };
 }
 
-function refuse(
+/**
+ * Answers a connection node:http handed over without a response (an upgrade, a CONNECT) with a
+ * plain-text status, then closes it (lingering: see `endAndClose`).
+ */
+export function refuse(
   socket: Duplex,
   status: number,
   reason: string,

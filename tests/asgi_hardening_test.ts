@@ -250,6 +250,25 @@ for (const transport of TRANSPORTS) {
     assertEquals(counter.calls, 0);
   });
 
+  // Regression (attack on the HTTP bridge, 2026-11-28): on deno "CONNECT example.com:443" reached
+  // the app as path "/", and its 200 told the client a tunnel was open; node closed the
+  // connection without an answer.
+  Deno.test(name("answers 501 to CONNECT without calling the app, and closes"), async (t) => {
+    const counter = { calls: 0 };
+    await using s = await start(countingApp(counter), transport);
+    for (const target of ["example.com:443", "[::1]:8080"]) {
+      await t.step(target, async () => {
+        using client = await RawClient.connect(s.port);
+        await client.write(`CONNECT ${target} HTTP/1.1\r\nHost: example.com:443\r\n\r\n`);
+        const { head, body } = await client.response();
+        assertMatch(head, /^HTTP\/1\.1 501 /);
+        assertMatch(head, /\r\nconnection: close(\r\n|$)/i);
+        assertEquals(body, "Not Implemented");
+        assertEquals(counter.calls, 0);
+      });
+    }
+  });
+
   // Issue 10, point 10: 205 and 304 must drop the body as 204 does, whatever the app declares.
   Deno.test(
     name("drops the body of 205 and 304 responses as of 204, for GET and HEAD"),
