@@ -194,6 +194,8 @@ class DenoCycle extends HttpCycle {
   #whole: boolean;
   /** That read, when it began before the application asked for the body: see `#respond`. */
   #wholeRead: Promise<Uint8Array | null> | null = null;
+  /** A read of the whole body has begun and not yet settled: see `#connectionFields`. */
+  #wholePending = false;
   #expectedLength: number;
   #receivedLength = 0;
   /** The read of the body in flight, if any: settles once its own handler has run. */
@@ -295,13 +297,15 @@ class DenoCycle extends HttpCycle {
   /**
    * The response's fields without the application's `connection` fields while the request's body
    * is not read to its end (a stream, a refused one included, or a small body the application
-   * did not read): `Deno.serve` then decides itself whether the connection closes, and states
+   * did not read or whose read has not ended, as the web layer begins it at once): `Deno.serve` then decides itself whether the connection closes, and states
    * its own `connection: close` if it does, beside any already there (the bridge's 413 said it
    * twice, Deno 2.9.6). Once the body is read, Deno keeps the connection whatever the
    * application says, and its fields go out as given.
    */
   #connectionFields(headers: [string, string][]): [string, string][] {
-    if (!this.#denoServes || (this.#body === null && !this.#whole)) return headers;
+    if (!this.#denoServes || (this.#body === null && !this.#whole && !this.#wholePending)) {
+      return headers;
+    }
     let named = false;
     for (let i = 0; i < headers.length; i++) {
       const [name, value] = headers[i]!;
@@ -437,7 +441,12 @@ class DenoCycle extends HttpCycle {
 
   /** Reads the whole body at once; it ends the body too, so Deno reuses the connection. */
   #readWhole(): Promise<Uint8Array | null> {
-    return this.#request.bytes().then((bytes) => bytes.length === 0 ? null : bytes, (error) => {
+    this.#wholePending = true;
+    return this.#request.bytes().then((bytes) => {
+      this.#wholePending = false;
+      return bytes.length === 0 ? null : bytes;
+    }, (error) => {
+      this.#wholePending = false;
       this.#noteBodyFailure();
       throw error;
     });
