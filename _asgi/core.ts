@@ -684,6 +684,13 @@ export abstract class HttpCycle {
   /** Releases what the transport holds once the cycle is over. */
   protected closeExchange(): void {}
   /**
+   * The application has completed its response and still runs. It can no longer read the request
+   * body (`receive` disconnects from now on), so the transport may drop what is left of it now
+   * rather than once the application returns: a client that sends its whole body before it reads
+   * would otherwise wait, or be cut off, for as long as the application goes on.
+   */
+  protected responseComplete(): void {}
+  /**
    * The request body exceeded `maxBodySize` and will not be read on: the transport should close
    * the connection once the 413 is out rather than read the rest.
    */
@@ -1015,6 +1022,7 @@ export abstract class HttpCycle {
     }
     this.#wakeWaiters();
     if (this.#appDone) this.#finish();
+    else if (this.#phase === DONE) this.responseComplete();
     return;
   }
 

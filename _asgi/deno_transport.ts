@@ -213,6 +213,8 @@ class DenoCycle extends HttpCycle {
   #denoServes: boolean;
   /** The response says `connection: close` before the body is read to its end: see `#respond`. */
   #closeAsked = false;
+  /** What is left of the body is being dropped: see `#dropBody`. */
+  #dropping = false;
 
   constructor(
     core: Core,
@@ -535,6 +537,12 @@ class DenoCycle extends HttpCycle {
     else if (this.#reader !== null) this.#dropBody();
   }
 
+  protected override responseComplete(): void {
+    // A body claimed in #respond was read by nobody until the application returned: a client
+    // that sends its whole body before it reads had its answer only then.
+    if (this.#body !== null && !this.#refused && this.#reader !== null) this.#dropBody();
+  }
+
   /**
    * Reads the rest of a body the application left, whether it never read it (a chunked one,
    * claimed in `#respond`) or stopped partway, and drops it, as Node and uvicorn do. Deno would
@@ -551,6 +559,8 @@ class DenoCycle extends HttpCycle {
    * cannot be cancelled (`node` closes it after `drainTiming.idleMs` without a byte).
    */
   #dropBody(): void {
+    if (this.#dropping) return;
+    this.#dropping = true;
     const reader = this.#reader!;
     const until = performance.now() + drainTiming.totalMs;
     let left = -1;

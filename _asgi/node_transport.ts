@@ -220,6 +220,8 @@ class NodeCycle extends HttpCycle {
   #drained: PromiseWithResolvers<void> | null = null;
   /** The body exceeded maxBodySize: its connection closes at once (see `refuseBody`). */
   #refused = false;
+  /** What is left of the body is being dropped: see `#discardBody`. */
+  #discarding = false;
 
   constructor(
     core: Core,
@@ -348,6 +350,14 @@ class NodeCycle extends HttpCycle {
     else if (!this.#request.complete) this.#discardBody();
   }
 
+  protected override responseComplete(): void {
+    // node:http begins its lingering close (see lingerOnClose) as soon as a closing response is
+    // written, and it ends after drainTiming.idleMs without a byte read: with nobody reading
+    // until the application returned, one that went on working for longer had the connection
+    // closed under a client still sending ("Broken pipe" instead of the answer).
+    if (this.#response.writableEnded && !this.#request.complete) this.#discardBody();
+  }
+
   /**
    * Reads the rest of a body the application answered without reading, and drops it, as Node's
    * own server does (`req._dump()`) and uvicorn does. Deno's node:http leaves it in the socket:
@@ -356,6 +366,8 @@ class NodeCycle extends HttpCycle {
    * one the application read would have (413).
    */
   #discardBody(): void {
+    if (this.#discarding) return;
+    this.#discarding = true;
     const request = this.#request;
     let left = this.core.maxBodySize;
     const drop = (chunk: Uint8Array): boolean => {

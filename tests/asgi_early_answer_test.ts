@@ -249,3 +249,52 @@ for (const transport of TRANSPORTS) {
     },
   );
 }
+
+// Review (2026-11-28): on node the rest of an early-answered body was read and dropped only once
+// the application returned, while the lingering close began when the answer was out: an
+// application that answered "connection: close" to an upload and went on working for longer
+// than drainTiming.idleMs left nobody reading, so the connection was closed under a client still
+// sending and Python's http.client (30 MB) got "Broken pipe" at 5.0 s instead of the answer. Once
+// the response is complete the application cannot read the body any more (receive() disconnects),
+// so it is dropped from then on.
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() [${transport}] drops the rest of an early-answered body while the application runs on`,
+    async () => {
+      const saved = { ...drainTiming };
+      drainTiming.idleMs = 300;
+      const { promise: done, resolve: finish } = Promise.withResolvers<void>();
+      let returned = false;
+      try {
+        await using served = await start(async (scope, _receive, send) => {
+          if (scope.type !== "http") return;
+          await send({
+            type: "http.response.start",
+            status: 401,
+            headers: [[bytes("connection"), bytes("close")], [bytes("content-length"), bytes("2")]],
+          });
+          await send({ type: "http.response.body", body: bytes("no") });
+          // Bounded, should the client never get its answer.
+          await Promise.race([done, sleep(3000)]);
+          returned = true;
+        }, transport);
+        using client = await RawClient.connect(served.port);
+        try {
+          // As http.client does: the whole body first, then the answer. 16 MiB, far more than the
+          // socket buffers hold, in 64 KiB writes; the application returns only afterwards.
+          await client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 16777216\r\n\r\n");
+          const piece = "x".repeat(64 * 1024);
+          for (let i = 0; i < 256; i++) await client.write(piece);
+          const { head, body } = await client.response({ timeoutMs: 3000 });
+          assertMatch(head, /^HTTP\/1\.1 401 /);
+          assertEquals(body, "no");
+          assert(!returned, "the answer came only once the application had returned");
+        } finally {
+          finish();
+        }
+      } finally {
+        Object.assign(drainTiming, saved);
+      }
+    },
+  );
+}
