@@ -299,9 +299,9 @@ class DenoCycle extends HttpCycle {
   /**
    * The response's fields without the application's `connection` fields while the request's body
    * is not read to its end (a stream, a refused one included, or a small body the application
-   * did not read or whose read has not ended, as the web layer begins it at once): `Deno.serve` then decides itself whether the connection closes, and states
-   * its own `connection: close` if it does, beside any already there (the bridge's 413 said it
-   * twice, Deno 2.9.6). Once the body is read, Deno keeps the connection whatever the
+   * did not read or whose read has not ended, as the web layer begins it at once): `Deno.serve`
+   * then decides itself whether the connection closes, and states its own `connection: close` if
+   * it does, beside any already there (the bridge's 413 said it twice, Deno 2.9.6). Once the body is read, Deno keeps the connection whatever the
    * application says, and its fields go out as given.
    */
   #connectionFields(headers: [string, string][]): [string, string][] {
