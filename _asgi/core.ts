@@ -1335,6 +1335,17 @@ export function trimOws(text: string): string {
 }
 
 /**
+ * Whether a comma-separated field value (`connection`, `upgrade`) lists `token`, compared without
+ * regard to case and optional whitespace.
+ *
+ * @param value The field value.
+ * @param token The token, lower case.
+ */
+export function hasToken(value: string, token: string): boolean {
+  return value.toLowerCase().split(",").some((part) => trimOws(part) === token);
+}
+
+/**
  * Whether a request's `transfer-encoding` is `chunked` alone, the one transfer coding the
  * transports undo. Both parsers take one before it ("gzip, chunked"), which handed the
  * application the still-coded bytes as its body: such a request gets 501 instead (RFC 9112 §6.1:

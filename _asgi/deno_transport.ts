@@ -10,6 +10,7 @@ import {
   authorityEnd,
   type Core,
   drainTiming,
+  hasToken,
   HttpCycle,
   httpScope,
   isChunkedOnly,
@@ -308,15 +309,12 @@ class DenoCycle extends HttpCycle {
     if (!this.#denoServes || (this.#body === null && !this.#whole && !this.#wholePending)) {
       return headers;
     }
-    let named = false;
-    for (let i = 0; i < headers.length; i++) {
-      const [name, value] = headers[i]!;
-      if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
-      named = true;
-      if (/(?:^|[\s,])close(?:$|[\s,])/i.test(value)) this.#closeAsked = true;
-    }
-    if (!named) return headers;
-    return headers.filter(([name]) => name.length !== 10 || name.toLowerCase() !== "connection");
+    const kept = headers.filter(([name, value]) => {
+      if (name.length !== 10 || name.toLowerCase() !== "connection") return true;
+      if (hasToken(value, "close")) this.#closeAsked = true;
+      return false;
+    });
+    return kept.length === headers.length ? headers : kept;
   }
 
   protected override sendWhole(

@@ -29,6 +29,7 @@ import {
   type Core,
   declaredLength,
   EMPTY,
+  hasToken,
   headerName,
   headerValue,
   isNullBodyStatus,
@@ -261,10 +262,6 @@ export function isUpgrade(fields: string[], count: number = fields.length): bool
 }
 
 const WEBSOCKET = /(?:^|,)\s*websocket\s*(?:,|$)/i;
-
-function hasToken(value: string, token: string): boolean {
-  return value.toLowerCase().split(",").some((part) => trimOws(part) === token);
-}
 
 /** The open sockets of one server, so shutdown can close them and wait for their applications. */
 class SocketSet {
