@@ -140,6 +140,24 @@ Deno.test('serve() [deno] keeps an application\'s "connection: close" after a bo
   assert(/\r\nconnection: close/i.test(head), head);
 });
 
+// Review of 98eb710 (2026-11-28): a pending whole read was taken for a body still arriving, so the
+// application's "connection: close" was dropped even when the body had all arrived; Deno then
+// adds none of its own and keeps the connection, and the client was never told to close (5 of 5
+// probes: no "connection" field, the connection open 1.5 s later).
+Deno.test(
+  'serve() [deno] keeps an application\'s "connection: close" to a small body whose read it began, all sent',
+  async () => {
+    await using served = await start(answerWhileReading([["connection", "close"]]), "deno");
+    for (let i = 0; i < 5; i++) {
+      using client = await RawClient.connect(served.port);
+      await client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello");
+      const { head } = await client.response();
+      assertEquals(fieldCount(head, "connection"), 1, head);
+      assertMatch(head, /\r\nconnection: close(\r\n|$)/i);
+    }
+  },
+);
+
 // Regression (early-answer probe, 2026-11-28): on node the App's 408 to an upload still arriving
 // said "connection: keep-alive" and the bridge read the rest of the body, up to maxBodySize
 // (unlimited by default): a client sending 1 KB every 0.1 s held its socket as long as it went
