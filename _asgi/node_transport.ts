@@ -65,11 +65,26 @@ class Connections {
   #closing = false;
   /** Connections closing while the client may still send (see `lingerOnClose`): no new requests. */
   readonly #lingering = new WeakSet<Socket>();
+  /** What to do once a connection has no request in progress any more: see `whenIdle`. */
+  readonly #idleWaiters = new Map<Socket, () => void>();
 
   /** Starts tracking a connection requests come on, until it closes or is upgraded. */
   add(socket: Socket): void {
     this.#busy.set(socket, 0);
-    socket.once("close", () => this.#busy.delete(socket));
+    socket.once("close", () => {
+      this.#busy.delete(socket);
+      this.#idleWaiters.delete(socket);
+    });
+  }
+
+  /**
+   * Calls `then` once no request of `socket` is in progress: at once if none is, else when the
+   * response of the last one closes. Not if the connection closes first.
+   */
+  whenIdle(socket: Socket, then: () => void): void {
+    const count = this.#busy.get(socket);
+    if (count === undefined || count === 0) return then();
+    this.#idleWaiters.set(socket, then);
   }
 
   /** Tracks a TCP connection of a TLS server until `secured` reports its TLS socket. */
@@ -125,6 +140,13 @@ class Connections {
     const count = busy.get(socket);
     if (count === undefined) return;
     busy.set(socket, count - 1);
+    if (count === 1) {
+      const waiter = this.#idleWaiters.get(socket);
+      if (waiter !== undefined) {
+        this.#idleWaiters.delete(socket);
+        return waiter();
+      }
+    }
     // A response whose head said keep-alive before shutdown began: Deno's node:http then closes
     // the connection by itself, Node.js 20 keeps it until shutdownTimeout (measured: 3004 ms).
     if (count === 1 && this.#closing) {
@@ -576,9 +598,14 @@ export async function listenNode(
   });
   // CONNECT asks for a tunnel, which ASGI has no way to serve (and whose authority-form target
   // is no path): 501, as on deno. Unheard, node:http closed the connection without a word.
+  // node:http hands the socket over as soon as it has parsed the CONNECT, while the requests a
+  // client pipelined before it may still be unanswered: their responses go first, or the 501
+  // went out as the answer to a GET before it, whose own answer was lost (as Deno.serve does).
   server.on("connect", (_request: IncomingMessage, socket: Duplex) => {
-    connections.forget(socket);
-    refuseSocket(socket, 501, "Not Implemented");
+    connections.whenIdle(socket as Socket, () => {
+      connections.forget(socket);
+      refuseSocket(socket, 501, "Not Implemented");
+    });
   });
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
   // node:http stops accepting for good (measured on Deno 2.9.6): hence a default from the fd limit.

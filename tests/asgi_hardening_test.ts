@@ -269,6 +269,36 @@ for (const transport of TRANSPORTS) {
     }
   });
 
+  // Review of ce566f5 (2026-11-28): node:http hands the socket of a CONNECT over as soon as it
+  // has parsed it, and the 501 was written at once: a client that pipelined "GET /slow" before it
+  // got the 501 as the answer to its GET, whose own answer was lost.
+  Deno.test(
+    name("answers a CONNECT pipelined after a request once that request is answered"),
+    async () => {
+      await using s = await start(async (scope, _receive, send) => {
+        if (scope.type !== "http") return;
+        await sleep(200);
+        await send({
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("content-length"), bytes("4")]],
+        });
+        await send({ type: "http.response.body", body: bytes("slow") });
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      await client.write(
+        "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n" +
+          "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+      );
+      const first = await client.response();
+      assertMatch(first.head, /^HTTP\/1\.1 200 /);
+      assertEquals(first.body, "slow");
+      const second = await client.response();
+      assertMatch(second.head, /^HTTP\/1\.1 501 /);
+      assertEquals(second.body, "Not Implemented");
+    },
+  );
+
   // Issue 10, point 10: 205 and 304 must drop the body as 204 does, whatever the app declares.
   Deno.test(
     name("drops the body of 205 and 304 responses as of 204, for GET and HEAD"),
