@@ -592,15 +592,18 @@ export async function listenNode(
     maxMessageSizeOf(core),
     tls === undefined ? "ws" : "wss",
   );
+  // node:http hands the socket of an upgrade or a CONNECT over as soon as it has parsed its head,
+  // while requests a client pipelined before it may still be unanswered: their responses go
+  // first, as on deno, or the 101 or 501 went out as the answer to a GET before it, whose own
+  // answer was lost.
   server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Uint8Array) => {
-    connections.forget(socket);
-    upgrade(request, socket, head);
+    connections.whenIdle(socket as Socket, () => {
+      connections.forget(socket);
+      upgrade(request, socket, head);
+    });
   });
   // CONNECT asks for a tunnel, which ASGI has no way to serve (and whose authority-form target
   // is no path): 501, as on deno. Unheard, node:http closed the connection without a word.
-  // node:http hands the socket over as soon as it has parsed the CONNECT, while the requests a
-  // client pipelined before it may still be unanswered: their responses go first, or the 501
-  // went out as the answer to a GET before it, whose own answer was lost (as Deno.serve does).
   server.on("connect", (_request: IncomingMessage, socket: Duplex) => {
     connections.whenIdle(socket as Socket, () => {
       connections.forget(socket);

@@ -299,6 +299,41 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Review of ce566f5 (2026-11-28): the upgrade listener had the same flaw as the CONNECT one
+  // (node): the handshake's 101 went out as the answer to a "GET /slow" pipelined before it, whose
+  // own 200 was lost.
+  Deno.test(
+    name("answers a WebSocket handshake pipelined after a request once that request is answered"),
+    async () => {
+      await using s = await start(async (scope, receive, send) => {
+        if (scope.type === "websocket") {
+          await receive();
+          await send({ type: "websocket.accept" });
+          await send({ type: "websocket.close" });
+          return;
+        }
+        if (scope.type !== "http") return;
+        await sleep(200);
+        await send({
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("content-length"), bytes("4")]],
+        });
+        await send({ type: "http.response.body", body: bytes("slow") });
+      }, transport);
+      using client = await RawClient.connect(s.port);
+      await client.write(
+        "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n" +
+          "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+      );
+      const first = await client.response();
+      assertMatch(first.head, /^HTTP\/1\.1 200 /);
+      assertEquals(first.body, "slow");
+      assertMatch(await client.head(), /^HTTP\/1\.1 101 /);
+    },
+  );
+
   // Issue 10, point 10: 205 and 304 must drop the body as 204 does, whatever the app declares.
   Deno.test(
     name("drops the body of 205 and 304 responses as of 204, for GET and HEAD"),
