@@ -84,7 +84,14 @@ class Connections {
   whenIdle(socket: Socket, then: () => void): void {
     const count = this.#busy.get(socket);
     if (count === undefined || count === 0) return then();
-    this.#idleWaiters.set(socket, then);
+    // node:http takes its error listener off a socket it hands over, and `then` sets its own: a
+    // client that reset the connection meanwhile ended the whole process (ECONNRESET unheard).
+    const destroy = () => socket.destroy();
+    socket.on("error", destroy);
+    this.#idleWaiters.set(socket, () => {
+      socket.off("error", destroy);
+      then();
+    });
   }
 
   /** Tracks a TCP connection of a TLS server until `secured` reports its TLS socket. */

@@ -25,6 +25,7 @@ import {
 } from "./fixtures/asgi_harness.ts";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 import { latin1, RawClient } from "./fixtures/raw_client.ts";
+import { connect } from "node:net";
 
 /** Answers 200 with the number of body bytes the app received. */
 async function countBody(send: Send, receive: Receive): Promise<void> {
@@ -333,6 +334,31 @@ for (const transport of TRANSPORTS) {
       assertMatch(await client.head(), /^HTTP\/1\.1 101 /);
     },
   );
+
+  // Review of ce566f5 (2026-11-28): while a pipelined CONNECT waited for the requests before it,
+  // its socket had no error listener (node:http takes its own off a socket it hands over): a client
+  // that reset the connection then ended the whole server process with an unheard ECONNRESET.
+  Deno.test(name("survives a client that resets the connection of a waiting CONNECT"), async () => {
+    await using s = await start(async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await sleep(300);
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("ok") });
+    }, transport);
+    // node:net, for the reset: Deno.connect has no way to send one.
+    const socket = connect(s.port, "127.0.0.1");
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(
+      "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n" +
+        "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+    );
+    await sleep(100);
+    socket.resetAndDestroy();
+    await sleep(400);
+    const response = await fetch(s.url);
+    assertEquals(await response.text(), "ok");
+  });
 
   // Issue 10, point 10: 205 and 304 must drop the body as 204 does, whatever the app declares.
   Deno.test(
