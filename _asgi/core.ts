@@ -391,11 +391,16 @@ const TOKEN: Uint8Array = (() => {
  * instead of the answer. The bound keeps a client that goes on sending slowly after its answer
  * (the web layer's 408 to a slow upload) from holding the connection as long as it likes. The
  * figures are nginx's defaults for its lingering close (`lingering_time`, `lingering_timeout`).
- * Mutable for tests.
+ * After a 413 for a body over `maxBodySize`, `node` reads on with no byte bound (what it reads is
+ * dropped, as nginx does after its own 413) but gives up after `refusedIdleMs` without a byte: a
+ * client told its body is too large has no reason to pause, a proxy relays at line rate, and a
+ * stalled one should lose its socket promptly (a 413 whose close draws a reset became nginx's
+ * 502). Mutable for tests.
  */
-export const drainTiming: { totalMs: number; idleMs: number } = {
+export const drainTiming: { totalMs: number; idleMs: number; refusedIdleMs: number } = {
   totalMs: 30_000,
   idleMs: 5_000,
+  refusedIdleMs: 1_000,
 };
 
 /** What bounds a server's connections; see `ServeOptions`. */
@@ -691,8 +696,9 @@ export abstract class HttpCycle {
    */
   protected responseComplete(): void {}
   /**
-   * The request body exceeded `maxBodySize` and will not be read on: the transport should close
-   * the connection once the 413 is out rather than read the rest.
+   * The request body exceeded `maxBodySize`: the transport closes the connection once the 413 is
+   * out, without handing the application any more of the body (`node` drops what still arrives
+   * for a while first, see `drainTiming`).
    */
   protected refuseBody(): void {}
 

@@ -301,14 +301,17 @@ class NodeCycle extends HttpCycle {
     }
     response.writeHead(status, flat);
     const request = this.#request;
-    if (!request.complete && !this.#refused && request.socket !== null) {
-      lingerOnClose(request.socket, request, this.#state.connections);
+    if (!request.complete && request.socket !== null) {
+      const idleMs = this.#refused ? drainTiming.refusedIdleMs : drainTiming.idleMs;
+      lingerOnClose(request.socket, request, this.#state.connections, idleMs);
     }
   }
 
   protected override refuseBody(): void {
-    // Nothing of a body over the limit is read on: node:http closes the connection once the 413
-    // ("connection: close") is written, and that is the end of it.
+    // node:http closes the connection once the 413 ("connection: close") is written. Closed at
+    // once, the body bytes still arriving drew a reset that could overtake the 413: behind nginx
+    // it became a 502 (proxy probe, 2026-11-28). So the close lingers (see lingerOnClose), with
+    // no byte bound but a short idle one.
     this.#refused = true;
   }
 
@@ -392,13 +395,14 @@ class NodeCycle extends HttpCycle {
    * own server does (`req._dump()`) and uvicorn does. Deno's node:http leaves it in the socket:
    * past ~128 KiB the connection's next request then waited forever. At most `maxBodySize` bytes
    * are dropped: a chunked body that goes on past that (or for ever) closes the connection, as
-   * one the application read would have (413).
+   * one the application read would have (413). A body already refused for its size is dropped
+   * with no byte bound: its connection is closing, within `lingerOnClose`'s time bounds.
    */
   #discardBody(): void {
     if (this.#discarding) return;
     this.#discarding = true;
     const request = this.#request;
-    let left = this.core.maxBodySize;
+    let left = this.#refused ? Infinity : this.core.maxBodySize;
     const drop = (chunk: Uint8Array): boolean => {
       left -= chunk.byteLength;
       if (left >= 0) return true;
@@ -425,16 +429,23 @@ class NodeCycle extends HttpCycle {
  * Makes node:http's close of `socket` after the response being written a lingering one, should
  * the request's body still be arriving then. node:http closes the connection after a response that
  * says `connection: close` (the web layer's 408, an application's own, one written during
- * shutdown) by destroying it once the response is written: the bytes the client still sent went
- * unread, the kernel answered them with a reset, and a client that sends its whole body before it
- * reads (Python's `http.client`) got "Broken pipe" instead of the 408. Here the answer and a FIN
- * go out, the rest of the body is read and dropped (`#discardBody`, within `maxBodySize`), and
- * the connection closes once the body has ended, `drainTiming.idleMs` after the client last sent
- * a byte, or `drainTiming.totalMs` after the answer, whichever comes first: a slow uploader that
+ * shutdown, the bridge's 413) by destroying it once the response is written: the bytes the client
+ * still sent went unread, the kernel answered them with a reset, and a client that sends its whole
+ * body before it reads (Python's `http.client`, nginx relaying a buffered upload) got "Broken
+ * pipe" instead of the answer. Here the answer and a FIN go out, the rest of the body is read and
+ * dropped (`#discardBody`, within `maxBodySize` unless the body was refused for its size), and
+ * the connection closes once the body has ended, `idleMs` (`drainTiming.idleMs`, or
+ * `drainTiming.refusedIdleMs` after a 413) after the client last sent a byte, or
+ * `drainTiming.totalMs` after the answer, whichever comes first: a slow uploader that
  * has its answer no longer holds the socket as long as it likes.
  * A connection that stays open after the response is not concerned: node:http closes no other way.
  */
-function lingerOnClose(socket: Socket, request: IncomingMessage, connections: Connections): void {
+function lingerOnClose(
+  socket: Socket,
+  request: IncomingMessage,
+  connections: Connections,
+  idleMs: number,
+): void {
   socket.destroySoon = () => {
     // Once: the prototype's again from now on, for the close that ends the lingering too.
     delete (socket as { destroySoon?: unknown }).destroySoon;
@@ -444,7 +455,7 @@ function lingerOnClose(socket: Socket, request: IncomingMessage, connections: Co
     const timer = setTimeout(destroy, drainTiming.totalMs);
     socket.once("close", () => clearTimeout(timer));
     // Any activity restarts it; the server's own timeout, if any, is of no more use here.
-    socket.setTimeout(drainTiming.idleMs, destroy);
+    socket.setTimeout(idleMs, destroy);
     // The body has ended: the client has sent what it meant to, and reads the answer, which is
     // written first.
     request.once("end", () => socket.writableFinished ? destroy() : socket.once("finish", destroy));

@@ -529,7 +529,9 @@ export interface FetchHandlerOptions {
   /**
    * The largest request body accepted, in bytes. A larger `content-length` gets 413 without the
    * application being called; a chunked body that grows past it gets 413 (if no response has
-   * started) and the application sees `http.disconnect`.
+   * started) and the application sees `http.disconnect`. Then the connection closes: on `deno`
+   * at once (a reset while the client still sends), on `node` once what still arrives has been
+   * read and dropped (see docs/asgi.md, "Request bodies on deno").
    *
    * @default {Infinity}
    */

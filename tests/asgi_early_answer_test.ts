@@ -316,3 +316,52 @@ for (const transport of TRANSPORTS) {
     },
   );
 }
+
+// Regression (proxy probe, 2026-11-28): behind nginx, which buffers an upload and then sends it
+// whole with its content-length, 3 to 6 of 10 of the node transport's 413s (5 MB against a
+// maxBodySize of 1 MiB) reached the client as nginx's 502 ("writev() failed (32: Broken pipe)
+// while sending request to upstream"), and through haproxy 8 of 10 as a reset; Python's
+// http.client alone got "Broken pipe" 10 times of 10. node:http wrote the 413, then closed a
+// socket whose unread body bytes made the kernel answer with a reset. The raw client here sends
+// as those do: the whole body first, then it reads. node only: the deno transport still resets
+// such a connection (docs/asgi.md, "Request bodies on deno"), since Deno.serve cannot give up a
+// read that waits, and reading on would let a client that stalls hold the socket for ever.
+{
+  const transport = "node";
+  Deno.test(
+    `serve() [${transport}] lets a client that sends its whole oversized body read the 413`,
+    async (t) => {
+      await using served = await start(
+        async (scope, receive, send) => {
+          if (scope.type !== "http") return;
+          while ((await receive() as { more_body?: boolean }).more_body);
+          await send({ type: "http.response.start", status: 200 });
+          await send({ type: "http.response.body", body: bytes("ok") });
+        },
+        transport,
+        { maxBodySize: 65536 },
+      );
+      for (const chunked of [false, true]) {
+        await t.step(chunked ? "chunked" : "content-length", async () => {
+          using client = await RawClient.connect(served.port);
+          // 4 MiB in 64 KiB writes: far more than the socket buffers hold.
+          const pieces = 64;
+          const piece = "x".repeat(64 * 1024);
+          await client.write(
+            chunked
+              ? "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+              : `POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${pieces * piece.length}\r\n\r\n`,
+          );
+          const framed = chunked ? `10000\r\n${piece}\r\n` : piece;
+          for (let i = 0; i < pieces; i++) await client.write(framed);
+          if (chunked) await client.write("0\r\n\r\n");
+          const { head, body } = await client.response({ timeoutMs: 3000 });
+          assertMatch(head, /^HTTP\/1\.1 413 /);
+          assertEquals(body, "Content Too Large");
+          const ms = await client.closedWithin(3000);
+          assert(ms < 3000, "the connection is still open 3 s after the body ended");
+        });
+      }
+    },
+  );
+}
