@@ -79,7 +79,8 @@ class Connections {
 
   /**
    * Calls `then` once no request of `socket` is in progress: at once if none is, else when the
-   * response of the last one closes. Not if the connection closes first.
+   * response of the last one closes. Not if the connection closes first, nor if it is closing
+   * by then (the last response said `connection: close`, or shutdown has begun): it is closed.
    */
   whenIdle(socket: Socket, then: () => void): void {
     const count = this.#busy.get(socket);
@@ -151,6 +152,10 @@ class Connections {
       const waiter = this.#idleWaiters.get(socket);
       if (waiter !== undefined) {
         this.#idleWaiters.delete(socket);
+        // A connection closing after the answer before it ("connection: close", which node:http
+        // ends the socket for, or shutdown) serves nothing more: the handshake or CONNECT went
+        // to the application on a closed socket, or opened a WebSocket during shutdown.
+        if (this.#closing || !socket.writable) return socket.destroySoon();
         return waiter();
       }
     }

@@ -400,3 +400,80 @@ Deno.test("serve() [node] answers 505 to a request line of another major version
   });
   assertEquals(counter.calls, 2);
 });
+
+/** A WebSocket handshake request, as a client pipelines it behind others. */
+const HANDSHAKE = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+// Review of d6afb45 (2026-11-28): a handshake waiting behind a request whose answer said
+// "connection: close" was handed to the application once that answer was written, on a socket
+// node:http had closed: the app got a websocket scope, then a 1006, for a client told to go.
+Deno.test("serve() [node] drops a WebSocket handshake pipelined behind an answer that closes the connection", async () => {
+  const sockets = { calls: 0 };
+  await using s = await start(async (scope, receive, send) => {
+    if (scope.type === "websocket") {
+      sockets.calls++;
+      await receive();
+      await send({ type: "websocket.accept" });
+      return;
+    }
+    if (scope.type !== "http") return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("content-length"), bytes("2")], [bytes("connection"), bytes("close")]],
+    });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, "node");
+  using client = await RawClient.connect(s.port);
+  await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + HANDSHAKE);
+  const { head, body } = await client.response();
+  assertMatch(head, /^HTTP\/1\.1 200 /);
+  assertEquals(body, "ok");
+  assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  assertEquals(client.pending, "");
+  assertEquals(sockets.calls, 0);
+});
+
+// Review of d6afb45 (2026-11-28): the handshake's wait took the place of "close the connection
+// once its requests are done" at shutdown: a handshake behind a response whose head went out
+// before shutdown opened a WebSocket during it (the app's socket outlived shutdown()).
+Deno.test("serve() [node] closes a connection whose WebSocket handshake waits at shutdown, without calling the app", async () => {
+  const sockets = { calls: 0 };
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "websocket") {
+        sockets.calls++;
+        await receive();
+        await send({ type: "websocket.accept" });
+        return;
+      }
+      if (scope.type !== "http") return;
+      await send({
+        type: "http.response.start",
+        status: 200,
+        headers: [[bytes("content-length"), bytes("4")]],
+      });
+      await send({ type: "http.response.body", body: bytes("do"), more_body: true });
+      await released;
+      await send({ type: "http.response.body", body: bytes("ne") });
+    },
+    "node",
+    { shutdownTimeout: 3000 },
+  );
+  using client = await RawClient.connect(s.port);
+  await client.write("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n" + HANDSHAKE);
+  assertEquals(field(await client.head(), "connection"), "keep-alive");
+  assertEquals(await client.body(2), "do");
+  const shutdown = s.server.shutdown();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  release();
+  assertEquals(await client.body(2), "ne");
+  assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  assertEquals(client.pending, "");
+  await shutdown;
+  assertEquals(sockets.calls, 0);
+});
