@@ -80,11 +80,16 @@ class Connections {
   /**
    * Calls `then` once no request of `socket` is in progress: at once if none is, else when the
    * response of the last one closes. Not if the connection closes first, nor if it is closing
-   * by then (the last response said `connection: close`, or shutdown has begun): it is closed.
+   * by then (see `#servesMore`): it is closed instead.
    */
   whenIdle(socket: Socket, then: () => void): void {
     const count = this.#busy.get(socket);
-    if (count === undefined || count === 0) return then();
+    if (count === undefined || count === 0) {
+      if (this.#servesMore(socket)) return then();
+      // No error listener is left on it (see below).
+      socket.on("error", () => socket.destroy());
+      return socket.destroySoon();
+    }
     // node:http takes its error listener off a socket it hands over, and `then` sets its own: a
     // client that reset the connection meanwhile ended the whole process (ECONNRESET unheard).
     const destroy = () => socket.destroy();
@@ -93,6 +98,17 @@ class Connections {
       socket.off("error", destroy);
       then();
     });
+  }
+
+  /**
+   * Whether a request that comes now on `socket` is served. Not once the answer before it closes
+   * the connection ("connection: close", which node:http ends the socket for, a lingering close
+   * included) or shutdown has begun: node:http drops a plain request there, but hands a handshake
+   * or a CONNECT over all the same, and the application got a websocket scope on a closed socket,
+   * or a WebSocket opened during shutdown.
+   */
+  #servesMore(socket: Socket): boolean {
+    return !this.#closing && socket.writable && !this.#lingering.has(socket);
   }
 
   /** Tracks a TCP connection of a TLS server until `secured` reports its TLS socket. */
@@ -152,11 +168,8 @@ class Connections {
       const waiter = this.#idleWaiters.get(socket);
       if (waiter !== undefined) {
         this.#idleWaiters.delete(socket);
-        // A connection closing after the answer before it ("connection: close", which node:http
-        // ends the socket for, or shutdown) serves nothing more: the handshake or CONNECT went
-        // to the application on a closed socket, or opened a WebSocket during shutdown.
-        if (this.#closing || !socket.writable) return socket.destroySoon();
-        return waiter();
+        // Dropped, the socket keeps the error listener the wait put on it.
+        return this.#servesMore(socket) ? waiter() : socket.destroySoon();
       }
     }
     // A response whose head said keep-alive before shutdown began: Deno's node:http then closes

@@ -477,3 +477,41 @@ Deno.test("serve() [node] closes a connection whose WebSocket handshake waits at
   await shutdown;
   assertEquals(sockets.calls, 0);
 });
+
+// Review of d6afb45 (2026-11-28): a handshake that a client sent after the body of an upload the
+// application had answered with "connection: close" while it still arrived (the lingering close)
+// reached the application, though node:http drops a plain request in that place: the app got a
+// websocket scope on the closing socket, then a 1006.
+Deno.test("serve() [node] drops a WebSocket handshake sent after a body whose answer closed the connection", async () => {
+  const sockets = { calls: 0 };
+  await using s = await start(async (scope, receive, send) => {
+    if (scope.type === "websocket") {
+      sockets.calls++;
+      await receive();
+      await send({ type: "websocket.accept" });
+      return;
+    }
+    if (scope.type !== "http") return;
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("content-length"), bytes("2")], [bytes("connection"), bytes("close")]],
+    });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, "node");
+  using client = await RawClient.connect(s.port);
+  await client.write(
+    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n" + "x".repeat(1000),
+  );
+  // Unread yet: the connection is in its lingering close, reading the rest of the body.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await client.write("x".repeat(19000) + HANDSHAKE);
+  const { head, body } = await client.response();
+  assertMatch(head, /^HTTP\/1\.1 200 /);
+  assertEquals(body, "ok");
+  assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  assertEquals(client.pending, "");
+  // node:http hands the handshake over after the close, on the next turns.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assertEquals(sockets.calls, 0);
+});
