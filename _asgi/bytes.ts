@@ -81,3 +81,19 @@ export function textBytes(text: string): Uint8Array {
   for (let i = 0; i < length; i++) bytes[offset + i] = text.charCodeAt(i);
   return new Uint8Array(buffer, offset, length);
 }
+
+/**
+ * A copy of `bytes` that nothing else writes to: small ones in a shared buffer, larger ones in an
+ * ArrayBuffer of their own. For bytes a transport may hold after the application's `send` has
+ * resolved, since the application may then change its array (see `Cycle`'s `#sendBody`).
+ *
+ * @param bytes The bytes.
+ * @returns A copy of them.
+ */
+export function copyBytes(bytes: Uint8Array): Uint8Array {
+  const length = bytes.length;
+  if (length === 0 || length > SLAB_MAX) return bytes.slice();
+  const { buffer, bytes: slabBytes, offset } = reserve(length);
+  slabBytes.set(bytes, offset);
+  return new Uint8Array(buffer, offset, length);
+}

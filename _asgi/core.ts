@@ -33,7 +33,7 @@ import type {
   ReceiveMessage,
   SendMessage,
 } from "./types.ts";
-import { reserve, SLAB_MAX, textBytes } from "./bytes.ts";
+import { copyBytes, reserve, SLAB_MAX, textBytes } from "./bytes.ts";
 import { unquote } from "./percent.ts";
 import { describe, errorText } from "../_common/describe.ts";
 
@@ -1015,16 +1015,21 @@ export abstract class HttpCycle {
       } else {
         this.#phase = STREAMING;
         this.openStream(this.#status, this.#headers);
-        return body.length === 0 ? undefined : this.writeChunk(body);
+        return body.length === 0 ? undefined : this.writeChunk(copyBytes(body));
       }
     } else if (discard) {
       if (more) return;
       this.#phase = DONE;
     } else if (more) {
-      return body.length === 0 ? undefined : this.writeChunk(body);
+      // A copy: both transports hold a streamed chunk until the client takes it, and `send`
+      // resolves before that, when the application may change its array (reading a file into one
+      // buffer does). The spec has the data in the server's send buffer once `send` returns; a
+      // stream of one reused 16 KiB buffer reached the client with 64 of 64 chunks overwritten
+      // on deno, 48 on node (tests/asgi_send_copy_test.ts).
+      return body.length === 0 ? undefined : this.writeChunk(copyBytes(body));
     } else {
       this.#phase = DONE;
-      this.endStream(body);
+      this.endStream(body.length === 0 ? body : copyBytes(body));
     }
     this.#wakeWaiters();
     if (this.#appDone) this.#finish();

@@ -25,6 +25,7 @@ import {
   parseContentLength,
   withResolvers,
 } from "./core.ts";
+import { copyBytes } from "./bytes.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
 import {
   isWebSocketUpgrade,
@@ -340,7 +341,10 @@ class NodeCycle extends HttpCycle {
   ): void {
     // writeHead() fixes the head, so Node would otherwise chunk even a body it holds whole.
     this.#writeHead(status, headers, body?.length);
-    this.#response.end(body ?? undefined);
+    // A copy, as for a streamed chunk (see the core's #sendBody): node:http holds the array until
+    // the client takes it, after send() resolved; an 8 MiB body changed by the application then
+    // reached a client that read late half changed. Deno's Response copies a body by itself.
+    this.#response.end(body === null ? undefined : copyBytes(body));
   }
 
   protected override openStream(status: number, headers: [string, string][]): void {

@@ -283,8 +283,9 @@ export interface HttpResponseStartMessage {
 
 /**
  * A chunk of the response body. With `more_body: true` the response is streamed (chunked unless
- * a `content-length` was given) and `send` resolves when the client has taken the chunk; don't
- * change a chunk after sending it. HEAD responses and 204/205/304 drop the body.
+ * a `content-length` was given) and `send` resolves once the transport is ready for the next
+ * chunk. The bridge keeps a copy of what it has not written yet, so the array may be changed or
+ * reused once `send` has resolved. HEAD responses and 204/205/304 drop the body.
  *
  * @example A streamed response
  * ```ts
