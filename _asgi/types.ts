@@ -111,7 +111,10 @@ export interface HttpScope {
   headers: [Uint8Array, Uint8Array][];
   /** `[host, port]` of the client, or `null` when the host does not say. */
   client: [string, number] | null;
-  /** `[host, port]` of the listening socket, or `null` under `createFetchHandler`. */
+  /**
+   * `[host, port]` of the listening socket on `deno` (`0.0.0.0` for one bound to every
+   * interface), of the connection's local end on `node`; `null` under `createFetchHandler`.
+   */
   server: [string, number] | null;
   /** A shallow copy of the lifespan scope's `state`, made for each request. */
   state: Record<string, unknown>;
@@ -821,7 +824,10 @@ export interface WebSocketScope {
   headers: [Uint8Array, Uint8Array][];
   /** `[host, port]` of the client, or `null` when the host does not say. */
   client: [string, number] | null;
-  /** `[host, port]` of the listening socket, or `null` under `createFetchHandler`. */
+  /**
+   * `[host, port]` of the listening socket on `deno` (`0.0.0.0` for one bound to every
+   * interface), of the connection's local end on `node`; `null` under `createFetchHandler`.
+   */
   server: [string, number] | null;
   /** The subprotocols the client offered (`sec-websocket-protocol`), in its order. */
   subprotocols: string[];
