@@ -270,22 +270,25 @@ for (const transport of TRANSPORTS) {
     }
   });
 
+  /** Answers HTTP with "slow" after 0.2 s: long enough for a client to pipeline behind it. */
+  const answerSlowly: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await sleep(200);
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("content-length"), bytes("4")]],
+    });
+    await send({ type: "http.response.body", body: bytes("slow") });
+  };
+
   // Review of ce566f5 (2026-11-28): node:http hands the socket of a CONNECT over as soon as it
   // has parsed it, and the 501 was written at once: a client that pipelined "GET /slow" before it
   // got the 501 as the answer to its GET, whose own answer was lost.
   Deno.test(
     name("answers a CONNECT pipelined after a request once that request is answered"),
     async () => {
-      await using s = await start(async (scope, _receive, send) => {
-        if (scope.type !== "http") return;
-        await sleep(200);
-        await send({
-          type: "http.response.start",
-          status: 200,
-          headers: [[bytes("content-length"), bytes("4")]],
-        });
-        await send({ type: "http.response.body", body: bytes("slow") });
-      }, transport);
+      await using s = await start(answerSlowly, transport);
       using client = await RawClient.connect(s.port);
       await client.write(
         "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n" +
@@ -313,14 +316,7 @@ for (const transport of TRANSPORTS) {
           await send({ type: "websocket.close" });
           return;
         }
-        if (scope.type !== "http") return;
-        await sleep(200);
-        await send({
-          type: "http.response.start",
-          status: 200,
-          headers: [[bytes("content-length"), bytes("4")]],
-        });
-        await send({ type: "http.response.body", body: bytes("slow") });
+        await answerSlowly(scope, receive, send);
       }, transport);
       using client = await RawClient.connect(s.port);
       await client.write(

@@ -7,7 +7,7 @@
  * where `fetch` would hide the behaviour.
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
-import type { AsgiApplication } from "../asgi.ts";
+import type { AsgiApplication, Send } from "../asgi.ts";
 import { bytes, readBody, start, text } from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 
@@ -401,6 +401,35 @@ Deno.test("serve() [node] answers 505 to a request line of another major version
   assertEquals(counter.calls, 2);
 });
 
+/**
+ * Counts in `sockets` the WebSocket scopes it is given (each accepted: a handshake that reached
+ * the application), and answers HTTP with `http`.
+ */
+function countingSockets(
+  sockets: { calls: number },
+  http: (send: Send) => Promise<void>,
+): AsgiApplication {
+  return async (scope, receive, send) => {
+    if (scope.type === "websocket") {
+      sockets.calls++;
+      await receive();
+      await send({ type: "websocket.accept" });
+    } else if (scope.type === "http") {
+      await http(send);
+    }
+  };
+}
+
+/** Answers "ok" with "connection: close". */
+async function answerClosing(send: Send): Promise<void> {
+  await send({
+    type: "http.response.start",
+    status: 200,
+    headers: [[bytes("content-length"), bytes("2")], [bytes("connection"), bytes("close")]],
+  });
+  await send({ type: "http.response.body", body: bytes("ok") });
+}
+
 /** A WebSocket handshake request, as a client pipelines it behind others. */
 const HANDSHAKE = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
@@ -410,22 +439,13 @@ const HANDSHAKE = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnecti
 // node:http had closed: the app got a websocket scope, then a 1006, for a client told to go.
 Deno.test("serve() [node] drops a WebSocket handshake pipelined behind an answer that closes the connection", async () => {
   const sockets = { calls: 0 };
-  await using s = await start(async (scope, receive, send) => {
-    if (scope.type === "websocket") {
-      sockets.calls++;
-      await receive();
-      await send({ type: "websocket.accept" });
-      return;
-    }
-    if (scope.type !== "http") return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await send({
-      type: "http.response.start",
-      status: 200,
-      headers: [[bytes("content-length"), bytes("2")], [bytes("connection"), bytes("close")]],
-    });
-    await send({ type: "http.response.body", body: bytes("ok") });
-  }, "node");
+  await using s = await start(
+    countingSockets(sockets, async (send) => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await answerClosing(send);
+    }),
+    "node",
+  );
   using client = await RawClient.connect(s.port);
   await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + HANDSHAKE);
   const { head, body } = await client.response();
@@ -444,14 +464,7 @@ Deno.test("serve() [node] closes a connection whose WebSocket handshake waits at
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   await using s = await start(
-    async (scope, receive, send) => {
-      if (scope.type === "websocket") {
-        sockets.calls++;
-        await receive();
-        await send({ type: "websocket.accept" });
-        return;
-      }
-      if (scope.type !== "http") return;
+    countingSockets(sockets, async (send) => {
       await send({
         type: "http.response.start",
         status: 200,
@@ -460,7 +473,7 @@ Deno.test("serve() [node] closes a connection whose WebSocket handshake waits at
       await send({ type: "http.response.body", body: bytes("do"), more_body: true });
       await released;
       await send({ type: "http.response.body", body: bytes("ne") });
-    },
+    }),
     "node",
     { shutdownTimeout: 3000 },
   );
@@ -484,21 +497,7 @@ Deno.test("serve() [node] closes a connection whose WebSocket handshake waits at
 // websocket scope on the closing socket, then a 1006.
 Deno.test("serve() [node] drops a WebSocket handshake sent after a body whose answer closed the connection", async () => {
   const sockets = { calls: 0 };
-  await using s = await start(async (scope, receive, send) => {
-    if (scope.type === "websocket") {
-      sockets.calls++;
-      await receive();
-      await send({ type: "websocket.accept" });
-      return;
-    }
-    if (scope.type !== "http") return;
-    await send({
-      type: "http.response.start",
-      status: 200,
-      headers: [[bytes("content-length"), bytes("2")], [bytes("connection"), bytes("close")]],
-    });
-    await send({ type: "http.response.body", body: bytes("ok") });
-  }, "node");
+  await using s = await start(countingSockets(sockets, answerClosing), "node");
   using client = await RawClient.connect(s.port);
   await client.write(
     "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n" + "x".repeat(1000),
