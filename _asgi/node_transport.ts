@@ -68,6 +68,11 @@ class Connections {
   readonly #lingering = new WeakSet<Socket>();
   /** What to do once a connection has no request in progress any more: see `whenIdle`. */
   readonly #idleWaiters = new Map<Socket, () => void>();
+  /**
+   * Connections node:http handed over for a handshake or a CONNECT that are neither served yet
+   * nor closed: node:http no longer tracks them, so its `closeAllConnections()` misses them.
+   */
+  readonly #handedOver = new Set<Socket>();
 
   /** Starts tracking a connection requests come on, until it closes or is upgraded. */
   add(socket: Socket): void {
@@ -89,16 +94,36 @@ class Connections {
       if (this.#servesMore(socket)) return then();
       // No error listener is left on it (see below).
       socket.on("error", () => socket.destroy());
+      this.#handOver(socket);
       return socket.destroySoon();
     }
+    this.#handOver(socket);
     // node:http takes its error listener off a socket it hands over, and `then` sets its own: a
     // client that reset the connection meanwhile ended the whole process (ECONNRESET unheard).
     const destroy = () => socket.destroy();
     socket.on("error", destroy);
     this.#idleWaiters.set(socket, () => {
       socket.off("error", destroy);
+      this.#handedOver.delete(socket);
       then();
     });
+  }
+
+  /**
+   * Tracks `socket`, which node:http has given up, until it closes. A handshake waiting behind a
+   * response the client does not read, or the close of a dropped one, can take as long as the
+   * client likes: at the end of shutdownTimeout nothing else closed it, and shutdown() resolved
+   * with it open (the process then lived on for as long as the client did).
+   */
+  #handOver(socket: Socket): void {
+    const handedOver = this.#handedOver;
+    handedOver.add(socket);
+    socket.once("close", () => handedOver.delete(socket));
+  }
+
+  /** Closes at once every connection `closeAllConnections()` does not see (see `#handedOver`). */
+  destroyHandedOver(): void {
+    for (const socket of this.#handedOver) socket.destroy();
   }
 
   /**
@@ -683,7 +708,10 @@ export async function listenNode(
         server.close(() => resolve());
         connections.closeWhenIdle();
       }),
-    forceClose: () => server.closeAllConnections(),
+    forceClose: () => {
+      server.closeAllConnections();
+      connections.destroyHandedOver();
+    },
     failed: new Promise(() => {}),
   };
 }

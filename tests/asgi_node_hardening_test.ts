@@ -514,3 +514,64 @@ Deno.test("serve() [node] drops a WebSocket handshake sent after a body whose an
   await new Promise((resolve) => setTimeout(resolve, 100));
   assertEquals(sockets.calls, 0);
 });
+
+// Review of 14514c6 and 9924467 (2026-11-28): node:http stops tracking a connection once it hands
+// a handshake over, so its closeAllConnections() at the end of shutdownTimeout missed one whose
+// handshake waited behind a response the client never read. shutdown() waited a second
+// shutdownTimeout ("Some connections are still sending") and then resolved with the connection
+// still open: its fd kept the process alive for as long as the client liked (probe: 16 MiB
+// answer, client reading nothing; without the handshake the process exited at once).
+Deno.test("serve() [node] closes a connection whose handshake waits behind an unread response when shutdownTimeout ends", async () => {
+  const sockets = { calls: 0 };
+  const size = 16 * 1024 * 1024;
+  await using s = await start(
+    async (scope, receive, send) => {
+      if (scope.type === "websocket") {
+        sockets.calls++;
+        await receive();
+        await send({ type: "websocket.accept" });
+        return;
+      }
+      if (scope.type !== "http") return;
+      await send({
+        type: "http.response.start",
+        status: 200,
+        headers: [[bytes("content-length"), bytes(String(size))]],
+      });
+      await send({ type: "http.response.body", body: new Uint8Array(size) });
+    },
+    "node",
+    { shutdownTimeout: 500 },
+  );
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: s.port });
+  try {
+    await conn.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + HANDSHAKE));
+    // The answer fills the socket buffers, and the client reads none of it until shutdown ends.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const began = performance.now();
+    await s.server.shutdown();
+    const ms = performance.now() - began;
+    assert(ms < 900, `shutdown() took ${Math.round(ms)} ms with a shutdownTimeout of 500 ms`);
+    assertEquals(s.logger.lines().filter((line) => line.includes("still sending")), []);
+    // Closed: reading what the server had sent ends, rather than waiting for more.
+    const buffer = new Uint8Array(1 << 20);
+    let closed = false;
+    const deadline = setTimeout(() => conn.close(), PATIENCE_MS);
+    try {
+      while ((await conn.read(buffer)) !== null);
+      closed = true;
+    } catch (error) {
+      closed = !(error instanceof Deno.errors.BadResource);
+    } finally {
+      clearTimeout(deadline);
+    }
+    assert(closed, "the connection is still open after shutdown()");
+    assertEquals(sockets.calls, 0);
+  } finally {
+    try {
+      conn.close();
+    } catch {
+      // Closed by the deadline above.
+    }
+  }
+});
