@@ -535,7 +535,8 @@ export interface FetchHandlerOptions {
    * application being called; a chunked body that grows past it gets 413 (if no response has
    * started) and the application sees `http.disconnect`. Then the connection closes: on `deno`
    * at once (a reset while the client still sends), on `node` once what still arrives has been
-   * read and dropped (see docs/asgi.md, "Request bodies on deno").
+   * read and dropped (see docs/asgi.md, "Request bodies on deno"). A response already started is
+   * cut off instead, and on both the connection closes at once.
    *
    * @default {Infinity}
    */
