@@ -39,6 +39,7 @@ import type {
   AsgiServerAddr,
   FetchHandlerOptions,
   FetchInfo,
+  ProxyHeadersOptions,
   ServeOptions,
 } from "./_asgi/types.ts";
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
@@ -54,6 +55,7 @@ import {
   withResolvers,
 } from "./_asgi/core.ts";
 import { handleFetch, listenDeno, textResponse } from "./_asgi/deno_transport.ts";
+import { forwardedApp } from "./_asgi/proxy_headers.ts";
 import { trackShutdown } from "./_asgi/shutdowns.ts";
 import { checkTls } from "./_asgi/tls.ts";
 import {
@@ -87,6 +89,7 @@ export type {
   LifespanStartupCompleteMessage,
   LifespanStartupFailedMessage,
   LifespanStartupMessage,
+  ProxyHeadersOptions,
   Receive,
   ReceiveMessage,
   Scope,
@@ -351,6 +354,87 @@ export function createFetchHandler(
       return lifespan.shutdown();
     },
   };
+}
+
+/**
+ * Wraps an application so that it sees the client's address and scheme as the reverse proxy in
+ * front saw them, from `X-Forwarded-For` and `X-Forwarded-Proto`, as uvicorn's
+ * `--proxy-headers` does. Behind a proxy, a scope's `client` is otherwise the proxy's address and
+ * its `scheme` the listener's.
+ *
+ * The headers are believed only on a connection whose peer (the scope's `client` host) is in
+ * `trusted`; anyone else could send them. Then the application gets a new scope (the server's is
+ * left as it was) in which:
+ * - `client` is `[host, 0]` (the proxy does not pass the client's port), where `host` is, as
+ *   written, the rightmost `X-Forwarded-For` entry that is not itself trusted, or the leftmost
+ *   when all are: each proxy appends the address it got the request from, so only the entries a
+ *   trusted proxy wrote are facts, and what a client sends ahead of them (`attacker, proxy`) is
+ *   ignored. Several fields are one list, in order; entries are trimmed and empty ones skipped.
+ *   When the entry that decides is no IP address (`unknown`, `_hidden`, `1.2.3.4:80`), or the list
+ *   is empty, `client` stays as it was (uvicorn would take that text as the host);
+ * - `scheme` follows `X-Forwarded-Proto` when it holds one of `http`, `https`, `ws`, `wss` in any
+ *   case: `http`/`https` in an `http` scope, `ws`/`wss` in a `websocket` scope, by whether it was
+ *   secure. Anything else, a list (`https, http`) included, leaves `scheme` as it was.
+ *
+ * Other scopes (`lifespan`) go to the application untouched. `Forwarded` (RFC 7239) and the
+ * other `X-Forwarded-*` headers are not read; all of them stay in `headers`.
+ *
+ * @param app The application, or an object with an `asgi` method (an `App` of the web layer).
+ * @param options `trusted`: who may set the headers; by default the loopback addresses.
+ * @returns The wrapped application, for {@linkcode serve} or {@linkcode createFetchHandler}.
+ * @throws {TypeError} When `app` is not an application, an option has the wrong type, or a
+ *   `trusted` entry is not an address (a host name, say).
+ * @throws {RangeError} When a CIDR prefix length is out of range, or the network has host bits set.
+ *
+ * @example An App behind a proxy on the same machine
+ * ```ts
+ * import {
+ *   App,
+ *   AsgiRouter,
+ *   proxyHeaders,
+ *   type Request,
+ *   Response,
+ *   Route,
+ *   serve,
+ * } from "@stellarator/stellarator/web";
+ * import { assertEquals } from "@std/assert";
+ *
+ * async function whoami(request: Request): Promise<void> {
+ *   const { scheme, client } = request.scope;
+ *   await request.respondWith(new Response({ body: `${scheme} ${client?.[0]}` }));
+ * }
+ *
+ * const app = new App({
+ *   router: new AsgiRouter({ routes: [new Route("/whoami", { handler: whoami })] }),
+ * });
+ * // The proxy connects from 127.0.0.1, which is trusted by default; so does this fetch.
+ * await using server = serve(proxyHeaders(app), { port: 0, onListen() {} });
+ * const response = await fetch(`http://127.0.0.1:${(await server.addr).port}/whoami`, {
+ *   headers: { "x-forwarded-for": "203.0.113.7", "x-forwarded-proto": "https" },
+ * });
+ * assertEquals(await response.text(), "https 203.0.113.7");
+ * ```
+ *
+ * @example Trusting the proxies' networks
+ * ```ts
+ * import { proxyHeaders, type Scope } from "@stellarator/stellarator/asgi";
+ * import { assertThrows } from "@std/assert";
+ *
+ * async function app(_scope: Scope): Promise<void> {}
+ *
+ * const forwarded = proxyHeaders(app, { trusted: ["10.0.0.0/8", "fd00::/8"] });
+ * assertThrows(
+ *   () => proxyHeaders(app, { trusted: ["proxy.internal"] }),
+ *   TypeError,
+ *   "host names are not resolved",
+ * );
+ * ```
+ */
+export function proxyHeaders(
+  app: AsgiApplication | { asgi: AsgiApplication },
+  options?: ProxyHeadersOptions,
+): AsgiApplication {
+  return forwardedApp(resolveApp(app), options);
 }
 
 /**

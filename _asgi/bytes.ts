@@ -97,3 +97,20 @@ export function copyBytes(bytes: Uint8Array): Uint8Array {
   slabBytes.set(bytes, offset);
   return new Uint8Array(buffer, offset, length);
 }
+
+/**
+ * Bytes as a string of the same code units (Latin-1), the form Fetch and Node take headers in.
+ *
+ * @param bytes The bytes.
+ * @returns One code unit, 0 to 255, per byte.
+ */
+export function latin1Text(bytes: Uint8Array): string {
+  // fromCharCode.apply is the fastest way for short arrays; chunk long ones to stay under the
+  // engine's argument limit.
+  if (bytes.length <= 4096) return String.fromCharCode.apply(null, bytes as unknown as number[]);
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 4096) {
+    text += String.fromCharCode.apply(null, bytes.subarray(i, i + 4096) as unknown as number[]);
+  }
+  return text;
+}

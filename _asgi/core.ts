@@ -33,7 +33,7 @@ import type {
   ReceiveMessage,
   SendMessage,
 } from "./types.ts";
-import { copyBytes, reserve, SLAB_MAX, textBytes } from "./bytes.ts";
+import { copyBytes, latin1Text, reserve, SLAB_MAX, textBytes } from "./bytes.ts";
 import { unquote } from "./percent.ts";
 import { describe, errorText } from "../_common/describe.ts";
 
@@ -1227,18 +1227,6 @@ export function headerValue(name: string, bytes: Uint8Array): string {
     }
   }
   return latin1Text(bytes);
-}
-
-/** Bytes as a string of the same code units (Latin-1), the form Fetch and Node take headers in. */
-function latin1Text(bytes: Uint8Array): string {
-  // fromCharCode.apply is the fastest way for short arrays; chunk long ones to stay under the
-  // engine's argument limit.
-  if (bytes.length <= 4096) return String.fromCharCode.apply(null, bytes as unknown as number[]);
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 4096) {
-    text += String.fromCharCode.apply(null, bytes.subarray(i, i + 4096) as unknown as number[]);
-  }
-  return text;
 }
 
 /**

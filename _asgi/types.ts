@@ -1030,3 +1030,27 @@ export interface WebSocketHttpResponseBodyMessage {
    */
   more_body?: boolean;
 }
+
+/**
+ * Options of `proxyHeaders()`.
+ *
+ * @example Trusting a proxy network
+ * ```ts
+ * import type { ProxyHeadersOptions } from "@stellarator/stellarator/asgi";
+ *
+ * const options: ProxyHeadersOptions = { trusted: ["10.0.0.0/8", "fd00::/8"] };
+ * ```
+ */
+export interface ProxyHeadersOptions {
+  /**
+   * The peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed: IPv4 or IPv6
+   * addresses in any spelling (`"10.0.0.1"`, `"::1"`), CIDR networks (`"10.0.0.0/8"`,
+   * `"fd00::/8"`, no host bits set), or `"*"` for every peer. IPv4 entries also match
+   * IPv4-mapped IPv6 peers (`::ffff:10.0.0.1`); an IPv6 network covers the IPv4 addresses its
+   * mapped form covers (`"::/0"` is every address). Host names are refused: resolve them
+   * yourself. Never use `"*"` on a port that anything but the proxy can reach.
+   *
+   * @default {["127.0.0.1", "::1"]}
+   */
+  trusted?: readonly string[];
+}
