@@ -28,7 +28,8 @@
  * Fetch does; `"node"` (`node:http`, loaded only when chosen) delivers them and keeps repeated
  * request headers apart. {@linkcode createFetchHandler} is the portable form for `deno serve` and
  * other Fetch hosts. What the application does wrong is handled as uvicorn does: see
- * {@linkcode serve}.
+ * {@linkcode serve}. Behind a reverse proxy, {@linkcode proxyHeaders} gives the application the
+ * client's address and scheme from the headers of trusted proxies.
  *
  * @module
  */
