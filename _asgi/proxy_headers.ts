@@ -15,6 +15,7 @@
 import { describe } from "../_common/describe.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { latin1Text } from "./bytes.ts";
+import { trimOws } from "./core.ts";
 import type {
   AsgiApplication,
   HttpScope,
@@ -319,15 +320,6 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
-}
-
-/** SP and HTAB around a list element (RFC 9110 §5.6.3); `trim()` would take NBSP too. */
-function trimOws(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && (text[start] === " " || text[start] === "\t")) start++;
-  while (end > start && (text[end - 1] === " " || text[end - 1] === "\t")) end--;
-  return text.slice(start, end);
 }
 
 /**
