@@ -15,6 +15,7 @@ import {
 } from "../asgi.ts";
 import { bytes, rawRequest, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { handshake } from "./fixtures/ws_client.ts";
+import { httpScope as minimalHttpScope } from "./fixtures/web_helpers.ts";
 
 /** An `http` scope from `client`, with header fields given as `[name, value]` text pairs. */
 function httpScope(
@@ -22,20 +23,10 @@ function httpScope(
   headers: readonly [string, string][],
 ): HttpScope {
   return {
-    type: "http",
-    asgi: { version: "3.0", spec_version: "2.1" },
-    http_version: "1.1",
-    method: "GET",
-    scheme: "http",
-    path: "/",
-    raw_path: bytes("/"),
-    query_string: new Uint8Array(0),
-    root_path: "",
+    ...minimalHttpScope(),
     headers: headers.map(([name, value]) => [bytes(name), bytes(value)]),
     client,
     server: ["127.0.0.1", 8000],
-    state: {},
-    extensions: {},
   };
 }
 
