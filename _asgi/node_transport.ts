@@ -74,6 +74,11 @@ class Connections {
    */
   readonly #handedOver = new Set<Socket>();
 
+  /** Whether a request of `socket` is in progress: its response not yet closed. */
+  busy(socket: Socket): boolean {
+    return (this.#busy.get(socket) ?? 0) > 0;
+  }
+
   /** Starts tracking a connection requests come on, until it closes or is upgraded. */
   add(socket: Socket): void {
     this.#busy.set(socket, 0);
@@ -675,6 +680,13 @@ export async function listenNode(
       refuseSocket(socket, 501, "Not Implemented");
     });
   });
+  const refused = new WeakSet<Duplex>();
+  server.on("clientError", (error: Error & { code?: string }, socket: Duplex) => {
+    // node:http's parser fails again on every later chunk: the first failure decides.
+    if (refused.has(socket)) return;
+    refused.add(socket);
+    refuseUnreadable(connections, error, socket as Socket);
+  });
   // Closing what comes beyond it keeps accept() from running out of fds, after which Deno's
   // node:http stops accepting for good (measured on Deno 2.9.6): hence a default from the fd limit.
   // It is not proof on a busy machine, so watchListener() below binds a dead listener again.
@@ -714,6 +726,45 @@ export async function listenNode(
     },
     failed: new Promise(() => {}),
   };
+}
+
+/** The status node:http answers bytes it cannot read as a request with, by its error's code. */
+const UNREADABLE_STATUS: Readonly<Record<string, number>> = {
+  HPE_HEADER_OVERFLOW: 431,
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+};
+
+/**
+ * Answers bytes node:http could not read as a request (a malformed head, one over
+ * `maxHeaderSize`, one not complete within `headersTimeout`, or anything sent after a request
+ * that closes the connection), in place of node:http's own handling. That wrote its answer and
+ * destroyed the socket at once, even while the application still worked on a request pipelined
+ * before those bytes: the client read the 400, 431 or 408 as the answer to that request, whose
+ * own answer was lost (`deno` and uvicorn answer it first). Now the requests in progress are
+ * answered first, then the bytes are refused and the connection closes, lingering for a client
+ * that still sends; or, after an answer that closed the connection, nothing more is written
+ * (RFC 9112 §9.6: a client must send nothing after a request that closes it). With no request in
+ * progress, the answer is node:http's own, as before. Any other socket error (a reset) destroys
+ * the socket, as node:http does: the requests in progress see `http.disconnect`.
+ */
+function refuseUnreadable(
+  connections: Connections,
+  error: Error & { code?: string },
+  socket: Socket,
+): void {
+  const code = error.code ?? "";
+  const status = UNREADABLE_STATUS[code] ?? 400;
+  const reason = STATUS_CODES[status]!;
+  const unreadable = code.startsWith("HPE_") || code === "ERR_HTTP_REQUEST_TIMEOUT";
+  if (unreadable && socket.writable && connections.busy(socket)) {
+    connections.whenIdle(socket, () => refuseSocket(socket, status, reason));
+    return;
+  }
+  if (unreadable && socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n\r\n`);
+  }
+  socket.destroy();
 }
 
 /** How often a node listener under fd pressure is checked for still accepting, in ms. */

@@ -575,3 +575,97 @@ Deno.test("serve() [node] closes a connection whose handshake waits behind an un
     }
   }
 });
+
+/** Answers "hi <path>" after `ms`, as an application that awaits something first. */
+function answerPathAfter(ms: number): AsgiApplication {
+  return async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    const body = bytes(`hi ${scope.path}`);
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("content-length"), bytes(String(body.length))]],
+    });
+    await send({ type: "http.response.body", body });
+  };
+}
+
+// Probe of 2026-11-28: node:http's own answer to bytes it cannot parse (a 400, 431 or 408, then
+// the socket destroyed) went out in place of the answer to a request the application was still
+// working on, pipelined before them: the client read "400 Bad Request" as that request's answer,
+// and its real answer was lost. Deno.serve and uvicorn answer the first request first.
+Deno.test("serve() [node] answers a request pipelined before unreadable bytes, then refuses them", async (t) => {
+  await using s = await start(answerPathAfter(50), "node", { headersTimeout: 300 });
+  const cases: { name: string; sent: string; answers: string[]; then: RegExp | null }[] = [
+    {
+      name: "a second request after an HTTP/1.0 one without keep-alive: ignored",
+      sent: "GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+      answers: ["hi /a"],
+      then: null,
+    },
+    {
+      name: "a malformed request line: 400 after the answer",
+      sent: "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGARB\x01GE / HTTP/1.1\r\n\r\n",
+      answers: ["hi /a"],
+      then: /^HTTP\/1\.1 400 /,
+    },
+    {
+      name: "a head over 16 KiB: 431 after the answer",
+      sent: "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nX-Big: " +
+        "a".repeat(20_000) + "\r\n\r\n",
+      answers: ["hi /a"],
+      then: /^HTTP\/1\.1 431 /,
+    },
+    {
+      name: "two requests, then garbage: both answered in order, then 400",
+      sent: "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n\x01\x02\r\n\r\n",
+      answers: ["hi /a", "hi /b"],
+      then: /^HTTP\/1\.1 400 /,
+    },
+  ];
+  for (const { name, sent, answers, then } of cases) {
+    await t.step(name, async () => {
+      using client = await RawClient.connect(s.port);
+      await client.write(sent);
+      for (const answer of answers) {
+        const { head, body } = await client.response();
+        assertMatch(head, /^HTTP\/1\.1 200 /);
+        assertEquals(body, answer);
+      }
+      if (then !== null) assertMatch((await client.response()).head, then);
+      assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+      assertEquals(client.pending, "");
+    });
+  }
+
+  await t.step("half a head past headersTimeout: 408 after the answer", async () => {
+    await using slow = await start(answerPathAfter(900), "node", { headersTimeout: 300 });
+    using client = await RawClient.connect(slow.port);
+    await client.write("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n");
+    const { head, body } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 200 /);
+    assertEquals(body, "hi /a");
+    assertMatch((await client.response()).head, /^HTTP\/1\.1 408 /);
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  });
+
+  await t.step("nothing in progress: node:http's own 400, at once", async () => {
+    using client = await RawClient.connect(s.port);
+    await client.write("GARB\x01GE / HTTP/1.1\r\n\r\n");
+    assertMatch(await client.head(), /^HTTP\/1\.1 400 /);
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  });
+
+  await t.step(
+    "a client that resets while its answer is pending: the server serves on",
+    async () => {
+      const client = await RawClient.connect(s.port);
+      await client.write("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGARB\x01GE / HTTP/1.1\r\n\r\n");
+      client.close();
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const response = await fetch(`${s.url}/c`);
+      assertEquals(await response.text(), "hi /c");
+    },
+  );
+});
