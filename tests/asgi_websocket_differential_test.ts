@@ -13,23 +13,10 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { serve } from "../asgi.ts";
 import { app } from "./fixtures/ws_differential/app.ts";
 import { RecordingLogger } from "./fixtures/asgi_harness.ts";
+import { PYTHON, pythonHas, startUvicorn } from "./fixtures/uvicorn.ts";
 
-const PYTHON = "/usr/bin/python3";
 const DIR = new URL("./fixtures/ws_differential/", import.meta.url);
 const MAX_SIZE = 1000;
-
-async function pythonHas(modules: string): Promise<boolean> {
-  try {
-    const { success } = await new Deno.Command(PYTHON, {
-      args: ["-c", `import ${modules}`],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return success;
-  } catch {
-    return false;
-  }
-}
 
 const ready = await pythonHas("websockets, uvicorn");
 if (!ready) {
@@ -48,55 +35,10 @@ async function runClient(port: number): Promise<Record<string, unknown>> {
   return JSON.parse(new TextDecoder().decode(output.stdout));
 }
 
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
-
-async function untilListening(port: number, ms: number): Promise<void> {
-  const end = performance.now() + ms;
-  for (;;) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return;
-    } catch (error) {
-      if (performance.now() > end) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
-
 /** What uvicorn 0.17.6 (Debian 12) saw, for comparison with each of our transports. */
 async function uvicornResults(): Promise<Record<string, unknown>> {
-  const port = freePort();
-  const child = new Deno.Command(PYTHON, {
-    args: [
-      "-m",
-      "uvicorn",
-      "--app-dir",
-      fromFileUrl(DIR),
-      "app:app",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--ws-max-size",
-      String(MAX_SIZE),
-      "--log-level",
-      "warning",
-    ],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  try {
-    await untilListening(port, 15_000);
-    return await runClient(port);
-  } finally {
-    child.kill("SIGTERM");
-    await child.status;
-  }
+  await using uvicorn = await startUvicorn(DIR, ["--ws-max-size", String(MAX_SIZE)]);
+  return await runClient(uvicorn.port);
 }
 
 /**
