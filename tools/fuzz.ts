@@ -21,6 +21,7 @@ export const PROPERTY_FILES = [
   "tests/router_property_test.ts",
   "tests/asgi_percent_test.ts",
   "tests/asgi_text_bytes_test.ts",
+  "tests/asgi_http_differential_test.ts",
 ];
 
 /** What a run does: `rounds` rounds on fresh seeds, or one round on `seed`. */

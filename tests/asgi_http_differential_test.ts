@@ -1,0 +1,212 @@
+/**
+ * The HTTP scope differential: random HTTP/1.x requests, sent byte for byte alike to uvicorn
+ * 0.17.6 (Debian 12, h11) serving tests/fixtures/http_differential/app.py and to `serve()` on
+ * each transport serving app.ts, which both answer with the scope and body they were given.
+ * Methods, targets (percent-escapes valid and not, dot segments, `//`, `;`, `?` in the query),
+ * header names and values (tabs, spaces at either end, obs-text bytes, repeated fields of any
+ * case), bodies of stated length or chunked, HTTP/1.0 and 1.1.
+ *
+ * Every difference from uvicorn is listed in DIFFERENCES with its reason and turns uvicorn's answer
+ * into ours; anything else that differs fails the test, with fast-check's shrunk request. Skipped,
+ * saying why, without uvicorn.
+ */
+import { assertEquals } from "@std/assert";
+import { METHODS } from "node:http";
+import fc from "npm:fast-check@4.10.2";
+import { serve } from "../asgi.ts";
+import { RecordingLogger } from "./fixtures/asgi_harness.ts";
+import { app } from "./fixtures/http_differential/app.ts";
+import { pythonHas, startUvicorn } from "./fixtures/uvicorn.ts";
+import { propertyRuns } from "./_property.ts";
+
+const ready = await pythonHas("uvicorn");
+if (!ready) console.log("asgi_http_differential_test: skipped, needs uvicorn");
+
+/** A request as the generator makes it. */
+interface Sent {
+  method: string;
+  target: string;
+  version: "1.0" | "1.1";
+  headers: [string, string][];
+  body: string[] | undefined;
+  chunked: boolean;
+}
+
+/** What a server answered: the status, and the scope and body the application saw. */
+interface Answer {
+  status: number;
+  seen?: {
+    method: string;
+    path: string;
+    raw_path: string;
+    query_string: string;
+    root_path: string;
+    http_version: string;
+    scheme: string;
+    headers: [string, string][];
+    body: string;
+  };
+}
+
+const hex = fc.constantFrom(..."0123456789abcdefABCDEF");
+const pathPiece = fc.oneof(
+  fc.constantFrom(..."abcXYZ019-._~!$&'()*+,;=:@"),
+  fc.tuple(hex, hex).map(([a, b]) => `%${a}${b}`),
+  fc.constantFrom("%", "%2", "%G1", "%2F", "%00", "%C3%A9", "%FF", "%E2%82%AC", "..", ".", "//"),
+  fc.constantFrom("%25", "%3F", "%23", "/"),
+);
+const queryPiece = fc.oneof(pathPiece, fc.constantFrom("?", "=", "&", "+", "%20", "??"));
+const target = fc.tuple(
+  fc.array(pathPiece, { maxLength: 8 }),
+  fc.option(fc.array(queryPiece, { maxLength: 6 }), { nil: undefined }),
+).map(([path, query]) => `/${path.join("")}${query === undefined ? "" : `?${query.join("")}`}`);
+const name = fc.oneof(
+  { weight: 4, arbitrary: fc.stringMatching(/^[a-fxyzA-CXYZ0-9!#$%&'*+.^_`|~-]{1,8}$/) },
+  { weight: 1, arbitrary: fc.constantFrom("Accept", "accept", "X-Dup", "x-dup", "Cookie") },
+);
+const valueChar = fc.oneof(
+  { weight: 8, arbitrary: fc.integer({ min: 0x21, max: 0x7e }) },
+  { weight: 2, arbitrary: fc.constantFrom(0x20, 0x09) },
+  { weight: 1, arbitrary: fc.integer({ min: 0x80, max: 0xff }) },
+).map((code) => String.fromCharCode(code));
+const value = fc.array(valueChar, { maxLength: 12 }).map((chars) => chars.join(""));
+const sent: fc.Arbitrary<Sent> = fc.record({
+  method: fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "X-Y"),
+  target,
+  version: fc.constantFrom("1.0", "1.1"),
+  headers: fc.array(fc.tuple(name, value), { maxLength: 5 }),
+  body: fc.option(fc.array(fc.string({ minLength: 1, maxLength: 10 }), { maxLength: 3 }), {
+    nil: undefined,
+  }),
+  chunked: fc.boolean(),
+});
+
+/** The request's bytes, each code unit one byte: obs-text goes out as the byte itself. */
+function requestBytes(request: Sent): Uint8Array {
+  let head = `${request.method} ${request.target} HTTP/${request.version}\r\nHost: x\r\n`;
+  for (const [field, text] of request.headers) head += `${field}: ${text}\r\n`;
+  let body = "";
+  if (request.body !== undefined && request.chunked && request.version === "1.1") {
+    head += "Transfer-Encoding: chunked\r\n";
+    for (const chunk of request.body) body += `${chunk.length.toString(16)}\r\n${chunk}\r\n`;
+    body += "0\r\n\r\n";
+  } else if (request.body !== undefined) {
+    body = request.body.join("");
+    head += `Content-Length: ${body.length}\r\n`;
+  }
+  if (request.version === "1.1") head += "Connection: close\r\n";
+  return Uint8Array.from(`${head}\r\n${body}`, (c) => c.charCodeAt(0));
+}
+
+/** Sends `bytes` on a new connection and reads the answer until the server closes it. */
+async function exchange(port: number, bytes: Uint8Array): Promise<Answer> {
+  using conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  await conn.write(bytes);
+  const decoder = new TextDecoder();
+  let answer = "";
+  const timer = setTimeout(() => conn.close(), 5000);
+  try {
+    for await (const chunk of conn.readable) answer += decoder.decode(chunk, { stream: true });
+  } catch {
+    // Closed by the timer: the answer so far is judged.
+  } finally {
+    clearTimeout(timer);
+  }
+  const status = Number(answer.slice(9, 12));
+  if (status !== 200) return { status };
+  return { status, seen: JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) };
+}
+
+/** Fields joined as Deno's `Headers` joins them: empty values before the first are lost. */
+function joinFields(fields: [string, string][]): [string, string][] {
+  const joined = new Map<string, string>();
+  for (const [field, text] of fields) {
+    const before = joined.get(field);
+    if (before === undefined || (before === "" && field !== "cookie")) joined.set(field, text);
+    else joined.set(field, `${before}${field === "cookie" ? "; " : ", "}${text}`);
+  }
+  return [...joined].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * Where we differ from uvicorn 0.17.6, and why: each entry turns uvicorn's answer to `request`
+ * into the one expected of `transport`. Printed by the test as the differential's table.
+ */
+const DIFFERENCES: [string, string, (answer: Answer, request: Sent, transport: string) => void][] =
+  [
+    [
+      "node: methods node:http does not know",
+      "Node's parser takes only the methods of node:http's METHODS (PROPFIND yes, X-Y no) and " +
+      "answers 400; uvicorn and Deno take any token (RFC 9110 §9.1)",
+      (answer, request, transport) => {
+        if (transport === "node" && !METHODS.includes(request.method)) {
+          answer.status = 400;
+          delete answer.seen;
+        }
+      },
+    ],
+    [
+      "deno: the body of a GET",
+      "Fetch gives a GET no body: Deno.serve drops it (docs/asgi.md, the GET body)",
+      (answer, _request, transport) => {
+        if (transport === "deno" && answer.seen?.method === "GET") answer.seen.body = "";
+      },
+    ],
+    [
+      "deno: the order and joining of header fields",
+      "Fetch's Headers sort the fields by name and join repeated ones with ', ' (cookie with " +
+      "'; '), losing an empty value that comes first; uvicorn passes them as sent",
+      (answer, _request, transport) => {
+        if (transport === "deno" && answer.seen) {
+          answer.seen.headers = joinFields(answer.seen.headers);
+        }
+      },
+    ],
+    [
+      "deno: http_version",
+      "Deno.serve does not say which version a request came over: always 1.1",
+      (answer, _request, transport) => {
+        if (transport === "deno" && answer.seen) answer.seen.http_version = "1.1";
+      },
+    ],
+  ];
+
+Deno.test({
+  name: "serve() builds the scope uvicorn builds for random HTTP/1.x requests, on both transports",
+  ignore: !ready,
+  async fn() {
+    for (const [what, why] of DIFFERENCES) console.log(`differs from uvicorn: ${what}: ${why}`);
+    await using uvicorn = await startUvicorn(
+      new URL("./fixtures/http_differential/", import.meta.url),
+    );
+    const servers = [];
+    const ports: Record<string, number> = {};
+    for (const transport of ["deno", "node"] as const) {
+      const server = serve(app, {
+        port: 0,
+        transport,
+        lifespan: "off",
+        logger: new RecordingLogger(),
+        onListen() {},
+      });
+      servers.push(server);
+      ports[transport] = (await server.addr).port;
+    }
+    try {
+      await fc.assert(
+        fc.asyncProperty(sent, async (request) => {
+          const bytes = requestBytes(request);
+          const reference = await exchange(uvicorn.port, bytes);
+          for (const transport of ["deno", "node"]) {
+            const expected = structuredClone(reference);
+            for (const [, , apply] of DIFFERENCES) apply(expected, request, transport);
+            assertEquals(await exchange(ports[transport]!, bytes), expected, transport);
+          }
+        }),
+        propertyRuns(150),
+      );
+    } finally {
+      for (const server of servers) await server.shutdown();
+    }
+  },
+});
