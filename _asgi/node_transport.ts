@@ -17,6 +17,7 @@ import {
   type Core,
   drainTiming,
   EMPTY,
+  hasToken,
   HttpCycle,
   httpScope,
   isChunkedOnly,
@@ -288,6 +289,21 @@ function flattenFramed(
   return coding === "chunked" ? BY_CHUNKS : BY_CLOSE;
 }
 
+/**
+ * Whether a flattened head has a `connection` field and none of them says `close`: node:http
+ * then keeps the connection, whatever the request asked for.
+ */
+function keepsAlive(flat: string[]): boolean {
+  let found = false;
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i]!;
+    if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
+    if (hasToken(flat[i + 1]!, "close")) return false;
+    found = true;
+  }
+  return found;
+}
+
 /** A cycle whose exchange is a Node.js request and response. */
 class NodeCycle extends HttpCycle {
   #request: IncomingMessage;
@@ -341,9 +357,17 @@ class NodeCycle extends HttpCycle {
   #writeHead(status: number, headers: [string, string][], length?: number): void {
     const response = this.#response;
     if (this.#state.closing) response.shouldKeepAlive = false;
+    // node:http's own decision: false when the client asked to close (HTTP/1.0 without
+    // keep-alive, or its "Connection: close") or the server is shutting down.
+    const closes = !response.shouldKeepAlive;
     // The core may hand the same list to several responses: extend a copy, never the list.
     const flat: string[] = [];
     const framing = flattenFramed(headers, flat, this.#request.httpVersion !== "1.0");
+    // An application's own "connection" field without "close" (keep-alive, or the names of
+    // hop-by-hop fields) makes node:http keep the connection, against that decision: a client
+    // that asked to close waited for the close until keepAliveTimeout (RFC 9112 §9.6 asks the
+    // server to close). A "close" beside it, as deno and uvicorn add one, keeps the decision.
+    if (closes && keepsAlive(flat)) flat.push("connection", "close");
     if (framing === BY_CLOSE) response.shouldKeepAlive = false;
     else if (framing === UNFRAMED && length !== undefined) {
       flat.push("content-length", String(length));

@@ -24,6 +24,7 @@ import {
   text,
   TRANSPORTS,
 } from "./fixtures/asgi_harness.ts";
+import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
 /** Responds 200 with `body`. */
@@ -987,6 +988,52 @@ for (const transport of TRANSPORTS) {
     release.resolve();
     assertEquals(await slow, "/slow");
   });
+
+  // HTTP differential of responses against uvicorn (2026-11-28): on node an application's own
+  // "connection" field without "close" (keep-alive, or a list of hop-by-hop fields) made
+  // node:http keep a connection the client had asked to close (its "Connection: close", or
+  // HTTP/1.0 without keep-alive), against RFC 9112 §9.6: the client waited for the close that
+  // ends the exchange until keepAliveTimeout. deno and uvicorn add their own "connection: close".
+  Deno.test(
+    name("closes a connection the client asked to close, whatever connection field the app sends"),
+    async (t) => {
+      const cases: [string, string, string][] = [
+        ["HTTP/1.1 and Connection: close, the app says keep-alive", "1.1", "keep-alive"],
+        ["HTTP/1.1 and Connection: close, the app names a field", "1.1", "x-trace"],
+        ["HTTP/1.0, the app says keep-alive", "1.0", "keep-alive"],
+        ["HTTP/1.0, the app sends an empty field", "1.0", ""],
+      ];
+      for (const [what, version, connection] of cases) {
+        await t.step(what, async () => {
+          await using s = await start(async (scope, receive, send) => {
+            if (scope.type !== "http") return;
+            await readBody(receive);
+            await send({
+              type: "http.response.start",
+              status: 200,
+              headers: [[bytes("content-length"), bytes("2")], [
+                bytes("connection"),
+                bytes(connection),
+              ]],
+            });
+            await send({ type: "http.response.body", body: bytes("ok") });
+          }, transport);
+          using client = await RawClient.connect(s.port);
+          await client.write(
+            `GET / HTTP/${version}\r\nHost: x\r\n${
+              version === "1.1" ? "Connection: close\r\n" : ""
+            }\r\n`,
+          );
+          const { head, body } = await client.response();
+          assertEquals(body, "ok");
+          // HTTP/1.0 closes unless kept alive: a "close" is only needed where 1.1 would keep it.
+          if (version === "1.1") assertMatch(head, /\r\nconnection: *close(\r\n|$)/im);
+          const ms = await client.closedWithin(1000);
+          assert(ms < 1000, `the connection is still open after 1 s: ${head}`);
+        });
+      }
+    },
+  );
 
   Deno.test(name("answers in-flight requests with 500 when shutdownTimeout runs out"), async () => {
     const waiting = signal("the app to read the body");
