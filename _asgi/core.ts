@@ -701,6 +701,13 @@ export abstract class HttpCycle {
    * for a while first, see `drainTiming`).
    */
   protected refuseBody(): void {}
+  /**
+   * The request is to reach the application: its stated length, if any, is within `maxBodySize`.
+   * A transport whose client waits for `100 Continue` before sending the body sends it now; one
+   * over the limit gets the 413 without it, so the client never sends the body (RFC 9110
+   * §10.1.1).
+   */
+  protected bodyAccepted(): void {}
 
   /** `true` once the response head has been handed to the transport. */
   protected get headSent(): boolean {
@@ -717,6 +724,7 @@ export abstract class HttpCycle {
       this.#finish();
       return;
     }
+    this.bodyAccepted();
     // Callbacks rather than an async function: the frame an async function keeps across its
     // await costs more garbage per request than these two functions.
     let result: unknown;

@@ -316,6 +316,8 @@ class NodeCycle extends HttpCycle {
   #refused = false;
   /** What is left of the body is being dropped: see `#discardBody`. */
   #discarding = false;
+  /** The client waits for `100 Continue` before it sends the body: see `bodyAccepted`. */
+  #expectsContinue: boolean;
 
   constructor(
     core: Core,
@@ -325,11 +327,13 @@ class NodeCycle extends HttpCycle {
     scope: HttpScope,
     hasBody: boolean,
     expectedLength: number,
+    expectsContinue: boolean,
   ) {
     super(core, scope, hasBody, expectedLength);
     this.#request = request;
     this.#response = response;
     this.#state = state;
+    this.#expectsContinue = expectsContinue;
     response.on("drain", () => this.#wakeWriter());
     const socket = request.socket;
     response.on("close", () => {
@@ -386,6 +390,10 @@ class NodeCycle extends HttpCycle {
     // it became a 502 (proxy probe, 2026-11-28). So the close lingers (see lingerOnClose), with
     // no byte bound but a short idle one.
     this.#refused = true;
+  }
+
+  protected override bodyAccepted(): void {
+    if (this.#expectsContinue) this.#response.writeContinue();
   }
 
   protected override sendWhole(
@@ -559,11 +567,16 @@ function refuse(
   response.end(text);
 }
 
+/**
+ * Serves one request. `expectsContinue` when it came by the "checkContinue" event: its client
+ * waits for `100 Continue`, which is then the cycle's to send (see `NodeCycle.bodyAccepted`).
+ */
 function handleNode(
   core: Core,
   state: ServerState,
   request: IncomingMessage,
   response: ServerResponse,
+  expectsContinue: boolean,
 ): void {
   // node:http's parser takes "HTTP/2.0" in a request line, and "GET /x" alone as HTTP/0.9: the
   // scope would say "2.0" or "0.9", which ASGI does not have. 505 (RFC 9110 §15.6.6); Deno.serve
@@ -612,7 +625,8 @@ function handleNode(
     socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
     socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
   );
-  new NodeCycle(core, request, response, state, scope, hasBody, expectedLength).run();
+  new NodeCycle(core, request, response, state, scope, hasBody, expectedLength, expectsContinue)
+    .run();
 }
 
 /** The least time a client is given for its TLS handshake, in milliseconds. */
@@ -659,7 +673,7 @@ export async function listenNode(
   };
   const { connections } = state;
   const handler = (request: IncomingMessage, response: ServerResponse) => {
-    if (connections.begin(request.socket)) handleNode(core, state, request, response);
+    if (connections.begin(request.socket)) handleNode(core, state, request, response, false);
   };
   const server = tls === undefined ? createServer(serverOptions, handler) : createTlsServer({
     ...serverOptions,
@@ -674,6 +688,12 @@ export async function listenNode(
   }, handler);
   // One above the limit, so that a request Node cut short is over it, never exactly at it.
   server.maxHeadersCount = MAX_HEADER_FIELDS + 1;
+  // Unheard, node:http sends "100 Continue" itself before the request is seen: a client
+  // announcing 100 MB against a maxBodySize of 1000 began sending them, and the connection read
+  // and dropped them for up to drainTiming.totalMs after the 413.
+  server.on("checkContinue", (request: IncomingMessage, response: ServerResponse) => {
+    if (connections.begin(request.socket)) handleNode(core, state, request, response, true);
+  });
   if (tls === undefined) {
     server.on("connection", (socket: Socket) => connections.add(socket));
   } else {

@@ -536,7 +536,10 @@ export interface FetchHandlerOptions {
    * started) and the application sees `http.disconnect`. Then the connection closes: on `deno`
    * at once (a reset while the client still sends), on `node` once what still arrives has been
    * read and dropped (see docs/asgi.md, "Request bodies on deno"). A response already started is
-   * cut off instead, and on both the connection closes at once.
+   * cut off instead, and on both the connection closes at once. A client that sent
+   * `Expect: 100-continue` with a larger `content-length` gets the 413 instead of
+   * `100 Continue` on `node`, so it sends no body; on `deno`, `Deno.serve` has sent the 100
+   * before the bridge sees the request.
    *
    * @default {Infinity}
    */

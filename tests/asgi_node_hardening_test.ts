@@ -669,3 +669,37 @@ Deno.test("serve() [node] answers a request pipelined before unreadable bytes, t
     },
   );
 });
+
+// Probe of 2026-11-28 (brief C, point 1): "Expect: 100-continue" with a content-length of 100 MB
+// against maxBodySize 1000 got "100 Continue" from node:http itself, then the 413: the client
+// began sending the 100 MB that the server would read and drop for up to 30 s. RFC 9110 §10.1.1
+// lets a server answer with the final status instead.
+Deno.test("serve() [node] answers 413 without 100 Continue when the stated length exceeds maxBodySize", async (t) => {
+  const counter = { calls: 0 };
+  await using s = await start(counting(echoHead, counter), "node", { maxBodySize: 4096 });
+  const head = (length: number) =>
+    `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+
+  await t.step("too large: the 413 first, the connection closed, no call of the app", async () => {
+    using client = await RawClient.connect(s.port);
+    await client.write(head(100_000_000));
+    const answer = await client.head();
+    assertMatch(answer, /^HTTP\/1\.1 413 /);
+    assertEquals(field(answer, "connection"), "close");
+    assertEquals(await client.body(Number(field(answer, "content-length"))), "Content Too Large");
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+    assertEquals(counter.calls, 0);
+  });
+
+  await t.step("within the limit: 100 Continue before the body, then the answer", async () => {
+    using client = await RawClient.connect(s.port);
+    await client.write(head(2048));
+    assertEquals(await client.head(), "HTTP/1.1 100 Continue");
+    await client.write("x".repeat(2048));
+    const answer = await client.head();
+    assertMatch(answer, /^HTTP\/1\.1 200 /);
+    const echoed = JSON.parse(await client.body(Number(field(answer, "content-length"))));
+    assertEquals(echoed.body.length, 2048);
+    assertEquals(counter.calls, 1);
+  });
+});
