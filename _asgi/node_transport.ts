@@ -694,6 +694,10 @@ export async function listenNode(
   server.on("checkContinue", (request: IncomingMessage, response: ServerResponse) => {
     if (connections.begin(request.socket)) handleNode(core, state, request, response, true);
   });
+  // Any other expectation goes on to the application, as uvicorn and Deno.serve do. Unheard,
+  // node:http answered 417 with "keep-alive" and left the body sent behind the head unread
+  // (Deno's node:http dumps none): past ~128 KiB the next request waited for good.
+  server.on("checkExpectation", handler);
   if (tls === undefined) {
     server.on("connection", (socket: Socket) => connections.add(socket));
   } else {

@@ -21,6 +21,7 @@ import {
   RecordingLogger,
   sleep,
   start,
+  text,
   TRANSPORTS,
 } from "./fixtures/asgi_harness.ts";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
@@ -1345,8 +1346,8 @@ for (const transport of TRANSPORTS) {
   );
 }
 
-// Pins docs/asgi.md (Limits): "Expect: 100-continue" is answered at once by Deno.serve and
-// node:http, before the application calls receive() (uvicorn waits for that call). Checked with
+// Pins docs/asgi.md (Limits): "Expect: 100-continue" is answered at once by Deno.serve and, on
+// node, by the bridge, before the application calls receive() (uvicorn waits for that call). Checked with
 // curl (which asks for it on uploads over 1 MiB) and Python's http.client in the real-client
 // probe of 2026-11-28: nothing hung, and the connection served the next request.
 for (const transport of TRANSPORTS) {
@@ -1371,6 +1372,38 @@ for (const transport of TRANSPORTS) {
       assertEquals(body, "got 5");
       await client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi");
       assertEquals((await client.response()).body, "got 2");
+    },
+  );
+}
+
+// Probe of 2026-11-28 (brief C, point 1): node:http answered an expectation other than
+// 100-continue with its own 417 and "keep-alive", and left the body the client sent behind it
+// unread: with 300 KB of it the next request on the connection waited for good (and no
+// maxBodySize bounded what stayed there). uvicorn (h11) and Deno.serve pass such a request on
+// to the application, as RFC 9110 §10.1.1 allows.
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() [${transport}] passes a request with an unknown expectation on to the app`,
+    async () => {
+      const expectations: string[] = [];
+      await using served = await start(async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        const expect = scope.headers.find(([name]) => text(name) === "expect");
+        if (expect !== undefined) expectations.push(text(expect[1]));
+        await countBody(send, receive);
+      }, transport);
+      using client = await RawClient.connect(served.port);
+      const body = new Uint8Array(300_000).fill(120);
+      await client.write(
+        `POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${body.length}\r\nExpect: foo\r\n\r\n`,
+      );
+      await client.writeBytes(body);
+      await client.write("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+      const first = await client.response({ timeoutMs: 3000 });
+      assertMatch(first.head, /^HTTP\/1\.1 200 /);
+      assertEquals(first.body, "got 300000");
+      assertEquals((await client.response({ timeoutMs: 3000 })).body, "got 0");
+      assertEquals(expectations, ["foo"]);
     },
   );
 }
