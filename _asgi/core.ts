@@ -1095,22 +1095,24 @@ export abstract class HttpCycle {
   #tooLarge(): void {
     // First, while the transport can still act before the 413 is on its way.
     this.refuseBody();
+    const exceeds = `Request body exceeds maxBodySize ${this.core.maxBodySize}`;
+    // The log says what the client got: a response begun (its head sent, or held back here) is
+    // cut off, not replaced by a 413.
+    let outcome: string;
     if (this.#phase === AWAIT_START) {
       this.sendWhole(413, [
         ["content-type", "text/plain; charset=utf-8"],
         ["content-length", "17"],
         ["connection", "close"],
       ], textBytes("Content Too Large"));
+      outcome = ": answered 413 and disconnected";
     } else if (this.#phase !== DONE) {
-      this.abortResponse(
-        new RangeError(`Request body exceeds maxBodySize ${this.core.maxBodySize}`),
-        this.#status,
-        this.#headers,
-      );
+      this.abortResponse(new RangeError(exceeds), this.#status, this.#headers);
+      outcome = " after the response started: cut the response off (no 413) and disconnected";
+    } else {
+      outcome = " after the response ended: disconnected";
     }
-    this.core.logger.warn(
-      `Request body exceeds maxBodySize ${this.core.maxBodySize}: answered 413 and disconnected`,
-    );
+    this.core.logger.warn(exceeds + outcome);
     this.#endedByServer = true;
     this.#phase = DONE;
     this.#gone = true;

@@ -975,6 +975,54 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Brief C, point 2 (2026-11-28): once the response had started no 413 went out (the response
+  // is cut off instead), yet the log said "answered 413 and disconnected" in every case.
+  const CUT_OFF = "8 after the response started: cut the response off (no 413) and disconnected";
+  Deno.test(
+    name("logs what it did when a chunked body exceeds maxBodySize, 413 or cut-off response"),
+    async (t) => {
+      const cases = [
+        ["before any response", 0, "8: answered 413 and disconnected"],
+        ["after http.response.start", 1, CUT_OFF],
+        ["after a first body chunk", 2, CUT_OFF],
+      ] as const;
+      for (const [label, sent, logged] of cases) {
+        await t.step(label, async () => {
+          const seen = signal<string>("the app to see http.disconnect");
+          await using s = await start(
+            async (scope, receive, send) => {
+              if (scope.type !== "http") return;
+              if (sent > 0) await send({ type: "http.response.start", status: 200 });
+              if (sent > 1) {
+                await send({ type: "http.response.body", body: bytes("begun"), more_body: true });
+              }
+              for (;;) {
+                const message = await receive();
+                if (message.type !== "http.request" || !message.more_body) {
+                  return seen.resolve(message.type);
+                }
+              }
+            },
+            transport,
+            { maxBodySize: 8 },
+          );
+          const body = new ReadableStream<Uint8Array>({
+            async start(controller) {
+              controller.enqueue(bytes("12345"));
+              await sleep(30);
+              controller.enqueue(bytes("67890"));
+              await sleep(30);
+              controller.close();
+            },
+          });
+          await fetch(s.url, { method: "POST", body }).then((r) => r.text()).catch(() => {});
+          assertEquals(await seen.promise, "http.disconnect");
+          assertEquals(s.logger.lines("warn"), [`Request body exceeds maxBodySize ${logged}`]);
+        });
+      }
+    },
+  );
+
   Deno.test(name("keeps serving other requests while one is slow"), async () => {
     const release = signal("the test to release the slow request");
     await using s = await start(async (scope, receive, send) => {
