@@ -154,6 +154,13 @@ const DEFAULT_LIFESPAN_TIMEOUT = 60_000;
 const DEFAULT_HEADERS_TIMEOUT = 60_000;
 /** uvicorn's `timeout_keep_alive` and Node's `server.keepAliveTimeout` default. */
 const DEFAULT_KEEP_ALIVE_TIMEOUT = 5_000;
+/**
+ * The least finite `keepAliveTimeout`. node:http states it to clients in whole seconds rounded
+ * down (`Keep-Alive: timeout=5`): 500 ms went out as `timeout=0`, which tells a client that honours
+ * it (Firefox, undici) not to reuse a connection the server keeps (1.5 s, measured on Deno 2.9.6).
+ * Rounded down from 1000 ms or more, the field never promises more than the server keeps.
+ */
+const MIN_KEEP_ALIVE_TIMEOUT = 1_000;
 
 function resolveApp(app: AsgiApplication | { asgi: AsgiApplication }): AsgiApplication {
   if (typeof app === "function") return app;
@@ -246,6 +253,18 @@ function checkByteCount(name: string, value: unknown): void {
   if (value !== undefined && !Number.isInteger(value) && value !== Infinity) {
     throw new RangeError(
       `Invalid ${name} ${describe(value)}: use a whole number of bytes, or Infinity for no limit`,
+    );
+  }
+}
+
+/** Checks `keepAliveTimeout`: a duration, and no fraction of a second (see `MIN_KEEP_ALIVE_TIMEOUT`). */
+function checkKeepAliveTimeout(value: unknown): void {
+  checkMilliseconds("keepAliveTimeout", value);
+  if (typeof value === "number" && value > 0 && value < MIN_KEEP_ALIVE_TIMEOUT) {
+    throw new RangeError(
+      `Invalid keepAliveTimeout ${
+        describe(value)
+      }: use milliseconds from ${MIN_KEEP_ALIVE_TIMEOUT} to ${MAX_TIMER_MS} (Keep-Alive states whole seconds), or 0 or Infinity for no limit`,
     );
   }
 }
@@ -506,7 +525,7 @@ export function serve(
   checkMilliseconds("shutdownTimeout", options.shutdownTimeout);
   checkMilliseconds("lifespanTimeout", options.lifespanTimeout);
   checkMilliseconds("headersTimeout", options.headersTimeout);
-  checkMilliseconds("keepAliveTimeout", options.keepAliveTimeout);
+  checkKeepAliveTimeout(options.keepAliveTimeout);
   const { maxConnections } = options;
   if (maxConnections !== undefined && typeof maxConnections !== "number") {
     throw new TypeError(

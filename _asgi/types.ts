@@ -634,9 +634,10 @@ export interface ServeOptions extends FetchHandlerOptions {
   headersTimeout?: number;
   /**
    * How long a kept-alive connection may stay idle between requests, in milliseconds, before it
-   * is closed. `0` or `Infinity`: no limit; at most 2147483647 otherwise. The default of uvicorn
-   * and Node. Applies to `transport: "node"`
-   * only, as `headersTimeout`.
+   * is closed. `0` or `Infinity`: no limit; from 1000 to 2147483647 otherwise (a `RangeError`
+   * under 1000, whatever the transport: Node states the timeout to clients in whole seconds rounded down, as
+   * `Keep-Alive: timeout=5`, and `timeout=0` would tell them not to reuse the connection). The
+   * default of uvicorn and Node. Applies to `transport: "node"` only, as `headersTimeout`.
    *
    * @default {5000}
    */

@@ -4,13 +4,20 @@
  * regression test for a defect of issue 10 ("Survive real traffic"), named after it, and runs on
  * both transports over real sockets unless the defect belongs to one.
  */
-import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertInstanceOf,
+  assertMatch,
+  assertStringIncludes,
+} from "@std/assert";
 import {
   type AsgiApplication,
   type Receive,
   ResponseCutOffError,
   type Scope,
   type Send,
+  serve,
 } from "../asgi.ts";
 import { Core } from "../_asgi/core.ts";
 import { handleFetch } from "../_asgi/deno_transport.ts";
@@ -563,7 +570,8 @@ Deno.test("serve() [node] closes an idle kept-alive connection after keepAliveTi
       if (scope.type === "http") await countBody(send, receive);
     },
     "node",
-    { keepAliveTimeout: 200 },
+    // The least serve() takes (was 200 before sub-second values were refused, see below).
+    { keepAliveTimeout: 1000 },
   );
   using client = await RawClient.connect(s.port);
   await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -572,7 +580,50 @@ Deno.test("serve() [node] closes an idle kept-alive connection after keepAliveTi
   const ms = await client.closedWithin(5000);
   // Node adds one second to the socket timeout it derives from keepAliveTimeout.
   assert(ms < 5000, "the connection is still open after 5 s");
-  assert(performance.now() - started >= 150, "closed before keepAliveTimeout");
+  assert(performance.now() - started >= 950, "closed before keepAliveTimeout");
+});
+
+// Probe of 2026-11-28 (brief C, point 3): with keepAliveTimeout 500 node:http sent
+// "Keep-Alive: timeout=0" (it states whole seconds, rounded down) on a connection it kept for
+// 1.5 s, telling clients that honour the field (Firefox, undici) not to reuse it.
+Deno.test("serve() refuses a keepAliveTimeout under a second, which Keep-Alive would state as timeout=0", async (t) => {
+  for (const ms of [1, 500, 999.5]) {
+    await t.step(String(ms), async () => {
+      let error: unknown;
+      try {
+        const server = serve(async () => {}, {
+          transport: "node",
+          port: 0,
+          hostname: "127.0.0.1",
+          keepAliveTimeout: ms,
+          logger: new RecordingLogger(),
+        });
+        await server.shutdown();
+      } catch (thrown) {
+        error = thrown;
+      }
+      assertInstanceOf(error, RangeError, `keepAliveTimeout ${ms} was taken`);
+      assertEquals(
+        (error as RangeError).message,
+        `Invalid keepAliveTimeout ${ms}: use milliseconds from 1000 to 2147483647 (Keep-Alive states whole seconds), or 0 or Infinity for no limit`,
+      );
+    });
+  }
+  await t.step("1000: Keep-Alive states timeout=1, and the connection is reused", async () => {
+    await using s = await start(
+      async (scope, receive, send) => {
+        if (scope.type === "http") await countBody(send, receive);
+      },
+      "node",
+      { keepAliveTimeout: 1000 },
+    );
+    using client = await RawClient.connect(s.port);
+    for (let i = 0; i < 2; i++) {
+      await client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      const { head } = await client.response();
+      assertMatch(head, /\r\nKeep-Alive: timeout=1(\r\n|$)/i);
+    }
+  });
 });
 
 // Issue 10, point 2: under an fd limit Deno's node:http stopped accepting for good once accept()
