@@ -942,6 +942,7 @@ export abstract class HttpCycle {
     const raw = message.headers;
     let headers: [string, string][] = [];
     let declared = -1;
+    let coded = false;
     if (Array.isArray(raw) && sameHeaderList(raw)) {
       headers = lastHeaders;
       declared = lastDeclared;
@@ -971,9 +972,15 @@ export abstract class HttpCycle {
         }
         if (nameText.length === 14 && nameText.toLowerCase() === "content-length") {
           declared = declaredLength(declared, valueText, "http.response.start");
+        } else if (nameText.length === 17 && nameText.toLowerCase() === "transfer-encoding") {
+          coded = true;
         }
         headers.push([nameText, valueText]);
       }
+      // A transfer-encoding wins over a content-length, which both transports drop (RFC 9112
+      // §6.3): the body is not held to it. It once was, and a body longer than the dropped
+      // length ended in a protocol error and a truncated chunked response.
+      if (coded) declared = -1;
       if (Array.isArray(raw)) {
         lastPairs = raw.slice();
         lastHeaders = headers;

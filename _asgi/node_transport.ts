@@ -257,7 +257,9 @@ const BY_CLOSE = 3;
  * Copies an application's response head into `flat` as `writeHead()` takes it, with at most one
  * framing, and says which. A `content-length` beside a `transfer-encoding` is dropped (RFC 9112
  * §6.2 forbids sending both; uvicorn's h11 and Deno.serve drop it too and send the body chunked);
- * so is a `transfer-encoding` to an HTTP/1.0 client (§6.1: it cannot decode one; h11 drops it too).
+ * so is a `transfer-encoding` to an HTTP/1.0 client (§6.1: it cannot decode one; h11 drops it too),
+ * whose body then ends at the close, the `content-length` dropped as well: the core does not hold
+ * the body to it, as h11 and Deno.serve do not.
  */
 function flattenFramed(
   headers: [string, string][],
@@ -268,8 +270,9 @@ function flattenFramed(
   let coding: string | null = null;
   for (const [name, value] of headers) {
     if (name.length === 17 && name.toLowerCase() === "transfer-encoding") {
+      // To HTTP/1.0 the body then ends at the close (below), with neither field.
+      coding = chunkable ? value.slice(value.lastIndexOf(",") + 1).trim().toLowerCase() : "";
       if (!chunkable) continue;
-      coding = value.slice(value.lastIndexOf(",") + 1).trim().toLowerCase();
     } else if (name.length === 14 && name.toLowerCase() === "content-length") {
       length = true;
     }
@@ -287,6 +290,17 @@ function flattenFramed(
     flat.length = kept;
   }
   return coding === "chunked" ? BY_CHUNKS : BY_CLOSE;
+}
+
+/** A flattened head without its `trailer` fields. */
+function withoutTrailer(flat: string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i]!;
+    if (name.length === 7 && name.toLowerCase() === "trailer") continue;
+    kept.push(name, flat[i + 1]!);
+  }
+  return kept;
 }
 
 /**
@@ -376,7 +390,15 @@ class NodeCycle extends HttpCycle {
     else if (framing === UNFRAMED && length !== undefined) {
       flat.push("content-length", String(length));
     }
-    response.writeHead(status, flat);
+    try {
+      response.writeHead(status, flat);
+    } catch (error) {
+      // node:http refuses a "trailer" field in a response it does not send chunked (a whole
+      // body, a 204 or 304, HEAD, HTTP/1.0), and the client got no response at all. With no
+      // trailer section (the bridge sends none) the field says nothing: it is left out there.
+      if ((error as { code?: unknown }).code !== "ERR_HTTP_TRAILER_INVALID") throw error;
+      response.writeHead(status, withoutTrailer(flat));
+    }
     const request = this.#request;
     if (!request.complete && request.socket !== null) {
       const idleMs = this.#refused ? drainTiming.refusedIdleMs : drainTiming.idleMs;
