@@ -633,6 +633,11 @@ function handleNode(
   // RFC 9112 §3.2 requires 400 for more than one Host, as uvicorn and Deno.serve answer: node:http
   // passes them on, and two parties that each read a different one disagree on the target.
   if (hosts > 1) return refuse(state, request, response, 400);
+  // RFC 9112 §6.1: a transfer-encoding in an HTTP/1.0 request means faulty framing (an HTTP/1.0
+  // hop before us knows no chunked coding and read the body another way), and the connection
+  // must close. node:http decoded it and kept a keep-alive connection open; Deno.serve answers
+  // 400 and closes, as here.
+  if (codings > 0 && request.httpVersionMinor === 0) return refuse(state, request, response, 400);
   if (codings > 1) return refuse(state, request, response, 501);
   const socket = request.socket;
   const scope = httpScope(

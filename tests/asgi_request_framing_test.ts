@@ -1,0 +1,100 @@
+/**
+ * Where a request's body ends, on both transports: the framings a proxy and the server could read
+ * differently (RFC 9112 §6.1, §6.3, §7.1), which must be refused with the connection closed, so
+ * that no byte of one request can become the start of the next. The cases come from the probe of
+ * 2026-11-28 that sent them to both transports, to uvicorn (h11) and through nginx and HAProxy
+ * (docs/asgi.md, "Behind a reverse proxy"). Raw sockets throughout: `fetch` would
+ * frame the requests itself.
+ */
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import type { AsgiApplication } from "../asgi.ts";
+import { bytes, readBody, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { RawClient } from "./fixtures/raw_client.ts";
+
+/** How long a test waits for bytes that should come at once: generous for a busy machine. */
+const PATIENCE_MS = 2000;
+
+/** A request the probe pipelined after the ambiguous one: reaching the app, it was smuggled. */
+const SMUGGLED = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/** Answers every request with its path and the number of body bytes it had; records the paths. */
+function echoPath(seen: string[]): AsgiApplication {
+  return async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    seen.push(scope.path);
+    const length = (await readBody(receive)).reduce((n, m) => n + m.body.length, 0);
+    const body = bytes(`${scope.path} ${length}`);
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("content-length"), bytes(String(body.length))]],
+    });
+    await send({ type: "http.response.body", body });
+  };
+}
+
+/** The status of a response head. */
+function status(head: string): number {
+  return Number(head.slice(9, 12));
+}
+
+/** A header field of a response head, or `undefined`. */
+function field(head: string, name: string): string | undefined {
+  const line = head.split("\r\n").find((l) => l.toLowerCase().startsWith(`${name}:`));
+  return line?.slice(name.length + 1).trim();
+}
+
+/**
+ * Sends `request`, reads one response, and checks that the connection then closes with nothing
+ * after that response.
+ */
+async function expectRefusedAndClosed(port: number, request: string, expected: number) {
+  using client = await RawClient.connect(port);
+  await client.write(request);
+  const head = await client.head();
+  assertEquals(status(head), expected, head);
+  await client.body(Number(field(head, "content-length") ?? 0));
+  // The request after it may be refused at once or not be read at all: either way the server
+  // must not answer it.
+  await client.write(SMUGGLED).catch(() => {});
+  assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  assertEquals(client.pending, "", "bytes after the refusal");
+}
+
+for (const transport of TRANSPORTS) {
+  // Probe of 2026-11-28, case "TE in HTTP/1.0": node:http decoded the chunked body of an
+  // HTTP/1.0 request that asked for keep-alive and served the next request on the connection.
+  // RFC 9112 §6.1: such a message MUST be treated as if its framing were faulty, and the
+  // connection closed; an HTTP/1.0 proxy before the server knows no chunked coding and reads its
+  // body another way. Deno.serve refused it with 400; uvicorn decoded it and closed.
+  Deno.test(`serve() [${transport}] answers 400 to a transfer-encoding in an HTTP/1.0 request and closes`, async (t) => {
+    const seen: string[] = [];
+    await using s = await start(echoPath(seen), transport);
+    for (
+      const [label, fields, body] of [
+        ["chunked", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n0\r\n\r\n"],
+        ["another coding", "Transfer-Encoding: gzip\r\n", ""],
+        [
+          "chunked beside a content-length",
+          "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+          "0\r\n\r\n",
+        ],
+      ]
+    ) {
+      await t.step(label!, () =>
+        expectRefusedAndClosed(
+          s.port,
+          `POST /a HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n${fields}\r\n${body}`,
+          400,
+        ));
+    }
+    await t.step("an HTTP/1.0 request with a content-length still reaches the app", async () => {
+      using client = await RawClient.connect(s.port);
+      await client.write("POST /b HTTP/1.0\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+      const head = await client.head();
+      assertMatch(head, /^HTTP\/1\.[01] 200 /);
+      assertEquals(await client.body(Number(field(head, "content-length"))), "/b 5");
+    });
+    assertEquals(seen, ["/b"]);
+  });
+}
