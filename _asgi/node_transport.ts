@@ -569,6 +569,21 @@ function lingerOnClose(
   };
 }
 
+/**
+ * The last element of a `transfer-encoding` list, empty elements skipped (RFC 9110 §5.6.1), with
+ * its whitespace. Scanned by hand: a regular expression with two whitespace runs around it
+ * backtracks quadratically on a long value.
+ */
+function finalCoding(codings: string): string {
+  let end = codings.length;
+  while (end > 0) {
+    const c = codings.charCodeAt(end - 1);
+    if (c !== 32 && c !== 9 && c !== 44 /* "," */) break;
+    end--;
+  }
+  return codings.slice(codings.lastIndexOf(",", end - 1) + 1, end);
+}
+
 /** Answers a request the application must not see, and closes its connection. */
 function refuse(
   state: ServerState,
@@ -615,6 +630,7 @@ function handleNode(
   let hasBody = false;
   let hosts = 0;
   let codings = 0;
+  let lastCodings = "";
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
@@ -625,6 +641,7 @@ function handleNode(
       hasBody = true;
       // Two fields make one list of codings (RFC 9110 §5.3), so chunked is then not alone.
       codings += isChunkedOnly(value) ? 1 : 2;
+      lastCodings = value;
     } else if (name === "host") {
       hosts++;
     }
@@ -638,6 +655,11 @@ function handleNode(
   // must close. node:http decoded it and kept a keep-alive connection open; Deno.serve answers
   // 400 and closes, as here.
   if (codings > 0 && request.httpVersionMinor === 0) return refuse(state, request, response, 400);
+  // RFC 9112 §6.3 (4): unless chunked is the final coding, the body's length cannot be known:
+  // 400 and close, as Deno.serve and uvicorn answer ("xchunked" once got the 501 below).
+  if (codings > 0 && !isChunkedOnly(finalCoding(lastCodings))) {
+    return refuse(state, request, response, 400);
+  }
   if (codings > 1) return refuse(state, request, response, 501);
   const socket = request.socket;
   const scope = httpScope(

@@ -98,3 +98,32 @@ for (const transport of TRANSPORTS) {
     assertEquals(seen, ["/b"]);
   });
 }
+
+for (const transport of TRANSPORTS) {
+  // Probe of 2026-11-28, case "TE [xchunked]": the node transport answered 501, as to a coding it
+  // does not know. RFC 9112 §6.3 (4): when chunked is not the final coding of a request, its
+  // length cannot be known, and the server MUST answer 400 and close, as Deno.serve and uvicorn
+  // do. A known final chunked after an unknown coding ("gzip, chunked") stays a 501 (§6.1).
+  Deno.test(`serve() [${transport}] answers 400 to a transfer-encoding whose final coding is not chunked`, async (t) => {
+    const seen: string[] = [];
+    await using s = await start(echoPath(seen), transport);
+    for (
+      const [label, fields] of [
+        ["xchunked", "Transfer-Encoding: xchunked\r\n"],
+        ["gzip alone", "Transfer-Encoding: gzip\r\n"],
+        [
+          "chunked, then gzip in a second field",
+          "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
+        ],
+      ]
+    ) {
+      await t.step(label!, () =>
+        expectRefusedAndClosed(
+          s.port,
+          `POST /a HTTP/1.1\r\nHost: x\r\n${fields}\r\n5\r\nhello\r\n0\r\n\r\n`,
+          400,
+        ));
+    }
+    assertEquals(seen, []);
+  });
+}
