@@ -127,3 +127,39 @@ for (const transport of TRANSPORTS) {
     assertEquals(seen, []);
   });
 }
+
+for (const transport of TRANSPORTS) {
+  // Probe of 2026-11-28: each of these reads as two different requests to two parsers. Deno.serve
+  // and node:http refuse them themselves (the bridge never sees them); this pins that, so that a
+  // Deno upgrade that starts taking one shows here. uvicorn 0.17.6 (h11 0.14) took the first two,
+  // by the chunked framing, and kept the connection open (RFC 9112 §6.3 (3) asks it to close).
+  Deno.test(`serve() [${transport}] answers 400 to a request framed two ways and closes`, async (t) => {
+    const seen: string[] = [];
+    await using s = await start(echoPath(seen), transport);
+    const chunkedThenSmuggled = `0\r\n\r\n${SMUGGLED}`;
+    const both = `Content-Length: ${chunkedThenSmuggled.length}\r\n`;
+    for (
+      const [label, fields, body] of [
+        ["content-length, then transfer-encoding", `${both}Transfer-Encoding: chunked\r\n`],
+        ["transfer-encoding, then content-length", `Transfer-Encoding: chunked\r\n${both}`],
+        [
+          "a transfer-encoding folded onto a second line",
+          `${both}Transfer-Encoding:\r\n chunked\r\n`,
+        ],
+        ["a space before the colon", `Transfer-Encoding : chunked\r\n${both}`],
+        ["two different content-lengths", "Content-Length: 5\r\nContent-Length: 40\r\n", "hello"],
+        ["a content-length with a sign", "Content-Length: +5\r\n", "hello"],
+        ["a content-length list", "Content-Length: 5, 5\r\n", "hello"],
+        ["a content-length past 2^64", "Content-Length: 18446744073709551621\r\n", "hello"],
+      ]
+    ) {
+      await t.step(label!, () =>
+        expectRefusedAndClosed(
+          s.port,
+          `POST /a HTTP/1.1\r\nHost: x\r\n${fields}\r\n${body ?? chunkedThenSmuggled}`,
+          400,
+        ));
+    }
+    assertEquals(seen, []);
+  });
+}
