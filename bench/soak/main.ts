@@ -3,7 +3,7 @@
  *
  * ```sh
  * deno task soak            # the full soak: minutes per scenario
- * deno task soak --short    # the CI run: about 45 s for both transports on 2 idle cores
+ * deno task soak --short    # the CI run: about 60 s for both transports on 2 idle cores
  * deno task soak --short --transport=node --only=storm
  * ```
  *
