@@ -75,9 +75,15 @@ class Connections {
    */
   readonly #handedOver = new Set<Socket>();
 
-  /** Whether a request of `socket` is in progress: its response not yet closed. */
-  busy(socket: Socket): boolean {
-    return (this.#busy.get(socket) ?? 0) > 0;
+  /** The last request each connection began, with its response: see `refuseUnreadable`. */
+  readonly #latest = new Map<Socket, [IncomingMessage, ServerResponse]>();
+
+  /**
+   * The request of `socket` still in progress whose bytes node:http read last, with its
+   * response; `undefined` when none is in progress.
+   */
+  inProgress(socket: Socket): [IncomingMessage, ServerResponse] | undefined {
+    return (this.#busy.get(socket) ?? 0) > 0 ? this.#latest.get(socket) : undefined;
   }
 
   /** Starts tracking a connection requests come on, until it closes or is upgraded. */
@@ -86,6 +92,7 @@ class Connections {
     socket.once("close", () => {
       this.#busy.delete(socket);
       this.#idleWaiters.delete(socket);
+      this.#latest.delete(socket);
     });
   }
 
@@ -171,7 +178,7 @@ class Connections {
    * @returns `false` when the connection already has `MAX_PIPELINED` requests in progress: it is
    *   closed, and the request is not served.
    */
-  begin(socket: Socket): boolean {
+  begin(socket: Socket, request: IncomingMessage, response: ServerResponse): boolean {
     // A request the parser found after a body that ended while its connection closes: the answer
     // said "connection: close", so the client sent it unasked for.
     if (this.#lingering.has(socket)) return false;
@@ -182,6 +189,7 @@ class Connections {
       return false;
     }
     this.#busy.set(socket, count + 1);
+    this.#latest.set(socket, [request, response]);
     return true;
   }
 
@@ -722,7 +730,9 @@ export async function listenNode(
   };
   const { connections } = state;
   const handler = (request: IncomingMessage, response: ServerResponse) => {
-    if (connections.begin(request.socket)) handleNode(core, state, request, response, false);
+    if (connections.begin(request.socket, request, response)) {
+      handleNode(core, state, request, response, false);
+    }
   };
   const server = tls === undefined ? createServer(serverOptions, handler) : createTlsServer({
     ...serverOptions,
@@ -741,7 +751,9 @@ export async function listenNode(
   // announcing 100 MB against a maxBodySize of 1000 began sending them, and the connection read
   // and dropped them for up to drainTiming.totalMs after the 413.
   server.on("checkContinue", (request: IncomingMessage, response: ServerResponse) => {
-    if (connections.begin(request.socket)) handleNode(core, state, request, response, true);
+    if (connections.begin(request.socket, request, response)) {
+      handleNode(core, state, request, response, true);
+    }
   });
   // Any other expectation goes on to the application, as uvicorn and Deno.serve do. Unheard,
   // node:http answered 417 with "keep-alive" and left the body sent behind the head unread
@@ -842,7 +854,8 @@ const UNREADABLE_STATUS: Readonly<Record<string, number>> = {
  * answered first, then the bytes are refused and the connection closes, lingering for a client
  * that still sends; or, after an answer that closed the connection, nothing more is written
  * (RFC 9112 §9.6: a client must send nothing after a request that closes it). With no request in
- * progress, the answer is node:http's own, as before. Any other socket error (a reset) destroys
+ * progress, or when the bytes are the body of the request in progress (a malformed chunk), the
+ * answer is node:http's own, as before. Any other socket error (a reset) destroys
  * the socket, as node:http does: the requests in progress see `http.disconnect`.
  */
 function refuseUnreadable(
@@ -854,11 +867,16 @@ function refuseUnreadable(
   const status = UNREADABLE_STATUS[code] ?? 400;
   const reason = STATUS_CODES[status]!;
   const unreadable = code.startsWith("HPE_") || code === "ERR_HTTP_REQUEST_TIMEOUT";
-  if (unreadable && socket.writable && connections.busy(socket)) {
+  const current = connections.inProgress(socket);
+  // Bytes after the whole of the last request: that request, and any before it, is answered
+  // first. Bytes of its body (a malformed chunk) are its own failure: its application, still
+  // reading, sees http.disconnect, as before.
+  if (unreadable && socket.writable && current !== undefined && current[0].complete) {
     connections.whenIdle(socket, () => refuseSocket(socket, status, reason));
     return;
   }
-  if (unreadable && socket.writable) {
+  // As node:http: its answer, unless a response has begun on the connection.
+  if (unreadable && socket.writable && (current === undefined || !current[1].headersSent)) {
     socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n\r\n`);
   }
   socket.destroy();

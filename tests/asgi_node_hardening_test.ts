@@ -650,6 +650,19 @@ Deno.test("serve() [node] answers a request pipelined before unreadable bytes, t
     assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
   });
 
+  // Fault suite, 2026-11-28: the first version of this fix also waited when the bytes node:http
+  // could not read were the body of the request in progress, whose application then waited for
+  // the rest of its body: no answer, for ever ("chunk size not hex").
+  await t.step("a malformed chunk of the body being read: 400 at once, as before", async () => {
+    await using reading = await start(echoHead, "node");
+    using client = await RawClient.connect(reading.port);
+    await client.write(
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+    );
+    assertMatch(await client.head(PATIENCE_MS), /^HTTP\/1\.1 400 /);
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  });
+
   await t.step("nothing in progress: node:http's own 400, at once", async () => {
     using client = await RawClient.connect(s.port);
     await client.write("GARB\x01GE / HTTP/1.1\r\n\r\n");
