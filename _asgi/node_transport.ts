@@ -70,8 +70,10 @@ class Connections {
   /** What to do once a connection has no request in progress any more: see `whenIdle`. */
   readonly #idleWaiters = new Map<Socket, () => void>();
   /**
-   * Connections node:http handed over for a handshake or a CONNECT that are neither served yet
-   * nor closed: node:http no longer tracks them, so its `closeAllConnections()` misses them.
+   * Connections node:http handed over for a handshake or a CONNECT, until they close: node:http no
+   * longer tracks them, so its `closeAllConnections()` misses them, whether they wait, were
+   * dropped, carry a WebSocket, or close lingering after a refusal (`refuse()` in
+   * node_websocket.ts).
    */
   readonly #handedOver = new Set<Socket>();
 
@@ -102,22 +104,20 @@ class Connections {
    * by then (see `#servesMore`): it is closed instead.
    */
   whenIdle(socket: Socket, then: () => void): void {
+    this.#handOver(socket);
     const count = this.#busy.get(socket);
     if (count === undefined || count === 0) {
       if (this.#servesMore(socket)) return then();
       // No error listener is left on it (see below).
       socket.on("error", () => socket.destroy());
-      this.#handOver(socket);
       return socket.destroySoon();
     }
-    this.#handOver(socket);
     // node:http takes its error listener off a socket it hands over, and `then` sets its own: a
     // client that reset the connection meanwhile ended the whole process (ECONNRESET unheard).
     const destroy = () => socket.destroy();
     socket.on("error", destroy);
     this.#idleWaiters.set(socket, () => {
       socket.off("error", destroy);
-      this.#handedOver.delete(socket);
       then();
     });
   }
@@ -126,7 +126,10 @@ class Connections {
    * Tracks `socket`, which node:http has given up, until it closes. A handshake waiting behind a
    * response the client does not read, or the close of a dropped one, can take as long as the
    * client likes: at the end of shutdownTimeout nothing else closed it, and shutdown() resolved
-   * with it open (the process then lived on for as long as the client did).
+   * with it open (the process then lived on for as long as the client did). Served, it stays
+   * tracked: a refused handshake or CONNECT closes lingering, 2 s after its answer or up to
+   * closeTiming's 10 s while the client reads none of it, and shutdown() took twice
+   * shutdownTimeout for one, then resolved with it open (a WebSocket is aborted by then).
    */
   #handOver(socket: Socket): void {
     const handedOver = this.#handedOver;

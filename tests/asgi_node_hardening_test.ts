@@ -433,6 +433,7 @@ async function answerClosing(send: Send): Promise<void> {
 /** A WebSocket handshake request, as a client pipelines it behind others. */
 const HANDSHAKE = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+const CONNECT = "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n";
 
 // Review of d6afb45 (2026-11-28): a handshake waiting behind a request whose answer said
 // "connection: close" was handed to the application once that answer was written, on a socket
@@ -715,4 +716,65 @@ Deno.test("serve() [node] answers 413 without 100 Continue when the stated lengt
     assertEquals(echoed.body.length, 2048);
     assertEquals(counter.calls, 1);
   });
+});
+
+/** Whether `conn` ends (EOF or reset) within `ms`, reading and dropping what comes first. */
+async function endsWithin(conn: Deno.Conn, ms: number): Promise<boolean> {
+  const buffer = new Uint8Array(1 << 20);
+  const deadline = setTimeout(() => conn.close(), ms);
+  try {
+    while ((await conn.read(buffer)) !== null);
+    return true;
+  } catch (error) {
+    return !(error instanceof Deno.errors.BadResource);
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
+// Review of 61290a9 (2026-11-28): a connection whose CONNECT got its 501, or whose handshake the
+// application denied, closes lingering (it waits for the client's FIN: 2 s after the answer, or
+// up to 10 s while the client reads none of it), and nothing tracked it: neither node:http, which
+// had handed it over, nor #handedOver, which let go of it once it was answered. shutdown() took
+// twice shutdownTimeout ("Some connections are still sending") and resolved with it open, and the
+// process lived on until the linger ended (probe: 16 MiB denial, client reading nothing,
+// shutdownTimeout 1000 ms: shutdown() 2008 ms, exit 9268 ms after it began).
+Deno.test("serve() [node] closes a connection whose refused CONNECT or handshake lingers when shutdownTimeout ends", async (t) => {
+  const size = 16 * 1024 * 1024;
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({
+      type: "websocket.http.response.start",
+      status: 403,
+      headers: [[bytes("content-length"), bytes(String(size))]],
+    });
+    await send({ type: "websocket.http.response.body", body: new Uint8Array(size) });
+  };
+  const cases = [
+    { name: "a CONNECT answered 501, the client keeps its side open", request: CONNECT },
+    { name: "a denied handshake whose 16 MiB answer the client does not read", request: HANDSHAKE },
+  ];
+  for (const { name, request } of cases) {
+    await t.step(name, async () => {
+      await using s = await start(app, "node", { shutdownTimeout: 300 });
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: s.port });
+      try {
+        await conn.write(new TextEncoder().encode(request));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const began = performance.now();
+        await s.server.shutdown();
+        const ms = performance.now() - began;
+        assert(ms < 550, `shutdown() took ${Math.round(ms)} ms with a shutdownTimeout of 300 ms`);
+        assertEquals(s.logger.lines().filter((line) => line.includes("still sending")), []);
+        assert(await endsWithin(conn, 500), "the connection is still open after shutdown()");
+      } finally {
+        try {
+          conn.close();
+        } catch {
+          // Closed by endsWithin's deadline.
+        }
+      }
+    });
+  }
 });
