@@ -135,7 +135,12 @@ class NodeWebSocketCycle extends WebSocketCycle {
         this.received(isBinary ? new Uint8Array(data) : utf8.decode(data));
       });
       ws.on("error", (error) => {
-        if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") {
+        // A length past 2^53 - 1 is a message over any maxMessageSize too, and `ws` closes it
+        // with 1009 as well; its own code left the application with 1006 and no log line.
+        if (
+          error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH" ||
+          error.code === "WS_ERR_UNSUPPORTED_DATA_PAYLOAD_LENGTH"
+        ) {
           this.core.logger.warn(
             `WebSocket message exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
           );

@@ -4,7 +4,7 @@
  * of hostile ones with the invariants every server must keep, and the defects the fuzzer found,
  * each with raw frames.
  */
-import { assert, assertEquals } from "@std/assert";
+import { assert, assertEquals, assertMatch } from "@std/assert";
 import fc from "npm:fast-check@4.10.2";
 import { app } from "./fixtures/ws_fuzz/app.ts";
 import {
@@ -116,3 +116,29 @@ for (const transport of TRANSPORTS) {
     },
   });
 }
+
+// Found by tools/ws_fuzz.ts (seed 3, "msb64"): `ws` closed with 1009, but the bridge only knew
+// its maxPayload error, so the application heard 1006 (connection lost) and nothing was logged.
+Deno.test({
+  name:
+    "serve() (node) reports a frame whose 64-bit length is past 2^53 as a message over maxMessageSize (1009)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await using server = await start(app, "node", { maxMessageSize: MAX_SIZE });
+    for (const declared of [1n << 63n, (1n << 53n) + 1n]) {
+      const fuzzCase: FuzzCase = {
+        kinds: ["msb64"],
+        frames: [{ ...frame(2, new Uint8Array(8)), form: 64, declared }],
+        split: false,
+        end: "close",
+        expected: null,
+      };
+      const outcome = await play(server.port, `msb-${declared}`, fuzzCase);
+      assertEquals([outcome.close, outcome.app], [1009, { m: [], d: 1009 }]);
+    }
+    const warnings = server.logger.lines("warn");
+    assertEquals(warnings.length, 2);
+    assertMatch(warnings[0]!, /exceeds maxMessageSize 256: closed with 1009/);
+  },
+});
