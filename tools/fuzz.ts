@@ -22,6 +22,7 @@ export const PROPERTY_FILES = [
   "tests/asgi_percent_test.ts",
   "tests/asgi_text_bytes_test.ts",
   "tests/asgi_http_differential_test.ts",
+  "tests/asgi_websocket_fuzz_test.ts",
 ];
 
 /** What a run does: `rounds` rounds on fresh seeds, or one round on `seed`. */
