@@ -16,6 +16,7 @@ import {
 } from "../asgi.ts";
 import {
   bytes,
+  dechunk,
   joinBodies,
   rawRequest,
   readBody,
@@ -26,19 +27,6 @@ import {
 } from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
-
-/** The bytes a chunked body frames, its chunk sizes and last chunk taken off. */
-function dechunk(framed: string): string {
-  let out = "";
-  let at = 0;
-  for (;;) {
-    const end = framed.indexOf("\r\n", at);
-    const size = parseInt(framed.slice(at, end), 16);
-    if (!(size > 0)) return out;
-    out += framed.slice(end + 2, end + 2 + size);
-    at = end + 2 + size + 2;
-  }
-}
 
 /** Responds 200 with `body`. */
 /** Responds 200 with `body`. */

@@ -20,8 +20,7 @@
 import { assertEquals } from "@std/assert";
 import { METHODS } from "node:http";
 import fc from "npm:fast-check@4.10.2";
-import { serve } from "../asgi.ts";
-import { RecordingLogger } from "./fixtures/asgi_harness.ts";
+import { dechunk, start } from "./fixtures/asgi_harness.ts";
 import { app, type ResponsePlan } from "./fixtures/http_differential/app.ts";
 import { pythonHas, startUvicorn } from "./fixtures/uvicorn.ts";
 import { propertyRuns } from "./_property.ts";
@@ -186,35 +185,21 @@ Deno.test({
     await using uvicorn = await startUvicorn(
       new URL("./fixtures/http_differential/", import.meta.url),
     );
-    const servers = [];
-    const ports: Record<string, number> = {};
-    for (const transport of ["deno", "node"] as const) {
-      const server = serve(app, {
-        port: 0,
-        transport,
-        lifespan: "off",
-        logger: new RecordingLogger(),
-        onListen() {},
-      });
-      servers.push(server);
-      ports[transport] = (await server.addr).port;
-    }
-    try {
-      await fc.assert(
-        fc.asyncProperty(sent, async (request) => {
-          const bytes = requestBytes(request);
-          const reference = await exchange(uvicorn.port, bytes);
-          for (const transport of ["deno", "node"]) {
-            const expected = structuredClone(reference);
-            for (const [, , apply] of DIFFERENCES) apply(expected, request, transport);
-            assertEquals(await exchange(ports[transport]!, bytes), expected, transport);
-          }
-        }),
-        propertyRuns(150),
-      );
-    } finally {
-      for (const server of servers) await server.shutdown();
-    }
+    await using deno = await start(app, "deno");
+    await using node = await start(app, "node");
+    const ports: Record<string, number> = { deno: deno.port, node: node.port };
+    await fc.assert(
+      fc.asyncProperty(sent, async (request) => {
+        const bytes = requestBytes(request);
+        const reference = await exchange(uvicorn.port, bytes);
+        for (const transport of ["deno", "node"]) {
+          const expected = structuredClone(reference);
+          for (const [, , apply] of DIFFERENCES) apply(expected, request, transport);
+          assertEquals(await exchange(ports[transport]!, bytes), expected, transport);
+        }
+      }),
+      propertyRuns(150),
+    );
   },
 });
 
@@ -294,18 +279,8 @@ function readResponse(raw: string, head: boolean): {
       fields.push(`${field}: ${text}`);
     }
   }
-  let body = raw.slice(end + 4);
-  if (chunked && !head) {
-    let framed = body;
-    body = "";
-    for (;;) {
-      const line = framed.indexOf("\r\n");
-      const size = parseInt(framed.slice(0, line), 16);
-      if (!(size > 0)) break;
-      body += framed.slice(line + 2, line + 2 + size);
-      framed = framed.slice(line + 2 + size + 2);
-    }
-  }
+  const rest = raw.slice(end + 4);
+  const body = chunked && !head ? dechunk(rest) : rest;
   return { status: lines[0]!.slice(9, 12), fields: fields.sort(), body, chunked };
 }
 
@@ -349,42 +324,28 @@ Deno.test("serve() sends the same response on both transports for random applica
   for (const [what, why] of RESPONSE_DIFFERENCES) {
     console.log(`node differs from deno: ${what}: ${why}`);
   }
-  const servers = [];
-  const ports: number[] = [];
-  for (const transport of ["deno", "node"] as const) {
-    const server = serve(app, {
-      port: 0,
-      transport,
-      lifespan: "off",
-      logger: new RecordingLogger(),
-      onListen() {},
-    });
-    servers.push(server);
-    ports.push((await server.addr).port);
-  }
+  await using deno = await start(app, "deno");
+  await using node = await start(app, "node");
+  const ports = [deno.port, node.port];
   const request = fc.record({
     plan,
     method: fc.constantFrom("GET", "HEAD", "POST"),
     version: fc.constantFrom("1.0", "1.1"),
   });
-  try {
-    await fc.assert(
-      fc.asyncProperty(request, async ({ plan, method, version }) => {
-        const text = `${method} /respond?${btoa(JSON.stringify(plan))} HTTP/${version}\r\n` +
-          `Host: x\r\n${method === "POST" ? "Content-Length: 0\r\n" : ""}` +
-          `${version === "1.1" ? "Connection: close\r\n" : ""}\r\n`;
-        const [deno, node] = await Promise.all(
-          ports.map(async (port) => readResponse(await rawExchange(port, text), method === "HEAD")),
-        );
-        for (const [, , apply] of RESPONSE_DIFFERENCES) apply(deno!, node!);
-        assertEquals(
-          { status: node!.status, fields: node!.fields, body: node!.body },
-          { status: deno!.status, fields: deno!.fields, body: deno!.body },
-        );
-      }),
-      propertyRuns(150),
-    );
-  } finally {
-    for (const server of servers) await server.shutdown();
-  }
+  await fc.assert(
+    fc.asyncProperty(request, async ({ plan, method, version }) => {
+      const text = `${method} /respond?${btoa(JSON.stringify(plan))} HTTP/${version}\r\n` +
+        `Host: x\r\n${method === "POST" ? "Content-Length: 0\r\n" : ""}` +
+        `${version === "1.1" ? "Connection: close\r\n" : ""}\r\n`;
+      const [deno, node] = await Promise.all(
+        ports.map(async (port) => readResponse(await rawExchange(port, text), method === "HEAD")),
+      );
+      for (const [, , apply] of RESPONSE_DIFFERENCES) apply(deno!, node!);
+      assertEquals(
+        { status: node!.status, fields: node!.fields, body: node!.body },
+        { status: deno!.status, fields: deno!.fields, body: deno!.body },
+      );
+    }),
+    propertyRuns(150),
+  );
 });
