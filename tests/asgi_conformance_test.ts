@@ -28,6 +28,19 @@ import {
 import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
+/** A chunked upload of ten bytes in two pieces 30 ms apart: past a maxBodySize of 8. */
+function tenBytesSlowly(): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    async start(controller) {
+      controller.enqueue(bytes("12345"));
+      await sleep(30);
+      controller.enqueue(bytes("67890"));
+      await sleep(30);
+      controller.close();
+    },
+  });
+}
+
 /** Responds 200 with `body`. */
 /** Responds 200 with `body`. */
 async function reply(send: Send, body: string | Uint8Array, status = 200): Promise<void> {
@@ -958,16 +971,7 @@ for (const transport of TRANSPORTS) {
         transport,
         { maxBodySize: 8 },
       );
-      const body = new ReadableStream<Uint8Array>({
-        async start(controller) {
-          controller.enqueue(bytes("12345"));
-          await sleep(30);
-          controller.enqueue(bytes("67890"));
-          await sleep(30);
-          controller.close();
-        },
-      });
-      const outcome = await fetch(s.url, { method: "POST", body }).then(
+      const outcome = await fetch(s.url, { method: "POST", body: tenBytesSlowly() }).then(
         async (r) => `${r.status} ${await r.text()}`,
         (e) => e.name,
       );
@@ -1008,16 +1012,8 @@ for (const transport of TRANSPORTS) {
             transport,
             { maxBodySize: 8 },
           );
-          const body = new ReadableStream<Uint8Array>({
-            async start(controller) {
-              controller.enqueue(bytes("12345"));
-              await sleep(30);
-              controller.enqueue(bytes("67890"));
-              await sleep(30);
-              controller.close();
-            },
-          });
-          await fetch(s.url, { method: "POST", body }).then((r) => r.text()).catch(() => {});
+          await fetch(s.url, { method: "POST", body: tenBytesSlowly() }).then((r) => r.text())
+            .catch(() => {});
           assertEquals(await seen.promise, "http.disconnect");
           assertEquals(s.logger.lines("warn"), [`Request body exceeds maxBodySize ${logged}`]);
         });
