@@ -69,6 +69,8 @@ class Connections {
   readonly #lingering = new WeakSet<Socket>();
   /** What to do once a connection has no request in progress any more: see `whenIdle`. */
   readonly #idleWaiters = new Map<Socket, () => void>();
+  /** What to do once only a connection's last request is in progress: see `whenLastOnly`. */
+  readonly #lastWaiters = new Map<Socket, () => void>();
   /**
    * Connections node:http handed over for a handshake or a CONNECT, until they close: node:http no
    * longer tracks them, so its `closeAllConnections()` misses them, whether they wait, were
@@ -94,6 +96,7 @@ class Connections {
     socket.once("close", () => {
       this.#busy.delete(socket);
       this.#idleWaiters.delete(socket);
+      this.#lastWaiters.delete(socket);
       this.#latest.delete(socket);
     });
   }
@@ -118,6 +121,23 @@ class Connections {
     socket.on("error", destroy);
     this.#idleWaiters.set(socket, () => {
       socket.off("error", destroy);
+      then();
+    });
+  }
+
+  /**
+   * Calls `then` once at most one request of `socket` is in progress: the last one, whose body
+   * node:http could not read (see `refuseUnreadable`). Those before it are answered first; not
+   * if the connection closes meanwhile.
+   */
+  whenLastOnly(socket: Socket, then: () => void): void {
+    if ((this.#busy.get(socket) ?? 0) <= 1) return then();
+    this.#handOver(socket);
+    const destroy = () => socket.destroy();
+    socket.on("error", destroy);
+    this.#lastWaiters.set(socket, () => {
+      socket.off("error", destroy);
+      this.#handedOver.delete(socket);
       then();
     });
   }
@@ -207,6 +227,13 @@ class Connections {
     const count = busy.get(socket);
     if (count === undefined) return;
     busy.set(socket, count - 1);
+    if (count === 2) {
+      const waiter = this.#lastWaiters.get(socket);
+      if (waiter !== undefined) {
+        this.#lastWaiters.delete(socket);
+        return waiter();
+      }
+    }
     if (count === 1) {
       const waiter = this.#idleWaiters.get(socket);
       if (waiter !== undefined) {
@@ -857,9 +884,10 @@ const UNREADABLE_STATUS: Readonly<Record<string, number>> = {
  * answered first, then the bytes are refused and the connection closes, lingering for a client
  * that still sends; or, after an answer that closed the connection, nothing more is written
  * (RFC 9112 §9.6: a client must send nothing after a request that closes it). With no request in
- * progress, or when the bytes are the body of the request in progress (a malformed chunk), the
- * answer is node:http's own, as before. Any other socket error (a reset) destroys
- * the socket, as node:http does: the requests in progress see `http.disconnect`.
+ * progress, the answer is node:http's own, as before; so it is when the bytes are the body of the
+ * last request (a malformed chunk), once the requests before it are answered: its application
+ * then sees `http.disconnect`. Any other socket error (a reset) destroys the socket at once, as
+ * node:http does: the requests in progress see `http.disconnect`.
  */
 function refuseUnreadable(
   connections: Connections,
@@ -873,12 +901,30 @@ function refuseUnreadable(
   const current = connections.inProgress(socket);
   // Bytes after the whole of the last request: that request, and any before it, is answered
   // first. Bytes of its body (a malformed chunk) are its own failure: its application, still
-  // reading, sees http.disconnect, as before.
+  // reading, sees http.disconnect once the requests before it are answered. Refused at once,
+  // the 400 went out in place of their answers or into the middle of one being streamed.
   if (unreadable && socket.writable && current !== undefined && current[0].complete) {
     connections.whenIdle(socket, () => refuseSocket(socket, status, reason));
     return;
   }
-  // As node:http: its answer, unless a response has begun on the connection.
+  if (unreadable && socket.writable && current !== undefined) {
+    connections.whenLastOnly(socket, () => refuseNow(unreadable, status, reason, socket, current));
+    return;
+  }
+  refuseNow(unreadable, status, reason, socket, current);
+}
+
+/**
+ * node:http's own answer to unreadable bytes: its 400 (431, 408) unless a response has begun on
+ * the connection (`current`, the only request still in progress, if any), then the close.
+ */
+function refuseNow(
+  unreadable: boolean,
+  status: number,
+  reason: string,
+  socket: Socket,
+  current: [IncomingMessage, ServerResponse] | undefined,
+): void {
   if (unreadable && socket.writable && (current === undefined || !current[1].headersSent)) {
     socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n\r\n`);
   }

@@ -684,6 +684,45 @@ Deno.test("serve() [node] answers a request pipelined before unreadable bytes, t
   );
 });
 
+/** Streams "one", then "two" after 300 ms, for `/s`; echoes the request's body otherwise. */
+const streamOrEcho: AsgiApplication = async (scope, receive, send) => {
+  if (scope.type !== "http") return;
+  if (scope.path !== "/s") return echoHead(scope, receive, send);
+  await send({ type: "http.response.start", status: 200 });
+  await send({ type: "http.response.body", body: bytes("one"), more_body: true });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await send({ type: "http.response.body", body: bytes("two") });
+};
+
+// Review of 2026-11-28 (brief V2): 26a8bef refused a malformed chunk of the last request's body
+// at once even while a request pipelined before it was still being answered. Sent with the
+// head, its 400 went out as the answer to that earlier request (whose own answer was lost);
+// sent while that answer streamed, the 400 was written into the middle of its chunked body.
+// The deno transport answers the earlier request whole first.
+Deno.test("serve() [node] answers a request pipelined before a malformed chunk of the next body, then refuses it", async (t) => {
+  await using s = await start(streamOrEcho, "node");
+  const post = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+  await t.step("the malformed chunk sent with the heads", async () => {
+    using client = await RawClient.connect(s.port);
+    await client.write(`GET /s HTTP/1.1\r\nHost: x\r\n\r\n${post}zz\r\nabc\r\n0\r\n\r\n`);
+    assertMatch(await client.head(), /^HTTP\/1\.1 200 /);
+    assertEquals(await client.chunked(), "3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n");
+    assertMatch(await client.head(), /^HTTP\/1\.1 400 /);
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  });
+
+  await t.step("the malformed chunk sent while the earlier answer streams", async () => {
+    using client = await RawClient.connect(s.port);
+    await client.write(`GET /s HTTP/1.1\r\nHost: x\r\n\r\n${post}`);
+    assertMatch(await client.head(), /^HTTP\/1\.1 200 /);
+    await client.write("zz\r\nabc\r\n0\r\n\r\n");
+    assertEquals(await client.chunked(), "3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n");
+    assertMatch(await client.head(), /^HTTP\/1\.1 400 /);
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  });
+});
+
 // Probe of 2026-11-28 (brief C, point 1): "Expect: 100-continue" with a content-length of 100 MB
 // against maxBodySize 1000 got "100 Continue" from node:http itself, then the 413: the client
 // began sending the 100 MB that the server would read and drop for up to 30 s. RFC 9110 §10.1.1
