@@ -413,19 +413,22 @@ class NodeCycle extends HttpCycle {
   #writeHead(status: number, headers: [string, string][], length?: number): void {
     const response = this.#response;
     if (this.#state.closing) response.shouldKeepAlive = false;
-    // node:http's own decision: false when the client asked to close (HTTP/1.0 without
-    // keep-alive, or its "Connection: close") or the server is shutting down.
-    const closes = !response.shouldKeepAlive;
     // The core may hand the same list to several responses: extend a copy, never the list.
     const flat: string[] = [];
     const framing = flattenFramed(headers, flat, this.#request.httpVersion !== "1.0");
+    if (framing === BY_CLOSE) response.shouldKeepAlive = false;
+    // node:http's own decision: false when the client asked to close (HTTP/1.0 without
+    // keep-alive, or its "Connection: close"), the server is shutting down, or the body ends
+    // with the connection.
+    const closes = !response.shouldKeepAlive;
     // An application's own "connection" field without "close" (keep-alive, or the names of
     // hop-by-hop fields) makes node:http keep the connection, against that decision: a client
     // that asked to close waited for the close until keepAliveTimeout (RFC 9112 §9.6 asks the
-    // server to close). A "close" beside it, as deno and uvicorn add one, keeps the decision.
+    // server to close), and after a body that ends at the close the next request's answer went
+    // out on the same connection, read by the client as more of that body. A "close" beside
+    // it, as deno and uvicorn add one, keeps the decision.
     if (closes && keepsAlive(flat)) flat.push("connection", "close");
-    if (framing === BY_CLOSE) response.shouldKeepAlive = false;
-    else if (framing === UNFRAMED && length !== undefined) {
+    if (framing === UNFRAMED && length !== undefined) {
       flat.push("content-length", String(length));
     }
     try {

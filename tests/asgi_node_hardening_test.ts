@@ -326,6 +326,31 @@ Deno.test("serve() [node] sends no content-length beside the application's trans
   assertEquals(s.logger.lines("error"), []);
 });
 
+// Review of 2026-11-28 (brief V2): a body whose final coding is not chunked ends with the
+// connection (RFC 9112 §6.3), but an application's own "connection: keep-alive" beside it made
+// node:http keep the connection: it served the next request on it, whose answer the client read
+// as more of the body, and the body never ended until keepAliveTimeout.
+Deno.test("serve() [node] closes a connection whose response body ends at the close, whatever connection field the app sends", async () => {
+  await using s = await start(async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [
+        [bytes("transfer-encoding"), bytes("gzip")],
+        [bytes("connection"), bytes("keep-alive")],
+      ],
+    });
+    await send({ type: "http.response.body", body: bytes("ok") });
+  }, "node");
+  using client = await RawClient.connect(s.port);
+  await client.write("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+  const head = await client.head();
+  assertStringIncludes(head.toLowerCase(), "\r\nconnection: close", head);
+  assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+  assertEquals(client.pending, "ok");
+});
+
 // Regression (resource probe, 2026-11-25): Deno's node:http hands over every pipelined request
 // at once and cannot pause a socket, so a client that sent a million GETs and read no response
 // took the server from 56 to 470 MiB on one connection (1 GiB on three).
