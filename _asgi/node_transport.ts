@@ -825,7 +825,7 @@ export async function listenNode(
   const refused = new WeakSet<Duplex>();
   server.on("clientError", (error: Error & { code?: string }, socket: Duplex) => {
     // node:http's parser fails again on every later chunk: the first failure decides.
-    if (refused.has(socket)) return;
+    if (refused.has(socket)) return dropRepeatedListener(socket);
     refused.add(socket);
     refuseUnreadable(connections, error, socket as Socket);
   });
@@ -932,6 +932,21 @@ function refuseNow(
     socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n\r\n`);
   }
   socket.destroy();
+}
+
+/**
+ * Takes off the "error" listener node:http added to `socket` before reporting the same parse
+ * failure again. Deno's node:http (2.9.6) adds one more at each read after the first failure
+ * (Node.js adds it once): while a refusal waits for the answers before it (see
+ * `refuseUnreadable`), a client that went on sending grew the socket by a listener per read, for
+ * as long as the answers took (MaxListenersExceededWarning after ten reads).
+ */
+function dropRepeatedListener(socket: Duplex): void {
+  const listeners = socket.listeners("error");
+  const last = listeners[listeners.length - 1];
+  if (last !== undefined && listeners.indexOf(last) < listeners.length - 1) {
+    socket.removeListener("error", last as (error: Error) => void);
+  }
 }
 
 /** How often a node listener under fd pressure is checked for still accepting, in ms. */

@@ -10,6 +10,7 @@ import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/as
 import type { AsgiApplication, Send } from "../asgi.ts";
 import { bytes, readBody, start, text } from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
+import process from "node:process";
 
 /** How long a test waits for bytes that should come at once: generous for a busy machine. */
 const PATIENCE_MS = 2000;
@@ -707,6 +708,31 @@ Deno.test("serve() [node] answers a request pipelined before unreadable bytes, t
       assertEquals(await response.text(), "hi /c");
     },
   );
+});
+
+// Review of 2026-11-28 (brief V2): while the refusal of unreadable bytes waits for the answer
+// pending before them, Deno's node:http parses each later read again, fails again, and adds one
+// more "error" listener to the socket each time: a client sending on behind a slow answer grew
+// the socket by one listener per read, for as long as the answer took ("MaxListenersExceeded").
+Deno.test("serve() [node] adds no socket listener per read while unreadable bytes wait to be refused", async () => {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.name);
+  process.on("warning", onWarning);
+  try {
+    await using s = await start(answerPathAfter(600), "node");
+    using client = await RawClient.connect(s.port);
+    await client.write("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGARB\x01GE / HTTP/1.1\r\n\r\n");
+    for (let i = 0; i < 30; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await client.write("more bytes\r\n");
+    }
+    const { head, body } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 200 /);
+    assertEquals(body, "hi /a");
+    assertEquals(warnings.filter((name) => name === "MaxListenersExceededWarning"), []);
+  } finally {
+    process.off("warning", onWarning);
+  }
 });
 
 /** Streams "one", then "two" after 300 ms, for `/s`; echoes the request's body otherwise. */
