@@ -440,6 +440,11 @@ class NodeCycle extends HttpCycle {
       if ((error as { code?: unknown }).code !== "ERR_HTTP_TRAILER_INVALID") throw error;
       response.writeHead(status, withoutTrailer(flat));
     }
+    // node:http chunks the body when "chunked" appears anywhere in the field ("chunked, gzip",
+    // "chunked-x"): a body the head says ends at the close went out in chunks of its own, which
+    // the client took for the body's bytes. Its flag is read at each write, so clearing it here
+    // sends the body as given.
+    if (framing === BY_CLOSE) (response as { chunkedEncoding?: boolean }).chunkedEncoding = false;
     const request = this.#request;
     if (!request.complete && request.socket !== null) {
       const idleMs = this.#refused ? drainTiming.refusedIdleMs : drainTiming.idleMs;

@@ -352,6 +352,33 @@ Deno.test("serve() [node] closes a connection whose response body ends at the cl
   assertEquals(client.pending, "ok");
 });
 
+// Review of 2026-11-28 (brief V3): node:http chunks a body whenever "chunked" appears anywhere in
+// the application's transfer-encoding, final or not. For "chunked, gzip" (chunked applied first)
+// the head said the body ends at the close, yet the bytes went out in chunks of node:http's own:
+// the client, ungzipping what it read up to the close, got chunk sizes instead of the body.
+Deno.test("serve() [node] sends the body as given when its final transfer coding is not chunked", async (t) => {
+  await using s = await start(async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("transfer-encoding"), bytes(scope.path.slice(1))]],
+    });
+    await send({ type: "http.response.body", body: bytes("o"), more_body: true });
+    await send({ type: "http.response.body", body: bytes("k") });
+  }, "node");
+  for (const coding of ["chunked, gzip", "chunked-ext"]) {
+    await t.step(coding, async () => {
+      using client = await RawClient.connect(s.port);
+      await client.write(`GET /${encodeURIComponent(coding)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const head = await client.head();
+      assertEquals(field(head, "transfer-encoding"), coding, head);
+      assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+      assertEquals(client.pending, "ok");
+    });
+  }
+});
+
 // Regression (resource probe, 2026-11-25): Deno's node:http hands over every pipelined request
 // at once and cannot pause a socket, so a client that sent a million GETs and read no response
 // took the server from 56 to 470 MiB on one connection (1 GiB on three).
