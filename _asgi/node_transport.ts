@@ -67,10 +67,12 @@ class Connections {
   #closing = false;
   /** Connections closing while the client may still send (see `lingerOnClose`): no new requests. */
   readonly #lingering = new WeakSet<Socket>();
-  /** What to do once a connection has no request in progress any more: see `whenIdle`. */
-  readonly #idleWaiters = new Map<Socket, () => void>();
-  /** What to do once only a connection's last request is in progress: see `whenLastOnly`. */
-  readonly #lastWaiters = new Map<Socket, () => void>();
+  /**
+   * What to do once a connection has at most `left` requests in progress: see `whenIdle` and
+   * `whenLastOnly`. One at a time per connection: node:http parses nothing more on a connection
+   * it handed over or whose bytes it could not read.
+   */
+  readonly #waiters = new Map<Socket, { left: number; run: () => void }>();
   /**
    * Connections node:http handed over for a handshake or a CONNECT, until they close: node:http no
    * longer tracks them, so its `closeAllConnections()` misses them, whether they wait, were
@@ -95,8 +97,7 @@ class Connections {
     this.#busy.set(socket, 0);
     socket.once("close", () => {
       this.#busy.delete(socket);
-      this.#idleWaiters.delete(socket);
-      this.#lastWaiters.delete(socket);
+      this.#waiters.delete(socket);
       this.#latest.delete(socket);
     });
   }
@@ -115,14 +116,7 @@ class Connections {
       socket.on("error", () => socket.destroy());
       return socket.destroySoon();
     }
-    // node:http takes its error listener off a socket it hands over, and `then` sets its own: a
-    // client that reset the connection meanwhile ended the whole process (ECONNRESET unheard).
-    const destroy = () => socket.destroy();
-    socket.on("error", destroy);
-    this.#idleWaiters.set(socket, () => {
-      socket.off("error", destroy);
-      then();
-    });
+    this.#wait(socket, 0, then, true);
   }
 
   /**
@@ -132,13 +126,27 @@ class Connections {
    */
   whenLastOnly(socket: Socket, then: () => void): void {
     if ((this.#busy.get(socket) ?? 0) <= 1) return then();
-    this.#handOver(socket);
+    this.#wait(socket, 1, then, false);
+  }
+
+  /**
+   * Runs `then` once `socket` has `left` requests in progress, or, with `onlyServing`, closes it
+   * instead if it takes no more requests by then (see `#servesMore`).
+   */
+  #wait(socket: Socket, left: number, then: () => void, onlyServing: boolean): void {
+    // node:http takes its error listener off a socket it hands over (and off one whose bytes it
+    // could not read), and `then` sets its own: a client that reset the connection meanwhile
+    // ended the whole process (ECONNRESET unheard).
     const destroy = () => socket.destroy();
     socket.on("error", destroy);
-    this.#lastWaiters.set(socket, () => {
-      socket.off("error", destroy);
-      this.#handedOver.delete(socket);
-      then();
+    this.#waiters.set(socket, {
+      left,
+      run: () => {
+        // Dropped, the socket keeps the error listener.
+        if (onlyServing && !this.#servesMore(socket)) return socket.destroySoon();
+        socket.off("error", destroy);
+        then();
+      },
     });
   }
 
@@ -227,20 +235,10 @@ class Connections {
     const count = busy.get(socket);
     if (count === undefined) return;
     busy.set(socket, count - 1);
-    if (count === 2) {
-      const waiter = this.#lastWaiters.get(socket);
-      if (waiter !== undefined) {
-        this.#lastWaiters.delete(socket);
-        return waiter();
-      }
-    }
-    if (count === 1) {
-      const waiter = this.#idleWaiters.get(socket);
-      if (waiter !== undefined) {
-        this.#idleWaiters.delete(socket);
-        // Dropped, the socket keeps the error listener the wait put on it.
-        return this.#servesMore(socket) ? waiter() : socket.destroySoon();
-      }
+    const waiter = this.#waiters.get(socket);
+    if (waiter !== undefined && waiter.left === count - 1) {
+      this.#waiters.delete(socket);
+      return waiter.run();
     }
     // A response whose head said keep-alive before shutdown began: Deno's node:http then closes
     // the connection by itself, Node.js 20 keeps it until shutdownTimeout (measured: 3004 ms).
