@@ -148,6 +148,8 @@ export function textBytes(text: string): Uint8Array {
 const DEFAULT_PORT = 8000;
 const DEFAULT_HOSTNAME = "127.0.0.1";
 const DEFAULT_SHUTDOWN_TIMEOUT = 30_000;
+/** As nginx's `client_body_timeout` and `send_timeout`. */
+const DEFAULT_STALL_TIMEOUT = 60_000;
 /** Hypercorn's `startup_timeout` and `shutdown_timeout`. */
 const DEFAULT_LIFESPAN_TIMEOUT = 60_000;
 /** Node's `server.headersTimeout` default. */
@@ -196,6 +198,7 @@ const SERVE_KEYS: readonly string[] = [
   "maxConnections",
   "shutdownTimeout",
   "lifespanTimeout",
+  "stallTimeout",
   "cert",
   "key",
 ];
@@ -526,6 +529,7 @@ export function serve(
   checkMilliseconds("lifespanTimeout", options.lifespanTimeout);
   checkMilliseconds("headersTimeout", options.headersTimeout);
   checkKeepAliveTimeout(options.keepAliveTimeout);
+  checkMilliseconds("stallTimeout", options.stallTimeout);
   const { maxConnections } = options;
   if (maxConnections !== undefined && typeof maxConnections !== "number") {
     throw new TypeError(
@@ -558,6 +562,8 @@ export function serve(
     throw new TypeError(`Invalid signal ${describe(options.signal)}: use an AbortSignal`);
   }
   const tls = checkTls(options.cert, options.key);
+  const stallTimeout = options.stallTimeout ?? DEFAULT_STALL_TIMEOUT;
+  core.stallTimeout = stallTimeout === 0 ? Infinity : stallTimeout;
   return new Server(core, {
     port,
     hostname,
@@ -884,6 +890,7 @@ class Server implements AsgiServer {
   #release(): void {
     // A startup abandoned at lifespanTimeout never settles: its hold must go with it.
     clearInterval(this.#keepAlive);
+    this.#core.stopStallChecks();
     if (this.#onAbort !== null) {
       this.#settings.signal?.removeEventListener("abort", this.#onAbort);
       this.#onAbort = null;

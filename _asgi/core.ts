@@ -440,6 +440,11 @@ export interface CoreOptions {
   lifespan: "auto" | "on" | "off";
 }
 
+/** Stall checks per `stallTimeout`: a wait is given up between 1 and 1.25 times the limit. */
+const STALL_CHECKS = 4;
+/** The shortest period between two stall checks, in milliseconds. */
+const MIN_STALL_CHECK_MS = 10;
+
 /** The application, its lifespan and the cycles in flight: everything a transport needs. */
 export class Core {
   /** The ASGI application. */
@@ -461,6 +466,15 @@ export class Core {
   #inflight: HttpCycle | null = null;
   #inflightCount = 0;
   #idleWaiters: (() => void)[] = [];
+  /**
+   * How long a request may wait on its client with nothing moving; `Infinity`: no limit. Set by
+   * `serve()` before it listens.
+   */
+  stallTimeout: number;
+  /** Stall checks so far: the clock of waits on clients (see `waitBegins`). */
+  #tick = 0;
+  /** The periodic stall check, while any request may be waiting on its client. */
+  #stallCheck: ReturnType<typeof setInterval> | undefined;
 
   /**
    * Creates the core.
@@ -475,6 +489,58 @@ export class Core {
     this.maxBodySize = options.maxBodySize;
     this.logger = options.logger;
     this.lifespan = new Lifespan(app, options.lifespan, options.logger);
+    this.stallTimeout = Infinity;
+  }
+
+  /**
+   * A request begins to wait on its client (a body read, or a chunk the client must take first):
+   * returns the mark its wait carries, and makes sure the stall check runs. One interval for all
+   * requests, started here and stopped by a check that finds no request waiting: a timer per
+   * wait would cost every small upload a timer armed and cleared (the `POST` hot path), where a
+   * mark costs a field.
+   */
+  waitBegins(): number {
+    if (this.#stallCheck === undefined && this.stallTimeout < Infinity) {
+      const period = Math.max(MIN_STALL_CHECK_MS, Math.floor(this.stallTimeout / STALL_CHECKS));
+      const check = setInterval(this.#checkStalls, period);
+      // Never the reason a process stays up: whatever waits has a connection that does.
+      if (typeof check === "number") Deno.unrefTimer(check);
+      else (check as { unref?: () => void }).unref?.();
+      this.#stallCheck = check;
+    }
+    return this.#tick;
+  }
+
+  readonly #checkStalls = (): void => {
+    const tick = ++this.#tick;
+    let waiting = false;
+    /** Pairs of a cycle and whether its body (else its response) stalled. */
+    let stalled: (HttpCycle | boolean)[] | null = null;
+    for (let cycle = this.#inflight; cycle !== null; cycle = cycle.next) {
+      const { readMark, writeMark } = cycle;
+      if (readMark < 0 && writeMark < 0) continue;
+      // Past STALL_CHECKS whole periods: a wait that began just after a check is given up at
+      // the fifth check after it, so between 1 and 1.25 times stallTimeout.
+      if (readMark >= 0 && tick - readMark > STALL_CHECKS) (stalled ??= []).push(cycle, true);
+      else if (writeMark >= 0 && tick - writeMark > STALL_CHECKS) {
+        (stalled ??= []).push(cycle, false);
+      } else waiting = true;
+    }
+    if (!waiting) this.stopStallChecks();
+    if (stalled === null) return;
+    for (let i = 0; i < stalled.length; i += 2) {
+      try {
+        (stalled[i] as HttpCycle).stalled(stalled[i + 1] as boolean);
+      } catch (error) {
+        this.logger.error("Could not end a stalled request:", error);
+      }
+    }
+  };
+
+  /** Stops the stall check (the server has finished); the next wait starts it again. */
+  stopStallChecks(): void {
+    clearInterval(this.#stallCheck);
+    this.#stallCheck = undefined;
   }
 
   /** Registers a cycle as in flight. */
@@ -606,6 +672,13 @@ export abstract class HttpCycle {
   readonly scope: HttpScope;
   /** Where the cycle belongs. */
   protected readonly core: Core;
+  /**
+   * The `Core.waitBegins()` mark of the body read the application waits for, or -1: a read
+   * settles with each chunk, so a mark this old means nothing arrived since.
+   */
+  readMark = -1;
+  /** Likewise for a chunk of the response the client must take before `send` resolves. */
+  writeMark = -1;
   /** The neighbours in `Core`'s list of cycles in flight. */
   previous: HttpCycle | null = null;
   /** See `previous`. */
@@ -684,6 +757,11 @@ export abstract class HttpCycle {
   ): void;
   /** Reads the next request body chunk; `null` at the end; rejects when the client has gone. */
   protected abstract readChunk(): Promise<Uint8Array | null>;
+  /**
+   * Closes the connection at once, unsent bytes and all: the client took none of the response
+   * for `stallTimeout`, so a close that waits for them to go out would wait for good.
+   */
+  protected dropConnection(): void {}
   /** Starts watching for the client going away; called before `receive` waits for the end. */
   protected watchClient(): void {}
   /** Releases what the transport holds once the cycle is over. */
@@ -827,14 +905,17 @@ export abstract class HttpCycle {
     // No watchClient() here: a body read itself fails when the client goes away mid-upload.
     const { promise, resolve } = withResolvers<ReceiveMessage>();
     this.#readWaiter = resolve;
+    this.readMark = this.core.waitBegins();
     const reading = this.readChunk().then(
       (chunk) => {
+        this.readMark = -1;
         this.#reading = null;
         this.#readWaiter = null;
         if (this.#gone || this.#phase === DONE) return resolve(disconnect());
         resolve(this.#chunkMessage(chunk));
       },
       () => {
+        this.readMark = -1;
         this.#reading = null;
         this.#readWaiter = null;
         this.clientGone();
@@ -1030,7 +1111,7 @@ export abstract class HttpCycle {
       } else {
         this.#phase = STREAMING;
         this.openStream(this.#status, this.#headers);
-        return body.length === 0 ? undefined : this.writeChunk(copyBytes(body));
+        return body.length === 0 ? undefined : this.#watchTaken(this.writeChunk(copyBytes(body)));
       }
     } else if (discard) {
       if (more) return;
@@ -1041,7 +1122,7 @@ export abstract class HttpCycle {
       // buffer does). The spec has the data in the server's send buffer once `send` returns; a
       // stream of one reused 16 KiB buffer reached the client with 64 of 64 chunks overwritten
       // on deno, 48 on node (tests/asgi_send_copy_test.ts).
-      return body.length === 0 ? undefined : this.writeChunk(copyBytes(body));
+      return body.length === 0 ? undefined : this.#watchTaken(this.writeChunk(copyBytes(body)));
     } else {
       this.#phase = DONE;
       this.endStream(body.length === 0 ? body : copyBytes(body));
@@ -1050,6 +1131,66 @@ export abstract class HttpCycle {
     if (this.#appDone) this.#finish();
     else if (this.#phase === DONE) this.responseComplete();
     return;
+  }
+
+  /**
+   * `send`'s wait for the client to take what was written before, watched for a stall. The
+   * transports resolve it when the client has taken those chunks (a drain, a pull), so a mark
+   * this old means the client took nothing since.
+   */
+  #watchTaken(wait: Promise<void> | undefined): Promise<void> | undefined {
+    if (wait === undefined || this.core.stallTimeout === Infinity) return wait;
+    if (this.writeMark < 0) this.writeMark = this.core.waitBegins();
+    return wait.then(this.#taken);
+  }
+
+  readonly #taken = (): void => {
+    this.writeMark = -1;
+  };
+
+  /**
+   * The client kept this request waiting for `stallTimeout` with nothing moving: no byte of the
+   * body the application waits for arrived, or the client took no byte of the response `send`
+   * waits to write. The server gives up on it as on a client that left (the application's
+   * `receive` says `http.disconnect`, its sends are dropped) and closes the connection: with a
+   * 408 when the body stalled before the response began (nginx's `client_body_timeout` answers
+   * so), else by cutting the response off.
+   *
+   * @param bodyStalled Whether the body stalled (else the response).
+   */
+  stalled(bodyStalled: boolean): void {
+    this.readMark = this.writeMark = -1;
+    if (this.#gone || this.#phase === DONE) return;
+    const timeout = this.core.stallTimeout;
+    let outcome: string;
+    if (bodyStalled) {
+      this.refuseBody();
+      if (this.#phase === AWAIT_START) {
+        this.sendWhole(408, [
+          ["content-type", "text/plain; charset=utf-8"],
+          ["content-length", "15"],
+          ["connection", "close"],
+        ], textBytes("Request Timeout"));
+        outcome = "answered 408 and disconnected";
+      } else {
+        this.abortResponse(new Error("Request body stalled"), this.#status, this.#headers);
+        outcome = "cut the response off and disconnected";
+      }
+      this.core.logger.warn(
+        `Request body stalled: nothing arrived for stallTimeout ${timeout} ms; ${outcome}`,
+      );
+    } else {
+      this.abortResponse(new Error("Response stalled"), this.#status, this.#headers);
+      this.dropConnection();
+      this.core.logger.warn(
+        `Response stalled: the client took nothing for stallTimeout ${timeout} ms; cut the response off and disconnected`,
+      );
+    }
+    this.#endedByServer = true;
+    this.#phase = DONE;
+    this.#gone = true;
+    this.#wakeWaiters();
+    this.#finish();
   }
 
   #returned(): void {

@@ -515,6 +515,15 @@ class NodeCycle extends HttpCycle {
     else response.destroy();
   }
 
+  protected override dropConnection(): void {
+    // abortResponse's destroySoon() waits for the written bytes to go out: a client that reads
+    // nothing would hold the connection for good.
+    const response = this.#response;
+    const socket = response.socket;
+    if (socket !== null) socket.destroy();
+    else response.destroy();
+  }
+
   protected override readChunk(): Promise<Uint8Array | null> {
     const iterator = this.#iterator ??= this.#request[Symbol.asyncIterator]();
     return iterator.next().then((result) => {

@@ -657,6 +657,24 @@ export interface ServeOptions extends FetchHandlerOptions {
    */
   maxConnections?: number;
   /**
+   * How long a request may wait on its client with nothing moving, in milliseconds: an
+   * application waiting in `receive()` for a body of which no byte arrives, or in `send()` for a
+   * client that takes none of the response (nginx's `client_body_timeout` and `send_timeout`).
+   * Then the server gives up on the request as on a client that left (`receive()` says
+   * `http.disconnect`, sends are dropped) and closes the connection: with a 408 when the body
+   * stalled before the response began, else by cutting the response off; one warning is logged.
+   * The clock starts again with each chunk that arrives or is taken, so a slow client that keeps
+   * moving is never cut, but a chunk counts whole: a response chunk must be taken within the
+   * limit (at 60 s, a 1 MiB chunk needs 17 KiB/s), and a small body of stated length (64 KiB at
+   * most) on `deno` must arrive whole within it. An application that does not ask for the body,
+   * or thinks between sends, is not waiting on its client. Given up between 1 and 1.25 times the
+   * limit (it is checked four times per period). WebSockets have their own rules. `0` or
+   * `Infinity`: no limit; at most 2147483647 otherwise.
+   *
+   * @default {60000}
+   */
+  stallTimeout?: number;
+  /**
    * How long `shutdown()` waits for requests in flight, in milliseconds. Then their applications
    * see `http.disconnect`, unstarted responses get 500 and started ones are cut off, after
    * which lifespan shutdown runs. At most 2147483647 (what a timer can wait), or `Infinity`.
