@@ -171,6 +171,86 @@ export const idle: Scenario = {
   },
 };
 
+/**
+ * Clients that stall: uploads that stop after their first bytes, and clients that read none of a
+ * response streamed as fast as the server can. With `stallTimeout` at 1 s, each must be given up:
+ * the upload answered 408, the stream cut off and its connection closed (on `node` the upload's
+ * too; `Deno.serve` keeps a connection whose body read waits: see docs/asgi.md, Limits).
+ */
+export const stalls: Scenario = {
+  name: "stalled uploads and clients that read nothing",
+  checks: "uploads that stop after 10 bytes and clients that read none of a fast stream, with " +
+    "stallTimeout 1 s: every one given up (408, or cut off), one warning each, no error",
+  async run(transport, size) {
+    const stallMs = 1000;
+    const server = await start("./asgi_server.ts", transport, {
+      env: { STALL_TIMEOUT: String(stallMs) },
+    });
+    server.watch();
+    const row = newRow(transport, server);
+    // Each reader leaves megabytes in the kernel's buffers: 50 at most.
+    const count = size.short ? 20 : 50;
+    const upload = requestBytes(
+      "POST /echo HTTP/1.1\r\nhost: soak\r\ncontent-length: 100000\r\n\r\n0123456789",
+    );
+    const stream = requestBytes("GET /stream?n=100000&kib=64&ms=0 HTTP/1.1\r\nhost: soak\r\n\r\n");
+    const uploads: Connection[] = [];
+    const readers: Connection[] = [];
+    for (let i = 0; i < count; i++) {
+      const connection = await Connection.open(server.port);
+      await connection.write(upload);
+      uploads.push(connection);
+      const reader = await Connection.open(server.port);
+      await reader.write(stream);
+      readers.push(reader);
+    }
+    const began = performance.now();
+    // Given up within 1.25 stallTimeout after its wait began; read only after that (a reader that
+    // reads is no stalled client), with a margin for a busy machine.
+    await new Promise((resolve) => setTimeout(resolve, stallMs * 3));
+    server.sample();
+    const statuses = await Promise.all(
+      uploads.map((c) => c.readResponse().then((r) => r?.status ?? "closed", () => "error")),
+    );
+    const answered408 = statuses.filter((status) => status === 408).length;
+    let uploadsClosed = 0;
+    await Promise.all(uploads.map(async (c) => {
+      if (await c.closedWithin(transport === "node" ? 2000 : 200)) uploadsClosed++;
+    }));
+    let readersClosed = 0;
+    await Promise.all(readers.map(async (c) => {
+      if (await c.closedWithin(5000)) readersClosed++;
+    }));
+    const stats = await server.stats();
+    for (const connection of [...uploads, ...readers]) connection.close();
+    if (stats === undefined) {
+      row.failures.push("no /_stats answer");
+      return await finish(server, row);
+    }
+    row.notes.push(
+      `${count} stalled uploads: ${answered408} answered 408, ${uploadsClosed} closed by the ` +
+        `server; ${count} clients reading nothing: ${readersClosed} closed by the server; ` +
+        `${stats.warnings} warnings, ${stats.errors} errors (${
+          Math.round(performance.now() - began)
+        } ms)`,
+    );
+    if (answered408 !== count) {
+      row.failures.push(`${count - answered408} stalled uploads got no 408: ${statuses.join(",")}`);
+    }
+    if (transport === "node" && uploadsClosed !== count) {
+      row.failures.push(`${count - uploadsClosed} stalled uploads still open`);
+    }
+    if (readersClosed !== count) {
+      row.failures.push(`${count - readersClosed} clients reading nothing still connected`);
+    }
+    if (stats.warnings < 2 * count) {
+      row.failures.push(`${stats.warnings} warnings for ${2 * count} stalled requests`);
+    }
+    if (stats.errors > 0) row.failures.push(`errors logged: ${stats.samples.join("; ")}`);
+    return await finish(server, row);
+  },
+};
+
 interface Input {
   name: string;
   bytes: Uint8Array;

@@ -4,7 +4,7 @@
  * @module
  */
 import { heap, mixed, wrkPost } from "./_load_scenarios.ts";
-import { idle, malformed, storm } from "./_fault_scenarios.ts";
+import { idle, malformed, stalls, storm } from "./_fault_scenarios.ts";
 import { floods } from "./_flood_scenario.ts";
 import { tasks } from "./_task_scenario.ts";
 import type { Scenario } from "./_scenario.ts";
@@ -17,6 +17,7 @@ export const SCENARIOS: readonly Scenario[] = [
   wrkPost,
   storm,
   idle,
+  stalls,
   malformed,
   floods,
   tasks,

@@ -1,12 +1,13 @@
 /**
  * The fault suite's ASGI server: a plain ASGI application served by `serve()`.
  *
- * Routes: `GET /ok`; `POST /echo` (reads the body, answers its length); `GET /stream?n=&ms=`
- * (`n` chunks of 1 KiB, `ms` apart); `GET /slow?ms=` (answers after `ms`, or stops early on
+ * Routes: `GET /ok`; `POST /echo` (reads the body, answers its length); `GET /stream?n=&ms=&kib=`
+ * (`n` chunks of `kib` KiB, default 1, `ms` apart, none with `ms=0`); `GET /slow?ms=` (answers after `ms`, or stops early on
  * `http.disconnect`); `GET /_stats`. Anything else gets 404.
  *
  * Environment: `TRANSPORT` (`deno` or `node`), `MAX_BODY_SIZE` (bytes; the bridge's default
- * when unset), `SHUTDOWN_TIMEOUT` (ms, default 5000).
+ * when unset), `SHUTDOWN_TIMEOUT` (ms, default 5000), `STALL_TIMEOUT` (ms; the bridge's default
+ * when unset).
  *
  * @module
  */
@@ -60,10 +61,12 @@ const app: AsgiApplication = async (scope, receive, send) => {
     case "/stream": {
       const n = Number(query.get("n") ?? 8);
       const ms = Number(query.get("ms") ?? 10);
+      const kib = Number(query.get("kib") ?? 1);
+      const chunk = kib === 1 ? KIB : new Uint8Array(kib * 1024).fill(0x61);
       await send({ type: "http.response.start", status: 200, headers: TEXT });
       for (let i = 0; i < n; i++) {
-        await send({ type: "http.response.body", body: KIB, more_body: true });
-        await sleep(ms);
+        await send({ type: "http.response.body", body: chunk, more_body: true });
+        if (ms > 0) await sleep(ms);
       }
       return await send({ type: "http.response.body" });
     }
@@ -86,6 +89,7 @@ const server = serve(app, {
   transport: Deno.env.get("TRANSPORT") === "node" ? "node" : "deno",
   maxBodySize: envNumber("MAX_BODY_SIZE"),
   shutdownTimeout: envNumber("SHUTDOWN_TIMEOUT", 5000),
+  stallTimeout: envNumber("STALL_TIMEOUT"),
   logger: countingLogger,
 });
 exitOnSigterm(server);
