@@ -762,6 +762,11 @@ export abstract class HttpCycle {
    * for `stallTimeout`, so a close that waits for them to go out would wait for good.
    */
   protected dropConnection(): void {}
+  /**
+   * Throws an `AsgiProtocolError` for a response `transfer-encoding` value the transport cannot
+   * send as it says. Every value passes by default.
+   */
+  protected checkTransferCoding(_coding: string): void {}
   /** Starts watching for the client going away; called before `receive` waits for the end. */
   protected watchClient(): void {}
   /** Releases what the transport holds once the cycle is over. */
@@ -1023,10 +1028,12 @@ export abstract class HttpCycle {
     const raw = message.headers;
     let headers: [string, string][] = [];
     let declared = -1;
-    let coded = false;
+    /** The values of the `transfer-encoding` fields, if any. */
+    let codings: string[] | null = null;
     if (Array.isArray(raw) && sameHeaderList(raw)) {
       headers = lastHeaders;
       declared = lastDeclared;
+      codings = lastCodings;
     } else if (raw !== undefined) {
       if (raw === null || typeof (raw as Iterable<unknown>)[Symbol.iterator] !== "function") {
         throw new AsgiProtocolError(
@@ -1054,20 +1061,22 @@ export abstract class HttpCycle {
         if (nameText.length === 14 && nameText.toLowerCase() === "content-length") {
           declared = declaredLength(declared, valueText, "http.response.start");
         } else if (nameText.length === 17 && nameText.toLowerCase() === "transfer-encoding") {
-          coded = true;
+          (codings ??= []).push(valueText);
         }
         headers.push([nameText, valueText]);
       }
       // A transfer-encoding wins over a content-length, which both transports drop (RFC 9112
       // §6.3): the body is not held to it. It once was, and a body longer than the dropped
       // length ended in a protocol error and a truncated chunked response.
-      if (coded) declared = -1;
+      if (codings !== null) declared = -1;
       if (Array.isArray(raw)) {
         lastPairs = raw.slice();
         lastHeaders = headers;
         lastDeclared = declared;
+        lastCodings = codings;
       }
     }
+    if (codings !== null) { for (const coding of codings) this.checkTransferCoding(coding); }
     this.#status = status;
     this.#headers = status === 205
       ? resetContentHeaders(headers)
@@ -1332,6 +1341,7 @@ class TextCache {
 let lastPairs: unknown[] = [];
 let lastHeaders: [string, string][] = [];
 let lastDeclared = -1;
+let lastCodings: string[] | null = null;
 
 function sameHeaderList(raw: unknown): boolean {
   const list = raw as readonly (readonly unknown[])[];

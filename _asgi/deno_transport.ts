@@ -7,6 +7,7 @@
  */
 import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
 import {
+  AsgiProtocolError,
   authorityEnd,
   type Core,
   drainTiming,
@@ -19,7 +20,7 @@ import {
   parseContentLength,
 } from "./core.ts";
 import { serveWebSocket } from "./deno_websocket.ts";
-import { errorText } from "../_common/describe.ts";
+import { describe, errorText } from "../_common/describe.ts";
 import { closeWebSockets, isUpgrade } from "./websocket.ts";
 
 /** Whether this runtime can upgrade a Fetch request (Deno can; other Fetch hosts get HTTP). */
@@ -396,6 +397,18 @@ class DenoCycle extends HttpCycle {
         status,
         headers: headersInit(headers, this.#denoServes ? body : null),
       }),
+    );
+  }
+
+  protected override checkTransferCoding(coding: string): void {
+    // Fetch servers frame a body themselves: Deno.serve drops the field and sends the body chunked
+    // (or with a length), so a coding named there never reached the client, which read the
+    // still-coded bytes (gzip) as the body. h11, uvicorn's parser, refuses it too.
+    if (isChunkedOnly(coding)) return;
+    throw new AsgiProtocolError(
+      `Invalid "transfer-encoding" ${
+        describe(coding)
+      } in "http.response.start": Deno.serve frames the body itself and drops the field, so the client would read the coded bytes as the body; use "content-encoding" for compression, or transport "node"`,
     );
   }
 

@@ -320,10 +320,20 @@ const RESPONSE_DIFFERENCES: [
   ],
 ];
 
+/** Whether the plan names a transfer coding other than chunked, which deno refuses. */
+function codedOnDeno(plan: ResponsePlan): boolean {
+  return plan.headers.some(([field, text]) =>
+    field.toLowerCase() === "transfer-encoding" && !/^[ \t]*chunked[ \t]*$/i.test(text)
+  );
+}
+
 Deno.test("serve() sends the same response on both transports for random application responses", async () => {
   for (const [what, why] of RESPONSE_DIFFERENCES) {
     console.log(`node differs from deno: ${what}: ${why}`);
   }
+  console.log(
+    "deno refuses (500) a transfer-encoding other than chunked: Deno.serve would drop it and send the coded bytes as the body",
+  );
   await using deno = await start(app, "deno");
   await using node = await start(app, "node");
   const ports = [deno.port, node.port];
@@ -340,6 +350,12 @@ Deno.test("serve() sends the same response on both transports for random applica
       const [deno, node] = await Promise.all(
         ports.map(async (port) => readResponse(await rawExchange(port, text), method === "HEAD")),
       );
+      if (codedOnDeno(plan)) {
+        // deno refuses such a response (500): Deno.serve would drop the field and send the coded
+        // bytes as the body. node sends it as given (tests/asgi_node_hardening_test.ts).
+        assertEquals(deno!.status, "500");
+        return;
+      }
       for (const [, , apply] of RESPONSE_DIFFERENCES) apply(deno!, node!);
       assertEquals(
         { status: node!.status, fields: node!.fields, body: node!.body },

@@ -1,0 +1,92 @@
+/**
+ * A response's `transfer-encoding` on the deno transport. `Deno.serve` frames every body itself
+ * and drops an application's `transfer-encoding`, so a coding named there (`gzip`) never reached
+ * the client, which read the still-coded bytes as the body (defect found by the response
+ * differential of 2026-11-28, documented then, refused now). The deno transport refuses such a
+ * response where it is sent, as h11 (uvicorn) does; `node` sends it as given
+ * (tests/asgi_node_hardening_test.ts).
+ */
+import { assertEquals, assertInstanceOf, assertMatch, assertStringIncludes } from "@std/assert";
+import { type AsgiApplication, AsgiProtocolError, createFetchHandler } from "../asgi.ts";
+import { bytes, rawRequest, start } from "./fixtures/asgi_harness.ts";
+
+/** Sends `coding` as the response's transfer-encoding; records what `send` did. */
+function codingApp(
+  coding: string | (() => [Uint8Array, Uint8Array][]),
+  outcomes: unknown[],
+): AsgiApplication {
+  return async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    const headers = typeof coding === "string"
+      ? [[bytes("transfer-encoding"), bytes(coding)] as [Uint8Array, Uint8Array]]
+      : coding();
+    try {
+      await send({ type: "http.response.start", status: 200, headers });
+      await send({ type: "http.response.body", body: bytes("hello") });
+      outcomes.push("sent");
+    } catch (error) {
+      outcomes.push(error);
+      throw error;
+    }
+  };
+}
+
+for (const coding of ["gzip", "gzip, chunked", "chunked, gzip", "x-custom"]) {
+  Deno.test(`deno transport refuses a response transfer-encoding ${JSON.stringify(coding)} (regression: coded bytes sent as the body)`, async () => {
+    const outcomes: unknown[] = [];
+    await using server = await start(codingApp(coding, outcomes), "deno");
+    const raw = await rawRequest(
+      server.port,
+      "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assertMatch(raw, /^HTTP\/1\.1 500 /);
+    assertEquals(outcomes.length, 1);
+    assertInstanceOf(outcomes[0], AsgiProtocolError);
+    assertEquals(
+      (outcomes[0] as AsgiProtocolError).message,
+      `Invalid "transfer-encoding" ${
+        JSON.stringify(coding)
+      } in "http.response.start": Deno.serve frames the body itself and drops the field, so the client would read the coded bytes as the body; use "content-encoding" for compression, or transport "node"`,
+    );
+    assertStringIncludes(server.logger.lines("error").join("\n"), 'Invalid "transfer-encoding"');
+  });
+}
+
+Deno.test("deno transport sends a response with transfer-encoding chunked as Deno.serve frames it", async () => {
+  const outcomes: unknown[] = [];
+  await using server = await start(codingApp(" Chunked ", outcomes), "deno");
+  const raw = await rawRequest(
+    server.port,
+    "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+  );
+  assertMatch(raw, /^HTTP\/1\.1 200 /);
+  assertEquals(outcomes, ["sent"]);
+  assertEquals(server.logger.lines("error"), []);
+});
+
+Deno.test("createFetchHandler refuses a response transfer-encoding gzip as serve() does", async () => {
+  const outcomes: unknown[] = [];
+  const handler = createFetchHandler(codingApp("gzip", outcomes), {
+    lifespan: "off",
+    logger: { error() {}, warn() {}, info() {} },
+  });
+  const response = await handler.fetch(new Request("http://x/"));
+  assertEquals(response.status, 500);
+  await response.body?.cancel();
+  assertInstanceOf(outcomes[0], AsgiProtocolError);
+});
+
+Deno.test("deno transport refuses transfer-encoding gzip in a header list node accepted first (regression: the list's cache skipped the check)", async () => {
+  // One array, as an application sends a constant list: the core keeps the text of the last list
+  // it checked, shared by every server of the process.
+  const headers: [Uint8Array, Uint8Array][] = [[bytes("transfer-encoding"), bytes("gzip")]];
+  const outcomes: unknown[] = [];
+  const app = codingApp(() => headers, outcomes);
+  await using node = await start(app, "node");
+  await using deno = await start(app, "deno");
+  const request = "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+  assertMatch(await rawRequest(node.port, request), /^HTTP\/1\.1 200 /);
+  assertMatch(await rawRequest(deno.port, request), /^HTTP\/1\.1 500 /);
+  assertEquals(outcomes[0], "sent");
+  assertInstanceOf(outcomes[1], AsgiProtocolError);
+});
