@@ -65,7 +65,10 @@ class Connections {
   readonly #handshaking = new Map<string, Socket>();
   /** Set by `closeWhenIdle()`: from then on a connection closes once its last request is done. */
   #closing = false;
-  /** Connections closing while the client may still send (see `lingerOnClose`): no new requests. */
+  /**
+   * Connections whose answer closes them (see `closeAfter`), or closing while the client may
+   * still send (see `lingerOnClose`): no new requests.
+   */
   readonly #lingering = new WeakSet<Socket>();
   /**
    * What to do once a connection has at most `left` requests in progress: see `whenIdle` and
@@ -173,8 +176,8 @@ class Connections {
   /**
    * Whether a request that comes now on `socket` is served. Not once the answer before it closes
    * the connection ("connection: close", which node:http ends the socket for, a lingering close
-   * included) or shutdown has begun: node:http drops a plain request there, but hands a handshake
-   * or a CONNECT over all the same, and the application got a websocket scope on a closed socket,
+   * included) or shutdown has begun: `begin` drops a plain request there, but node:http hands a
+   * handshake or a CONNECT over all the same, and the application got a websocket scope on a closed socket,
    * or a WebSocket opened during shutdown.
    */
   #servesMore(socket: Socket): boolean {
@@ -227,6 +230,20 @@ class Connections {
   /** `socket` is closing under a client that may still be sending: it takes no new requests. */
   linger(socket: Socket): void {
     this.#lingering.add(socket);
+  }
+
+  /**
+   * `response`, whose head is written, closes `socket` once it is: no request read from now on
+   * reaches the application. node:http parses on and hands each one over, though its answer can
+   * never be sent (RFC 9112 §9.6: the server must not process it): a GET sent while a closing
+   * answer streamed, or pipelined behind a request refused with 400, ran the application (uvicorn
+   * runs neither). One pipelined before that head is written is already in progress: it sees
+   * `http.disconnect` when the connection closes.
+   */
+  closeAfter(socket: Socket, response: ServerResponse): void {
+    // node:http's own decision, taken in writeHead(): an application's "connection: close" leaves
+    // shouldKeepAlive true, and an HTTP/1.0 body that ends at the close sets only this.
+    if ((response as { _last?: boolean })._last) this.#lingering.add(socket);
   }
 
   /** A request of `socket` is done. */
@@ -438,12 +455,13 @@ class NodeCycle extends HttpCycle {
       if ((error as { code?: unknown }).code !== "ERR_HTTP_TRAILER_INVALID") throw error;
       response.writeHead(status, withoutTrailer(flat));
     }
+    const request = this.#request;
+    if (request.socket !== null) this.#state.connections.closeAfter(request.socket, response);
     // node:http chunks the body when "chunked" appears anywhere in the field ("chunked, gzip",
     // "chunked-x"): a body the head says ends at the close went out in chunks of its own, which
     // the client took for the body's bytes. Its flag is read at each write, so clearing it here
     // sends the body as given.
     if (framing === BY_CLOSE) (response as { chunkedEncoding?: boolean }).chunkedEncoding = false;
-    const request = this.#request;
     if (!request.complete && request.socket !== null) {
       const idleMs = this.#refused ? drainTiming.refusedIdleMs : drainTiming.idleMs;
       lingerOnClose(request.socket, request, this.#state.connections, idleMs);
@@ -654,6 +672,7 @@ function refuse(
     "content-length",
     String(text.length),
   ]);
+  state.connections.closeAfter(socket, response);
   response.end(text);
 }
 

@@ -895,3 +895,57 @@ Deno.test("serve() [node] closes a connection whose refused CONNECT or handshake
     });
   }
 });
+
+/** Records each request's path in `paths`; `/close` streams an answer that closes the connection. */
+function recordingPaths(paths: string[]): AsgiApplication {
+  return async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    paths.push(scope.path);
+    if (scope.path !== "/close") return await answerPathAfter(0)(scope, _receive, send);
+    await send({
+      type: "http.response.start",
+      status: 200,
+      headers: [[bytes("connection"), bytes("close")]],
+    });
+    await send({ type: "http.response.body", body: bytes("one"), more_body: true });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await send({ type: "http.response.body", body: bytes("two") });
+  };
+}
+
+// Review of the node transport's refusal and close logic (2026-11-28, brief Q): node:http parses
+// on after a response head that closes the connection, and a request read then reached the
+// application, though its answer could never be sent (RFC 9112 §9.6: the server must not process
+// it). A GET sent 150 ms into an answer streamed with the application's "connection: close", or
+// one pipelined behind a request the bridge refused with 400 (two Host fields), ran the
+// application; uvicorn runs neither.
+Deno.test("serve() [node] hands no request read after an answer that closes the connection to the application", async (t) => {
+  const paths: string[] = [];
+  await using s = await start(recordingPaths(paths), "node");
+
+  await t.step("sent while the application's closing answer streams", async () => {
+    paths.length = 0;
+    using client = await RawClient.connect(s.port);
+    await client.write("GET /close HTTP/1.1\r\nHost: x\r\n\r\n");
+    assertEquals(field(await client.head(), "connection"), "close");
+    await client.write("GET /late HTTP/1.1\r\nHost: x\r\n\r\n");
+    assertEquals(await client.chunked(), "3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n");
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+    assertEquals(client.pending, "");
+    assertEquals(paths, ["/close"]);
+  });
+
+  await t.step("pipelined behind a request refused with 400", async () => {
+    paths.length = 0;
+    using client = await RawClient.connect(s.port);
+    await client.write(
+      "GET /two-hosts HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    const { head, body } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 400 /);
+    assertEquals(body, "Bad Request");
+    assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "the connection is still open");
+    assertEquals(client.pending, "");
+    assertEquals(paths, []);
+  });
+});
