@@ -562,8 +562,10 @@ export class Exchange implements TaskHolder {
       this.#disconnected = true;
       // After a complete response the bridge reports the end of the exchange the same way (and
       // may do so before the final send() resolves); the client did nothing wrong then, so the
-      // signal stays as it is and a body chunk already received can still be read.
-      if (this.#phase !== COMPLETE && !this.#lastChunk && !this.#servedError) {
+      // signal stays as it is and a body chunk already received can still be read. So it does
+      // once the handler has ended (`#ended`): a 500 or a stream the App cut off after a failure
+      // closes the connection itself, and that close is no client leaving.
+      if (this.#phase !== COMPLETE && !this.#lastChunk && !this.#servedError && !this.#ended) {
         this.#buffered = undefined;
         this.#abort(new DOMException("The client disconnected", "AbortError"));
       }

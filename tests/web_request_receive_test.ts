@@ -257,3 +257,32 @@ Deno.test("Request.receive() refuses a message an HTTP scope cannot carry", asyn
     'Unexpected "websocket.connect" message in an HTTP scope',
   );
 });
+
+// Regression, found by tests/web_chaos_property_test.ts (node, 2026-11-28): a handler whose
+// stream failed after the head had its stream cut off by the App, and the http.disconnect the
+// bridge then reports for that close aborted request.signal with "The client disconnected",
+// though the client never left (docs/web.md: the signal aborts when the client goes away).
+Deno.test("Request.signal stays unaborted when the App cuts off the stream of a handler that failed", async () => {
+  const bridge = new ScriptedBridge();
+  let signal: AbortSignal | undefined;
+  const done = run(bridge, async (request) => {
+    signal = request.signal;
+    await request.bytes();
+    await request.respondWith(
+      new Response({
+        body: (async function* () {
+          yield "a";
+          throw new Error("planned failure after the head");
+        })(),
+      }),
+    );
+  });
+  await settle();
+  bridge.release(chunk("", false));
+  const failed = await done.then(() => undefined, (error) => error);
+  assertEquals(instance(failed, Error).message.includes("the response is cut off"), true);
+  // The bridge closes the connection to cut the stream off, and reports it to the pending read.
+  bridge.release({ type: "http.disconnect" });
+  await settle();
+  assertEquals(signal?.aborted, false);
+});
