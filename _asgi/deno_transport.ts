@@ -278,12 +278,8 @@ class DenoCycle extends HttpCycle {
         // bytes() cannot be given up.
         this.#whole = false;
         this.#body = this.#request.body;
-      } else {
-        // The application answers before reading its small body (a 401 or 404 to an upload):
-        // read it now. Deno only reads to its end a body it was asked for, and closed the
-        // connection ("connection: close") after every such answer.
-        const read = this.#wholeRead = this.#readWhole();
-        read.catch(() => {});
+      } else if (this.#source === null) {
+        this.#readUnread();
       }
     }
     // Claim a body nobody read yet before Deno takes the response, if it has no stated length
@@ -307,6 +303,19 @@ class DenoCycle extends HttpCycle {
     }
     if (this.#fieldsOnHold) this.#handOverSettled(response);
     else this.#handOver(response);
+  }
+
+  /**
+   * The application answers before reading its small body (a 401 or 404 to an upload): read it
+   * now. Deno only reads to its end a body it was asked for, and closed the connection
+   * ("connection: close") after every such answer. For a streamed answer, not before its end
+   * (`endStream`): a read that waits holds the connection open, and a stream cut off meanwhile
+   * (the application raising, a time limit) left it open, answered with no end, for as long as
+   * the client kept its body back, and after it had sent the rest.
+   */
+  #readUnread(): void {
+    const read = this.#wholeRead = this.#readWhole();
+    read.catch(() => {});
   }
 
   #handOver(response: Response): void {
@@ -437,6 +446,7 @@ class DenoCycle extends HttpCycle {
     const controller = source.controller;
     if (controller === null) return;
     source.controller = null;
+    if (this.#whole && this.#wholeRead === null && !this.#closeAsked) this.#readUnread();
     if (last.length > 0) controller.enqueue(last);
     controller.close();
     source.wake();

@@ -15,8 +15,8 @@
  *
  * A timing the machine could blur (a handler that finishes close to its limit) is judged by the
  * status it got: whichever the client saw, everything else must agree with it. What the
- * runtimes below the App do otherwise is in BELOW_THE_APP and docs/web.md (a half-closing client
- * may count as gone). 40 scenarios per transport, some 8 s each on a busy 2-core machine;
+ * runtimes below the App do otherwise is in docs/web.md (a half-closing client may count as
+ * gone). 40 scenarios per transport, some 8 s each on a busy 2-core machine;
  * `FC_SEED` replays a seed fast-check printed (tests/_property.ts).
  *
  * @module
@@ -595,9 +595,8 @@ async function runScenario(transport: "deno" | "node", plan: Scenario): Promise<
           );
         } else if (status === 200) {
           outcome = "cutoff";
-          const inFlight = connection.client === "slowBody" && request.handler.read === "none";
           check(
-            wire.closed || (transport === "deno" && inFlight),
+            wire.closed,
             `request ${id}: a cut-off body, yet the connection stayed open`,
           );
         } else {
@@ -708,21 +707,8 @@ function taskFunction(kind: TaskKind, taskLimitMs: number): (signal: AbortSignal
   };
 }
 
-/**
- * What the bridge below the App does otherwise than docs/web.md promises, found by this test and
- * reported rather than fixed here (the bridge is another change's); each is let through where
- * it applies, and printed.
- */
-const BELOW_THE_APP = [
-  "deno: a stream cut off (time limit, or a handler that failed after the head) while the " +
-  "request body has not all arrived keeps the connection open (3 s and more; a raw ASGI " +
-  "application that raises after its first chunk does the same, a plain Deno.serve handler " +
-  "whose stream errors does not): the client gets no close, though its body is not whole",
-];
-
 for (const transport of TRANSPORTS) {
   Deno.test(`App keeps its documented promises under random handlers and clients on ${transport}`, async () => {
-    for (const what of BELOW_THE_APP) console.log(`known, below the App: ${what}`);
     const restore = countTimers();
     try {
       // One scenario first: the transport's lazily opened fds are not the scenarios' doing.
