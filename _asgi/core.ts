@@ -1150,12 +1150,12 @@ export abstract class HttpCycle {
   #watchTaken(wait: Promise<void> | undefined): Promise<void> | undefined {
     if (wait === undefined || this.core.stallTimeout === Infinity) return wait;
     if (this.writeMark < 0) this.writeMark = this.core.waitBegins();
-    return wait.then(this.#taken);
+    // A closure made here, on a wait, and not one per cycle made with it: as a field it cost
+    // every request, GET included, some 70 B (8.56 -> 8.63 KB per GET in bench:profile).
+    return wait.then(() => {
+      this.writeMark = -1;
+    });
   }
-
-  readonly #taken = (): void => {
-    this.writeMark = -1;
-  };
 
   /**
    * The client kept this request waiting for `stallTimeout` with nothing moving: no byte of the
