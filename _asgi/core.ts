@@ -1168,6 +1168,7 @@ export abstract class HttpCycle {
    * @param bodyStalled Whether the body stalled (else the response).
    */
   stalled(bodyStalled: boolean): void {
+    const sendWaits = this.writeMark >= 0;
     this.readMark = this.writeMark = -1;
     if (this.#gone || this.#phase === DONE) return;
     const timeout = this.core.stallTimeout;
@@ -1183,6 +1184,9 @@ export abstract class HttpCycle {
         outcome = "answered 408 and disconnected";
       } else {
         this.abortResponse(new Error("Request body stalled"), this.#status, this.#headers);
+        // A send waits on this client too, which takes nothing either: a close that waits for
+        // those bytes to go out held the send and the connection until the client read (node).
+        if (sendWaits) this.dropConnection();
         outcome = "cut the response off and disconnected";
       }
       this.core.logger.warn(
