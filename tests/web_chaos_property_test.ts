@@ -119,6 +119,16 @@ function handlerPlan(acts: Act[]): fc.Arbitrary<HandlerPlan> {
 
 const anyAct: Act[] = [...IN_TIME, "throwAfter", "overrun", "ignore", "streamPast"];
 
+/** A client that leaves (`client`), with one request without a body whose handler does `act`. */
+function leaving(client: ClientKind, act: Act): fc.Arbitrary<ConnectionPlan> {
+  return fc.record({
+    client: fc.constant(client),
+    requests: fc.tuple(fc.record({ handler: handlerPlan([act]), bodyLength: fc.constant(0) })),
+    pieces: fc.constant(1),
+    pieceDelayMs: fc.constant(0),
+  });
+}
+
 const connectionPlan: fc.Arbitrary<ConnectionPlan> = fc.oneof(
   fc.record({
     client: fc.constantFrom<ClientKind>("normal", "slowBody", "halfClose"),
@@ -128,22 +138,8 @@ const connectionPlan: fc.Arbitrary<ConnectionPlan> = fc.oneof(
     pieces: fc.integer({ min: 2, max: 4 }),
     pieceDelayMs: fc.integer({ min: 5, max: 40 }),
   }),
-  fc.record({
-    client: fc.constant<ClientKind>("leaveBefore"),
-    requests: fc.tuple(
-      fc.record({ handler: handlerPlan(["waitLeave"]), bodyLength: fc.constant(0) }),
-    ),
-    pieces: fc.constant(1),
-    pieceDelayMs: fc.constant(0),
-  }),
-  fc.record({
-    client: fc.constant<ClientKind>("leaveDuring"),
-    requests: fc.tuple(
-      fc.record({ handler: handlerPlan(["streamSlow"]), bodyLength: fc.constant(0) }),
-    ),
-    pieces: fc.constant(1),
-    pieceDelayMs: fc.constant(0),
-  }),
+  leaving("leaveBefore", "waitLeave"),
+  leaving("leaveDuring", "streamSlow"),
   // Pipelined: both requests on one connection written at once, answered in turn. In-time
   // handlers only, so that the second request's fate does not hang on the first one's timing.
   fc.record({
