@@ -306,12 +306,15 @@ class DenoCycle extends HttpCycle {
   }
 
   /**
-   * The application answers before reading its small body (a 401 or 404 to an upload): read it
-   * now. Deno only reads to its end a body it was asked for, and closed the connection
-   * ("connection: close") after every such answer. For a streamed answer, not before its end
-   * (`endStream`): a read that waits holds the connection open, and a stream cut off meanwhile
-   * (the application raising, a time limit) left it open, answered with no end, for as long as
-   * the client kept its body back, and after it had sent the rest.
+   * The application answers with a whole body before reading its small body (a 401 or 404 to an
+   * upload): read it now. Deno only reads to its end a body it was asked for, and closed the
+   * connection ("connection: close") after every such answer. Never under a streamed answer:
+   * Deno (2.9.6) writes its head at once, with "connection: close" unless the body came with the
+   * request's head and is tiny (400 bytes kept the connection here, 500 did not), so a read gains
+   * nothing there, and one that waits holds the connection open. Begun with the stream, it left a stream cut off meanwhile (the
+   * application raising, a time limit) open with no end; begun at the stream's end, it left a
+   * connection whose body came later open 40 s and more after the client had sent it all. Left
+   * to Deno, the connection closes once the body has arrived.
    */
   #readUnread(): void {
     const read = this.#wholeRead = this.#readWhole();
@@ -446,7 +449,6 @@ class DenoCycle extends HttpCycle {
     const controller = source.controller;
     if (controller === null) return;
     source.controller = null;
-    if (this.#whole && this.#wholeRead === null && !this.#closeAsked) this.#readUnread();
     if (last.length > 0) controller.enqueue(last);
     controller.close();
     source.wake();

@@ -443,3 +443,30 @@ Deno.test("serve() [deno] keeps the connection after a whole stream to a small b
   await client.write("GET /again HTTP/1.1\r\nhost: x\r\n\r\n");
   assertMatch(await client.head(), /^HTTP\/1\.1 200 /);
 });
+
+// Regression (fresh-eyes review of eef51b9, 2026-11-28): the read of an unread small body that
+// began at the end of a whole stream held the connection once the body came, though the head said
+// "connection: close": still open 40 s after the client had sent all of it (Deno 2.9.6). Left to
+// Deno, the connection closes as the body arrives, as for a plain Deno.serve handler.
+Deno.test("serve() [deno] closes the connection when a small body it did not read arrives after a whole stream", async () => {
+  const streamUnread: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("a"), more_body: true });
+    await sleep(20);
+    await send({ type: "http.response.body", body: bytes("b") });
+  };
+  await using server = await start(streamUnread, "deno");
+  using client = await RawClient.connect(server.port);
+  await client.write("POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n");
+  const head = await client.head();
+  assertMatch(head, /^HTTP\/1\.1 200 /);
+  assertEquals(fieldCount(head, "connection"), 1, head);
+  await client.chunked();
+  await client.write("x".repeat(1000));
+  const closedAfter = await client.closedWithin(1500);
+  assert(
+    closedAfter < 1500,
+    `still open 1500 ms after the body: ${JSON.stringify(client.pending)}`,
+  );
+});
