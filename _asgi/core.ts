@@ -1076,7 +1076,10 @@ export abstract class HttpCycle {
         lastCodings = codings;
       }
     }
-    if (codings !== null) { for (const coding of codings) this.checkTransferCoding(coding); }
+    // A 204's framing fields are dropped below whatever they say: no coded body can go out.
+    if (codings !== null && status !== 204) {
+      for (const coding of codings) this.checkTransferCoding(coding);
+    }
     this.#status = status;
     this.#headers = status === 205
       ? resetContentHeaders(headers)

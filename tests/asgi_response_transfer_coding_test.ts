@@ -90,3 +90,33 @@ Deno.test("deno transport refuses transfer-encoding gzip in a header list node a
   assertEquals(outcomes[0], "sent");
   assertInstanceOf(outcomes[1], AsgiProtocolError);
 });
+
+// Regression (fresh-eyes review of f9d447a, 2026-11-28): a 204 states no transfer-encoding
+// whatever the application set (docs/asgi.md, "HTTP details"), yet on deno one naming gzip got
+// a 500: the field is dropped before any transport sees it, so there is no coded body to refuse.
+Deno.test("deno transport drops a 204's transfer-encoding gzip, as node does, rather than refuse it", async () => {
+  const outcomes: unknown[] = [];
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    try {
+      await send({
+        type: "http.response.start",
+        status: 204,
+        headers: [[bytes("transfer-encoding"), bytes("gzip")]],
+      });
+      await send({ type: "http.response.body", body: new Uint8Array(0) });
+      outcomes.push("sent");
+    } catch (error) {
+      outcomes.push(error);
+    }
+  };
+  await using server = await start(app, "deno");
+  const raw = await rawRequest(
+    server.port,
+    "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+  );
+  assertMatch(raw, /^HTTP\/1\.1 204 /);
+  assertEquals(/transfer-encoding/i.test(raw), false, raw);
+  assertEquals(outcomes, ["sent"]);
+  assertEquals(server.logger.lines("error"), []);
+});
