@@ -663,6 +663,10 @@ export interface ServeOptions extends FetchHandlerOptions {
    * Then the server gives up on the request as on a client that left (`receive()` says
    * `http.disconnect`, sends are dropped) and closes the connection: with a 408 when the body
    * stalled before the response began, else by cutting the response off; one warning is logged.
+   * On `transport: "deno"` the socket outlives that while the client holds it: a stalled upload's
+   * until the client sends on or leaves, a cut response's until the client has taken what was
+   * queued before the cut (`Deno.serve` cannot abort a connection); over HTTP/2 only the
+   * request's stream is given up (a 408 ends it, a cut response is reset).
    * The clock starts again with each chunk that arrives or is taken, but what moves is counted in
    * lumps, so a slow client that keeps moving may still be cut: a response chunk must be taken
    * within the limit (at 60 s, a 1 MiB chunk needs 17 KiB/s), and so must the chunks of sends

@@ -9,6 +9,7 @@ import { assert, assertEquals, assertMatch, assertRejects, assertThrows } from "
 import type { AsgiApplication, HttpRequestMessage, ReceiveMessage } from "../asgi.ts";
 import { serve } from "../asgi.ts";
 import { bytes, dechunk, sleep, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { H2cClient } from "./fixtures/h2c_client.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 
 const STALL = 200;
@@ -352,4 +353,42 @@ Deno.test("stallTimeout: the stall check stops with the server", async () => {
   client.close();
   await server.server.shutdown();
   await assertRejects(() => client.head(100));
+});
+
+// Pins docs/asgi.md ("Stalled clients"), fresh-eyes review of 2026-11-28: over HTTP/2 only the
+// stalled request's stream is given up; the connection, shared by other streams, serves on.
+Deno.test("stallTimeout (deno): over HTTP/2 a stalled upload's stream ends with its answer and the connection serves on", async () => {
+  const seen: Seen = { messages: [], returned: false };
+  await using server = await start(reader(seen), "deno", { stallTimeout: STALL });
+  const client = await H2cClient.connect(server.port);
+  try {
+    const upload = await client.request([
+      [":method", "POST"],
+      [":scheme", "http"],
+      [":authority", "a.example"],
+      [":path", "/upload"],
+      ["content-length", "100000"],
+    ], false);
+    await client.data(upload, new Uint8Array(10).fill(0x61));
+    await eventually(() => seen.returned, "the application returns");
+    assertEquals(seen.messages.at(-1)?.type, "http.disconnect");
+    // The 408 (a literal :status, not in HPACK's static table), then the end of its stream.
+    await eventually(
+      () => client.frames.some((f) => f.stream === upload && (f.flags & 0x1) !== 0),
+      "the upload's stream ends",
+    );
+    const head = client.frames.find((f) => f.stream === upload && f.type === 0x1);
+    assert(head !== undefined && head.payload[0] !== 0x88, "a 408, not a 200");
+    const next = await client.request([
+      [":method", "GET"],
+      [":scheme", "http"],
+      [":authority", "a.example"],
+      [":path", "/next"],
+    ]);
+    assertEquals(await client.status(next), 200);
+    // 0x3 RST_STREAM, 0x7 GOAWAY: neither the stream nor the connection was torn down.
+    assertEquals(client.frames.filter((f) => f.type === 0x3 || f.type === 0x7), []);
+  } finally {
+    await client.close();
+  }
 });
