@@ -426,14 +426,16 @@ for (const transport of TRANSPORTS) {
   }
 }
 
+/** Streams a whole answer in two chunks without reading the body. */
+const streamUnread: AsgiApplication = async (scope, _receive, send) => {
+  if (scope.type !== "http") return;
+  await send({ type: "http.response.start", status: 200 });
+  await send({ type: "http.response.body", body: bytes("a"), more_body: true });
+  await sleep(20);
+  await send({ type: "http.response.body", body: bytes("b") });
+};
+
 Deno.test("serve() [deno] keeps the connection after a whole stream to a small body it did not read", async () => {
-  const streamUnread: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    await send({ type: "http.response.start", status: 200 });
-    await send({ type: "http.response.body", body: bytes("a"), more_body: true });
-    await sleep(20);
-    await send({ type: "http.response.body", body: bytes("b") });
-  };
   await using server = await start(streamUnread, "deno");
   using client = await RawClient.connect(server.port);
   await client.write("POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\n0123456789");
@@ -449,13 +451,6 @@ Deno.test("serve() [deno] keeps the connection after a whole stream to a small b
 // "connection: close": still open 40 s after the client had sent all of it (Deno 2.9.6). Left to
 // Deno, the connection closes as the body arrives, as for a plain Deno.serve handler.
 Deno.test("serve() [deno] closes the connection when a small body it did not read arrives after a whole stream", async () => {
-  const streamUnread: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    await send({ type: "http.response.start", status: 200 });
-    await send({ type: "http.response.body", body: bytes("a"), more_body: true });
-    await sleep(20);
-    await send({ type: "http.response.body", body: bytes("b") });
-  };
   await using server = await start(streamUnread, "deno");
   using client = await RawClient.connect(server.port);
   await client.write("POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n");
