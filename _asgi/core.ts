@@ -1179,11 +1179,7 @@ export abstract class HttpCycle {
     if (bodyStalled) {
       this.refuseBody();
       if (this.#phase === AWAIT_START) {
-        this.sendWhole(408, [
-          ["content-type", "text/plain; charset=utf-8"],
-          ["content-length", "15"],
-          ["connection", "close"],
-        ], textBytes("Request Timeout"));
+        this.#closingAnswer(408, "Request Timeout");
         outcome = "answered 408 and disconnected";
       } else {
         this.abortResponse(new Error("Request body stalled"), this.#status, this.#headers);
@@ -1202,10 +1198,7 @@ export abstract class HttpCycle {
         `Response stalled: the client took nothing for stallTimeout ${timeout} ms; cut the response off and disconnected`,
       );
     }
-    this.#endedByServer = true;
-    this.#phase = DONE;
-    this.#gone = true;
-    this.#wakeWaiters();
+    this.#giveUp();
     this.#finish();
   }
 
@@ -1264,11 +1257,7 @@ export abstract class HttpCycle {
     // cut off, not replaced by a 413.
     let outcome: string;
     if (this.#phase === AWAIT_START) {
-      this.sendWhole(413, [
-        ["content-type", "text/plain; charset=utf-8"],
-        ["content-length", "17"],
-        ["connection", "close"],
-      ], textBytes("Content Too Large"));
+      this.#closingAnswer(413, "Content Too Large");
       outcome = ": answered 413 and disconnected";
     } else if (this.#phase !== DONE) {
       this.abortResponse(new RangeError(exceeds), this.#status, this.#headers);
@@ -1277,6 +1266,23 @@ export abstract class HttpCycle {
       outcome = " after the response ended: disconnected";
     }
     this.core.logger.warn(exceeds + outcome);
+    this.#giveUp();
+  }
+
+  /** The server's own answer to a request whose body it refuses, closing the connection. */
+  #closingAnswer(status: number, text: string): void {
+    this.sendWhole(status, [
+      ["content-type", "text/plain; charset=utf-8"],
+      ["content-length", String(text.length)],
+      ["connection", "close"],
+    ], textBytes(text));
+  }
+
+  /**
+   * The server has ended the exchange in the application's stead: what it still sends is
+   * dropped, and `receive` says `http.disconnect`.
+   */
+  #giveUp(): void {
     this.#endedByServer = true;
     this.#phase = DONE;
     this.#gone = true;
