@@ -522,9 +522,14 @@ export class Core {
       // Past STALL_CHECKS whole periods: a wait that began just after a check is given up at
       // the fifth check after it, so between 1 and 1.25 times stallTimeout.
       if (readMark >= 0 && tick - readMark > STALL_CHECKS) (stalled ??= []).push(cycle, true);
-      else if (writeMark >= 0 && tick - writeMark > STALL_CHECKS) {
+      else if (writeMark >= 0 && tick - writeMark > STALL_CHECKS && !cycle.queued()) {
         (stalled ??= []).push(cycle, false);
-      } else waiting = true;
+      } else {
+        // A response queued behind another waits on that one, not on its client: its clock
+        // starts when it may go out.
+        if (writeMark >= 0 && tick - writeMark > STALL_CHECKS) cycle.writeMark = tick;
+        waiting = true;
+      }
     }
     if (!waiting) this.stopStallChecks();
     if (stalled === null) return;
@@ -767,6 +772,13 @@ export abstract class HttpCycle {
    * send as it says. Every value passes by default.
    */
   protected checkTransferCoding(_coding: string): void {}
+  /**
+   * Whether the response waits behind an earlier one of its connection (pipelined), so that its
+   * sends wait on that answer and not on the client. Never, by default.
+   */
+  queued(): boolean {
+    return false;
+  }
   /** Starts watching for the client going away; called before `receive` waits for the end. */
   protected watchClient(): void {}
   /** Releases what the transport holds once the cycle is over. */

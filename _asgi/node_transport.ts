@@ -542,6 +542,14 @@ class NodeCycle extends HttpCycle {
     else response.destroy();
   }
 
+  override queued(): boolean {
+    // node:http hands over each pipelined request as it reads it, and holds its response, with no
+    // socket, until the answers before it are done: a stream queued so waits on them for a drain.
+    // Watched as a wait on the client, one behind a slow answer the client read as it came was
+    // cut off as stalled, and the warning said the client took nothing.
+    return this.#response.socket === null;
+  }
+
   protected override readChunk(): Promise<Uint8Array | null> {
     const iterator = this.#iterator ??= this.#request[Symbol.asyncIterator]();
     return iterator.next().then((result) => {

@@ -308,6 +308,55 @@ for (const transport of TRANSPORTS) {
     assertEquals(server.logger.lines("warn"), []);
   });
 
+  // Fresh-eyes review of the stallTimeout changes, 2026-11-28: on node a pipelined request's
+  // stream, queued behind a slow answer the client read at once, was cut as "stalled" after
+  // 1.25 s (581 of 2 MiB received), though all its sends waited for was the answer before it.
+  Deno.test(`stallTimeout (${transport}): a pipelined answer queued behind a slow one is not waiting on its client`, async () => {
+    const piece = new Uint8Array(64 * 1024).fill(0xfe);
+    const pieces = 32; // 2 MiB: more than node:http queues before a write waits.
+    const returned: string[] = [];
+    const app: AsgiApplication = async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      await send({ type: "http.response.start", status: 200, headers: plain });
+      if (scope.path === "/slow") {
+        // Four times the limit, the application thinking between sends.
+        for (let i = 0; i < 8; i++) {
+          await send({ type: "http.response.body", body: bytes("s"), more_body: true });
+          await sleep(STALL / 2);
+        }
+      } else {
+        for (let i = 0; i < pieces; i++) {
+          await send({ type: "http.response.body", body: piece, more_body: true });
+        }
+      }
+      await send({ type: "http.response.body", body: new Uint8Array() });
+      returned.push(scope.path);
+    };
+    await using server = await start(app, transport, { stallTimeout: STALL });
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+    try {
+      await conn.write(
+        bytes("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nGET /big HTTP/1.1\r\nhost: x\r\n\r\n"),
+      );
+      // The client reads all it is sent, as soon as it comes.
+      const buffer = new Uint8Array(64 * 1024);
+      let a = 0;
+      const until = performance.now() + 10_000;
+      while (a < pieces * piece.length) {
+        assert(performance.now() < until, `${a} bytes of the pipelined answer in 10 s`);
+        const n = await conn.read(buffer).catch(() => null);
+        if (n === null) break;
+        for (let i = 0; i < n; i++) if (buffer[i] === 0xfe) a++;
+      }
+      assertEquals(a, pieces * piece.length);
+      await eventually(() => returned.length === 2, "both applications return");
+      assertEquals(returned, ["/slow", "/big"]);
+    } finally {
+      conn.close();
+    }
+    assertEquals(server.logger.lines("warn"), []);
+  });
+
   for (const stallTimeout of [0, Infinity]) {
     Deno.test(`stallTimeout (${transport}): ${stallTimeout} sets no limit`, async () => {
       const seen: Seen = { messages: [], returned: false };
