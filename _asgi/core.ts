@@ -708,7 +708,8 @@ export abstract class HttpCycle {
    * passed on as it is, as before.
    */
   protected shortBodyIsDisconnect = true;
-  #reading: Promise<unknown> | null = null;
+  /** What the receive that reads the body resolves to, from its read until that read settles. */
+  #reading: Promise<ReceiveMessage> | null = null;
   #readWaiter: ((message: ReceiveMessage) => void) | null = null;
   #finished = false;
   #waiters: ((message: HttpDisconnectMessage) => void)[] | null = null;
@@ -879,8 +880,9 @@ export abstract class HttpCycle {
     }
     if (body === BODY_DONE) return this.#waitForEnd();
     if (this.#reading !== null) {
-      // A second concurrent receive(): serve it after the read in progress.
-      return this.#reading.then(this.receive, this.receive);
+      // A second concurrent receive(): serve it after the receive in progress, which settles
+      // when its read does or when the server gives up (its read may pend on: see #read).
+      return this.#reading.then(this.receive);
     }
     return this.#read();
   };
@@ -923,7 +925,7 @@ export abstract class HttpCycle {
     const { promise, resolve } = withResolvers<ReceiveMessage>();
     this.#readWaiter = resolve;
     this.readMark = this.core.waitBegins();
-    const reading = this.readChunk().then(
+    this.readChunk().then(
       (chunk) => {
         this.readMark = -1;
         this.#reading = null;
@@ -939,7 +941,10 @@ export abstract class HttpCycle {
         resolve(disconnect());
       },
     );
-    this.#reading = reading;
+    // The receive, not the read: a request given up (stallTimeout) wakes the receive while its
+    // read pends on (deno cannot give one up; node's lingers after the 408), and a receive
+    // chained on the read waited that long too (30 s on node, until shutdownTimeout).
+    this.#reading = promise;
     return promise;
   }
 

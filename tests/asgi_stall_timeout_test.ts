@@ -86,6 +86,29 @@ for (const transport of TRANSPORTS) {
     if (transport === "node") assert(await client.closedWithin(GIVEN_UP_BY) < GIVEN_UP_BY);
   });
 
+  // Fresh-eyes review of the stallTimeout changes, 2026-11-28: a receive() made while two others
+  // waited was chained on the body read, which a stall does not end (deno cannot give it up;
+  // node's lingers after the 408): it waited until the client left (deno) or for the whole
+  // shutdownTimeout (node), and held the application with it.
+  Deno.test(`stallTimeout (${transport}): every receive() waiting at a body's stall says http.disconnect`, async () => {
+    const seen: string[] = [];
+    let returned = false;
+    const app: AsgiApplication = async (scope, receive) => {
+      if (scope.type !== "http") return;
+      await Promise.all(
+        [receive(), receive(), receive()].map((waiting) =>
+          waiting.then((message) => seen.push(message.type))
+        ),
+      );
+      returned = true;
+    };
+    await using server = await start(app, transport, { stallTimeout: STALL });
+    using client = await RawClient.connect(server.port);
+    await client.write("POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\n0123456789");
+    await eventually(() => returned, "the application returns");
+    assertEquals(seen, ["http.request", "http.disconnect", "http.disconnect"]);
+  });
+
   Deno.test(`stallTimeout (${transport}): a body that stalls after the response began cuts the response off`, async () => {
     const seen: Seen = { messages: [], returned: false };
     await using server = await start(reader(seen, true), transport, { stallTimeout: STALL });
