@@ -882,9 +882,21 @@ export abstract class HttpCycle {
     if (this.#reading !== null) {
       // A second concurrent receive(): serve it after the receive in progress, which settles
       // when its read does or when the server gives up (its read may pend on: see #read).
-      return this.#reading.then(this.receive);
+      return this.#reading.then(this.#receiveAfter);
     }
     return this.#read();
+  };
+
+  /**
+   * A receive chained behind another, once that one has settled. If that one was woken while
+   * its read pends on, `#reading` is still its settled promise, and calling `receive` again would
+   * chain on it once more, for ever: a loop of microtasks that freezes the whole process (a
+   * streamed 204 did, until only an exchange that is over may wake a read: see #sendBody). Such
+   * a receive says what the one before it said.
+   */
+  readonly #receiveAfter = (): Promise<ReceiveMessage> | ReceiveMessage => {
+    if (this.#reading !== null && this.#readWaiter === null) return disconnect();
+    return this.receive();
   };
 
   /** The `send` callable of this request. */
@@ -986,6 +998,11 @@ export abstract class HttpCycle {
       this.#readWaiter = null;
       reader(disconnect());
     }
+    this.#wakeEndWaiters();
+  }
+
+  /** Wakes every `receive` waiting, after the body, for the end of the exchange. */
+  #wakeEndWaiters(): void {
     const waiters = this.#waiters;
     if (waiters === null) return;
     this.#waiters = null;
@@ -1156,10 +1173,17 @@ export abstract class HttpCycle {
       this.#phase = DONE;
       this.endStream(body.length === 0 ? body : copyBytes(body));
     }
+    if (this.#phase !== DONE) {
+      // A HEAD, 204 or 304 response the application streams went out whole: a receive waiting
+      // for the end learns it (see #waitForEnd), but a body read goes on. Waking it too told the
+      // application of a disconnect while the client was still sending, lost the chunk the read
+      // then got, and left a receive chained behind it looping (review, 2026-11-28).
+      this.#wakeEndWaiters();
+      return;
+    }
     this.#wakeWaiters();
     if (this.#appDone) this.#finish();
-    else if (this.#phase === DONE) this.responseComplete();
-    return;
+    else this.responseComplete();
   }
 
   /**

@@ -109,6 +109,30 @@ for (const transport of TRANSPORTS) {
     assertEquals(seen, ["http.request", "http.disconnect", "http.disconnect"]);
   });
 
+  // Regression (review of the chaining above, 2026-11-28): a 204 the application streams goes out
+  // whole at its first message, and the bridge then woke a body read still waiting on the client
+  // with http.disconnect. A receive() chained behind it chained on it again, for ever: the deno
+  // process froze in a loop of microtasks (every timer and socket with it). Run in a process of
+  // its own, so that a freeze fails the test instead of hanging the suite.
+  Deno.test(`receive() (${transport}): two waiting under a streamed 204 get the body, not a frozen process`, async () => {
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "tests/fixtures/asgi_receive_chain.ts"],
+      cwd: new URL("..", import.meta.url),
+      env: { TRANSPORT: transport, NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(10_000),
+    }).output();
+    const errors = new TextDecoder().decode(stderr);
+    assertEquals(code, 0, `the process froze or failed (${code}): ${errors}`);
+    const seen = JSON.parse(new TextDecoder().decode(stdout));
+    // The body whole, in order, and no disconnect while the client was still sending it.
+    assertEquals(seen.body, "0123456789".repeat(10));
+    const early = seen.types.slice(0, -1).filter((type: string) => type !== "http.request");
+    assertEquals(early, [], JSON.stringify(seen.types));
+    assertEquals(seen.status, "HTTP/1.1 204 No Content");
+  });
+
   Deno.test(`stallTimeout (${transport}): a body that stalls after the response began cuts the response off`, async () => {
     const seen: Seen = { messages: [], returned: false };
     await using server = await start(reader(seen, true), transport, { stallTimeout: STALL });
