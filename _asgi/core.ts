@@ -641,10 +641,14 @@ export function isNullBodyStatus(status: number): boolean {
 
 /**
  * A 205 carries no content, but unlike 204 and 304 its framing still counts (RFC 9112 §6.3): it
- * states `content-length: 0` (RFC 9110 §15.3.6), whatever length the application declared.
+ * states `content-length: 0` (RFC 9110 §15.3.6), whatever framing the application declared. A
+ * `transfer-encoding` goes too: never both (RFC 9112 §6.1); node:http sent both, and closed.
  */
 export function resetContentHeaders(headers: [string, string][]): [string, string][] {
-  const kept = headers.filter(([name]) => name.toLowerCase() !== "content-length");
+  const kept = headers.filter(([name]) => {
+    const lower = name.toLowerCase();
+    return lower !== "content-length" && lower !== "transfer-encoding";
+  });
   kept.push(["content-length", "0"]);
   return kept;
 }
@@ -1110,8 +1114,9 @@ export abstract class HttpCycle {
         lastCodings = codings;
       }
     }
-    // A 204's framing fields are dropped below whatever they say: no coded body can go out.
-    if (codings !== null && status !== 204) {
+    // A 204's and a 205's framing fields are replaced below whatever they say: no coded body can
+    // go out.
+    if (codings !== null && status !== 204 && status !== 205) {
       for (const coding of codings) this.checkTransferCoding(coding);
     }
     this.#status = status;

@@ -8,7 +8,7 @@
  */
 import { assertEquals, assertInstanceOf, assertMatch, assertStringIncludes } from "@std/assert";
 import { type AsgiApplication, AsgiProtocolError, createFetchHandler } from "../asgi.ts";
-import { bytes, rawRequest, start } from "./fixtures/asgi_harness.ts";
+import { bytes, rawRequest, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 
 /** Sends `coding` as the response's transfer-encoding; records what `send` did. */
 function codingApp(
@@ -94,29 +94,42 @@ Deno.test("deno transport refuses transfer-encoding gzip in a header list node a
 // Regression (fresh-eyes review of f9d447a, 2026-11-28): a 204 states no transfer-encoding
 // whatever the application set (docs/asgi.md, "HTTP details"), yet on deno one naming gzip got
 // a 500: the field is dropped before any transport sees it, so there is no coded body to refuse.
-Deno.test("deno transport drops a 204's transfer-encoding gzip, as node does, rather than refuse it", async () => {
-  const outcomes: unknown[] = [];
-  const app: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    try {
-      await send({
-        type: "http.response.start",
-        status: 204,
-        headers: [[bytes("transfer-encoding"), bytes("gzip")]],
+// The review of that fix (2026-11-28): a 205 naming gzip got 500 on deno too, and on node went out
+// with both `transfer-encoding: gzip` and the `content-length: 0` a 205 states (RFC 9112 §6.1:
+// never both), and the connection closed.
+for (const transport of TRANSPORTS) {
+  Deno.test(`${transport} transport drops a 204's or a 205's transfer-encoding gzip rather than refuse it`, async (t) => {
+    for (const [status, length] of [[204, null], [205, "0"]] as const) {
+      await t.step(`${status}`, async () => {
+        const outcomes: unknown[] = [];
+        const app: AsgiApplication = async (scope, _receive, send) => {
+          if (scope.type !== "http") return;
+          try {
+            await send({
+              type: "http.response.start",
+              status,
+              headers: [[bytes("transfer-encoding"), bytes("gzip")]],
+            });
+            await send({ type: "http.response.body", body: new Uint8Array(0) });
+            outcomes.push("sent");
+          } catch (error) {
+            outcomes.push(error);
+          }
+        };
+        await using server = await start(app, transport);
+        const raw = await rawRequest(
+          server.port,
+          "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        );
+        assertMatch(raw, new RegExp(`^HTTP/1\\.1 ${status} [^]*\r\n\r\n$`));
+        assertEquals(/transfer-encoding/i.test(raw), false, raw);
+        // Deno.serve strips a 205's content-length (docs/asgi.md, "HTTP details").
+        if (transport === "node") {
+          assertEquals(/\r\ncontent-length: 0\r\n/i.test(raw), length !== null, raw);
+        }
+        assertEquals(outcomes, ["sent"]);
+        assertEquals(server.logger.lines("error"), []);
       });
-      await send({ type: "http.response.body", body: new Uint8Array(0) });
-      outcomes.push("sent");
-    } catch (error) {
-      outcomes.push(error);
     }
-  };
-  await using server = await start(app, "deno");
-  const raw = await rawRequest(
-    server.port,
-    "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
-  );
-  assertMatch(raw, /^HTTP\/1\.1 204 /);
-  assertEquals(/transfer-encoding/i.test(raw), false, raw);
-  assertEquals(outcomes, ["sent"]);
-  assertEquals(server.logger.lines("error"), []);
-});
+  });
+}
