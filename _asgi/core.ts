@@ -1117,6 +1117,7 @@ export abstract class HttpCycle {
     // A 204's and a 205's framing fields are replaced below whatever they say: no coded body can
     // go out.
     if (codings !== null && status !== 204 && status !== 205) {
+      checkChunkedOnce(codings);
       for (const coding of codings) this.checkTransferCoding(coding);
     }
     this.#status = status;
@@ -1569,6 +1570,25 @@ export function trimOws(text: string): string {
  */
 export function hasToken(value: string, token: string): boolean {
   return value.toLowerCase().split(",").some((part) => trimOws(part) === token);
+}
+
+/**
+ * Refuses a response `transfer-encoding` list that names `chunked` more than once (RFC 9112 §6.1:
+ * a sender applies it once). Both transports frame such a body once: node:http then sent
+ * `transfer-encoding: chunked, chunked` over a body chunked once, which a client that follows the
+ * header decodes twice. h11 (uvicorn) refuses it too.
+ */
+function checkChunkedOnce(codings: string[]): void {
+  let chunked = 0;
+  for (const value of codings) {
+    for (const coding of value.split(",")) if (isChunkedOnly(coding)) chunked++;
+  }
+  if (chunked < 2) return;
+  throw new AsgiProtocolError(
+    `Invalid "transfer-encoding" ${
+      describe(codings.join(", "))
+    } in "http.response.start": it names "chunked" ${chunked} times, and a body is chunked once; name it once`,
+  );
 }
 
 /**

@@ -133,3 +133,44 @@ for (const transport of TRANSPORTS) {
     }
   });
 }
+
+// Regression (review, 2026-11-28): node:http sent `transfer-encoding: chunked, chunked` (or two
+// such fields) over a body it chunked once, so a client that follows the header decodes it twice.
+// Refused now on both transports, as h11 refuses it.
+for (const transport of TRANSPORTS) {
+  Deno.test(`${transport} transport refuses a response transfer-encoding that names chunked twice`, async (t) => {
+    const cases: [string, string[]][] = [
+      ["one field", ["chunked, chunked"]],
+      ["two fields", ["chunked", "Chunked"]],
+      ["with another coding between", ["chunked,gzip", " chunked"]],
+    ];
+    for (const [label, values] of cases) {
+      await t.step(label, async () => {
+        const outcomes: unknown[] = [];
+        const app: AsgiApplication = async (scope, _receive, send) => {
+          if (scope.type !== "http") return;
+          try {
+            await send({
+              type: "http.response.start",
+              status: 200,
+              headers: values.map((value) => [bytes("transfer-encoding"), bytes(value)]),
+            });
+            await send({ type: "http.response.body", body: bytes("hello") });
+            outcomes.push("sent");
+          } catch (error) {
+            outcomes.push(error);
+          }
+        };
+        await using server = await start(app, transport);
+        const raw = await rawRequest(
+          server.port,
+          "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        );
+        assertMatch(raw, /^HTTP\/1\.1 500 /);
+        assertEquals(outcomes.length, 1);
+        assertInstanceOf(outcomes[0], AsgiProtocolError);
+        assertStringIncludes((outcomes[0] as Error).message, `names "chunked" 2 times`);
+      });
+    }
+  });
+}
