@@ -675,8 +675,11 @@ export interface ServeOptions extends FetchHandlerOptions {
    * loopback, after 1.4-1.7 MB: at 60 s, some 28 KB/s). An application that does not ask for the
    * body, or thinks between sends, is not waiting on its client. Given up between 1 and 1.25
    * times the limit (it is checked four times per period, at most every 10 ms: under 40 ms, after
-   * 40-50 ms). WebSockets have their own rules. `0` or
-   * `Infinity`: no limit; at most 2147483647 otherwise.
+   * 40-50 ms). A WebSocket `send()` that waits this long for a client that takes nothing is given
+   * up too (from when it began to wait, so exactly at the limit): the connection is dropped (on
+   * `deno` only once the client leaves: Deno cannot abort it), `receive()` says 1006 and that send
+   * rejects with `ClientDisconnected`; one warning is logged. `0` or `Infinity`: no limit; at most
+   * 2147483647 otherwise.
    *
    * @default {60000}
    */

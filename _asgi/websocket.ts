@@ -664,10 +664,10 @@ export abstract class WebSocketCycle {
       if (this.#state === OPENING) {
         return this.#opened!.promise.then(() => {
           if (this.#disconnect !== null) throw new ClientDisconnected(this.#disconnect.code);
-          return this.sendFrame(data);
+          return this.#watchTaken(this.sendFrame(data));
         });
       }
-      return this.sendFrame(data);
+      return this.#watchTaken(this.sendFrame(data));
     }
     if (type === "websocket.close") {
       const { code, reason } = closeArguments(message as WebSocketCloseMessage);
@@ -685,6 +685,43 @@ export abstract class WebSocketCycle {
         describe(type)
       } on an open WebSocket: expected "websocket.send" or "websocket.close"`,
     );
+  }
+
+  /**
+   * A send's wait for the client to take what was written before (a slow reader), given up
+   * after `stallTimeout` as HTTP's is: the connection is dropped, the application's `receive()`
+   * says 1006 and this send rejects with `ClientDisconnected`. Without it a client that
+   * completed the handshake and read nothing held the send, the application and the connection
+   * for good on `deno` (Deno pings only once what is queued before its ping is written) and for
+   * as long as it sent a pong every 5 s on `node` (WebSocket stall probe, 2026-11-28).
+   * A timer per wait, not the core's shared interval: only a client that lags makes a send wait.
+   */
+  #watchTaken(wait: Promise<void> | undefined): Promise<void> | undefined {
+    const limit = this.core.stallTimeout;
+    if (wait === undefined || limit === Infinity) return wait;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#stalled(limit);
+        reject(new ClientDisconnected(this.#disconnect?.code ?? ABNORMAL_CLOSURE));
+      }, limit);
+      wait.then(() => {
+        clearTimeout(timer);
+        resolve();
+      }, (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    });
+  }
+
+  /** The client took nothing for `limit` ms while a send waited: it is dropped (see above). */
+  #stalled(limit: number): void {
+    if (this.#disconnect !== null) return;
+    this.core.logger.warn(
+      `WebSocket send stalled: the client took nothing for stallTimeout ${limit} ms; disconnected`,
+    );
+    this.dropConnection();
+    this.closed(ABNORMAL_CLOSURE, "");
   }
 
   #accept(message: WebSocketAcceptMessage): undefined {

@@ -520,3 +520,50 @@ Deno.test("serve() [node] closes a message in too many fragments with 1008 and s
     "WebSocket message refused (Too many message fragments; at most 16384 fragments): closed with 1008",
   ]);
 });
+
+for (const transport of TRANSPORTS) {
+  // Regression (WebSocket stall probe, 2026-11-28, point 1): a client that completed the
+  // handshake and then read nothing held the application's send() for good on deno (85 s
+  // measured, until the client left: Deno's ping queues behind the unsent frames) and for 40 s
+  // on node, for good there too when it sent a pong every few seconds.
+  Deno.test(
+    `serve() [${transport}] drops a client that takes nothing while a send waits, after stallTimeout`,
+    async () => {
+      const outcome = Promise.withResolvers<{ error: unknown; disconnect: ReceiveMessage }>();
+      const app: AsgiApplication = async (scope, receive, send) => {
+        if (scope.type !== "websocket") return;
+        await receive();
+        await send({ type: "websocket.accept" });
+        const payload = new Uint8Array(65536);
+        // Bounded: the kernel's buffers on loopback hold a few MB, far below 64 MiB.
+        for (let i = 0; i < 1024; i++) {
+          try {
+            await send({ type: "websocket.send", bytes: payload });
+          } catch (error) {
+            return outcome.resolve({ error, disconnect: await receive() });
+          }
+        }
+        outcome.reject(new Error("every send went through"));
+      };
+      await using server = await start(app, transport, { stallTimeout: 300 });
+      const client = await RawSocket.open(server.port);
+      try {
+        assertMatch(client.head, /^HTTP\/1\.1 101 /);
+        const started = performance.now();
+        const { error, disconnect } = await within(outcome.promise, 5000, "the send to give up");
+        const elapsed = performance.now() - started;
+        assert(elapsed < 3000, `gave up after ${Math.round(elapsed)} ms`);
+        assertInstanceOf(error, ClientDisconnected);
+        assertEquals((error as ClientDisconnected).code, 1006);
+        assertEquals(disconnect, { type: "websocket.disconnect", code: 1006, reason: "" });
+        assertEquals(server.logger.lines("warn"), [
+          "WebSocket send stalled: the client took nothing for stallTimeout 300 ms; disconnected",
+        ]);
+        // node closes the connection; Deno cannot abort an upgraded one (docs/asgi.md).
+        if (transport === "node") assert(await client.ended(5000), "the connection closed");
+      } finally {
+        client.close();
+      }
+    },
+  );
+}
