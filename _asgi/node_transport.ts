@@ -87,6 +87,9 @@ class Connections {
   /** The last request each connection began, with its response: see `refuseUnreadable`. */
   readonly #latest = new Map<Socket, [IncomingMessage, ServerResponse]>();
 
+  /** What tells each connection's queued requests that it closed: see `watchQueued`. */
+  readonly #queued = new Map<Socket, Set<() => void>>();
+
   /**
    * The request of `socket` still in progress whose bytes node:http read last, with its
    * response; `undefined` when none is in progress.
@@ -102,7 +105,32 @@ class Connections {
       this.#busy.delete(socket);
       this.#waiters.delete(socket);
       this.#latest.delete(socket);
+      this.closeQueued(socket);
     });
+  }
+
+  /**
+   * Calls `gone` when `socket` closes, for a request whose response is queued behind another's
+   * (pipelined): node:http emits "close" only on a response that has the socket, so a client
+   * that pipelined streams behind a large answer and left held their applications in send(),
+   * and one waiting in receive() for the end, until shutdown (4 of 5, 5 s after it left). One
+   * listener per connection, not per request: a client may queue 64 of them.
+   *
+   * @returns What stops watching, once the response has the socket (its own "close" tells).
+   */
+  watchQueued(socket: Socket, gone: () => void): () => void {
+    let queued = this.#queued.get(socket);
+    if (queued === undefined) this.#queued.set(socket, queued = new Set());
+    queued.add(gone);
+    return () => void queued.delete(gone);
+  }
+
+  /** Tells every request queued on `socket` that it closed (see `watchQueued`). */
+  closeQueued(socket: Socket): void {
+    const queued = this.#queued.get(socket);
+    if (queued === undefined) return;
+    this.#queued.delete(socket);
+    for (const gone of queued) gone();
   }
 
   /**
@@ -403,12 +431,19 @@ class NodeCycle extends HttpCycle {
     this.#expectsContinue = expectsContinue;
     response.on("drain", () => this.#wakeWriter());
     const socket = request.socket;
-    response.on("close", () => {
-      // Here rather than in a "close" listener of its own: one fewer per request on the hot path.
-      state.connections.end(socket);
+    const closed = () => {
       this.#wakeWriter();
       // "close" follows "finish" after a complete response; without it the client went away.
       if (!response.writableFinished) this.clientGone();
+    };
+    // Pipelined behind another response, this one has no socket yet, and no "close" if the
+    // connection closes first (see Connections.watchQueued).
+    const unwatch = response.socket === null ? state.connections.watchQueued(socket, closed) : null;
+    response.on("close", () => {
+      // Here rather than in a "close" listener of its own: one fewer per request on the hot path.
+      state.connections.end(socket);
+      unwatch?.();
+      closed();
     });
   }
 

@@ -8,7 +8,7 @@
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import type { AsgiApplication, Send } from "../asgi.ts";
-import { bytes, readBody, start, text } from "./fixtures/asgi_harness.ts";
+import { bytes, readBody, sleep, start, text } from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 import process from "node:process";
 
@@ -416,6 +416,50 @@ Deno.test("serve() [node] closes a connection with more pipelined requests waiti
   await t.step("other connections are served meanwhile", async () => {
     assertEquals(await (await fetch(`http://127.0.0.1:${s.port}/`)).text(), "ok");
   });
+});
+
+// Regression (attacker's review of the pipelining stall fix, 2026-11-28): node:http emits no
+// "close" on a response queued behind another when the connection closes, so a client that
+// pipelined streams behind a large answer and left held their applications in send(), and one
+// waiting in receive() for the end, until shutdown (4 of 5 still running 5 s after it left).
+Deno.test("serve() [node] releases the applications of pipelined requests when their client leaves", async () => {
+  const big = new Uint8Array(16 * 1024 * 1024).fill(0x61);
+  const piece = new Uint8Array(1024 * 1024).fill(0x62);
+  let started = 0;
+  let running = 0;
+  const seen: string[] = [];
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    started++;
+    running++;
+    try {
+      await send({ type: "http.response.start", status: 200 });
+      if (scope.path === "/big") return await send({ type: "http.response.body", body: big });
+      if (scope.path === "/wait") {
+        await receive();
+        seen.push((await receive()).type);
+        return;
+      }
+      for (let i = 0; i < 8; i++) {
+        await send({ type: "http.response.body", body: piece, more_body: true });
+      }
+    } finally {
+      running--;
+    }
+  };
+  await using s = await start(app, "node");
+  const client = await RawClient.connect(s.port);
+  await client.write(
+    "GET /big HTTP/1.1\r\nHost: x\r\n\r\n" +
+      "GET /s HTTP/1.1\r\nHost: x\r\n\r\n".repeat(3) + "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n",
+  );
+  const until = performance.now() + PATIENCE_MS;
+  while (started < 5 && performance.now() < until) await sleep(10);
+  assertEquals(started, 5);
+  client.close();
+  while (running > 0 && performance.now() < until + PATIENCE_MS) await sleep(10);
+  assertEquals(running, 0, "every application returns once the client has left");
+  assertEquals(seen, ["http.disconnect"]);
 });
 
 // Regression (HTTP/1.1 differential probe against uvicorn, 2026-11-27): node:http's parser takes
