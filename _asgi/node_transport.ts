@@ -413,6 +413,8 @@ class NodeCycle extends HttpCycle {
   #discarding = false;
   /** The client waits for `100 Continue` before it sends the body: see `bodyAccepted`. */
   #expectsContinue: boolean;
+  /** What the connection had written out when `queued()` last looked: see there. */
+  #taken = 0;
 
   constructor(
     core: Core,
@@ -536,6 +538,9 @@ class NodeCycle extends HttpCycle {
     const response = this.#response;
     if (response.destroyed || response.writableEnded) return;
     if (response.write(chunk)) return;
+    // A wait begins (the core marks it next): what the connection has written out so far is
+    // where queued() measures the client's progress from.
+    if (this.writeMark < 0 && response.socket === null) this.#taken = written(this.#request.socket);
     return (this.#drained ??= withResolvers()).promise;
   }
 
@@ -573,16 +578,38 @@ class NodeCycle extends HttpCycle {
     // nothing would hold the connection for good.
     const response = this.#response;
     const socket = response.socket;
-    if (socket !== null) socket.destroy();
-    else response.destroy();
+    if (socket !== null) {
+      socket.destroy();
+      return;
+    }
+    response.destroy();
+    // Queued behind another answer (see queued()): node:http would destroy the connection only
+    // once this response had it, that is once the client had taken the answers before it.
+    const connection = this.#request.socket;
+    if (connection === null) return;
+    connection.destroy();
+    // Now, not on "close": the requests queued beside this one, given up by the same check,
+    // are then gone, and not each reported as stalled.
+    this.#state.connections.closeQueued(connection);
   }
 
   override queued(): boolean {
     // node:http hands over each pipelined request as it reads it, and holds its response, with no
     // socket, until the answers before it are done: a stream queued so waits on them for a drain.
     // Watched as a wait on the client, one behind a slow answer the client read as it came was
-    // cut off as stalled, and the warning said the client took nothing.
-    return this.#response.socket === null;
+    // cut off as stalled, and the warning said the client took nothing. But it waits on the
+    // client all the same when the connection has bytes the client does not take: a client that
+    // pipelined streams behind a 16 MiB answer it never read held 20 of them, their applications
+    // and their chunks, until shutdown. So it is queued only while nothing waits unsent on the
+    // connection (the answers before it wait on their applications), or while the client takes
+    // some of what does (a write of it completed since the last look).
+    if (this.#response.socket !== null) return false;
+    const connection = this.#request.socket;
+    if (connection === null || connection.destroyed) return false;
+    const taken = written(connection);
+    const moved = taken !== this.#taken;
+    this.#taken = taken;
+    return moved || connection.writableLength === 0;
   }
 
   protected override readChunk(): Promise<Uint8Array | null> {
@@ -643,6 +670,14 @@ class NodeCycle extends HttpCycle {
     };
     next();
   }
+}
+
+/**
+ * The bytes `socket` has written out: handed to it, less those still waiting to go. It moves
+ * when a write completes, so in lumps: a 16 MiB answer given whole counts once all of it is out.
+ */
+function written(socket: Socket): number {
+  return socket.bytesWritten - socket.writableLength;
 }
 
 /**

@@ -404,6 +404,56 @@ for (const transport of TRANSPORTS) {
     assertEquals(server.logger.lines("warn"), []);
   });
 
+  // Attacker's review of 9060141, 2026-11-28: a client that pipelined streams behind a large
+  // answer it never read held them for good on node: the answer ahead was finished, so the
+  // queued streams' sends waited on nothing but the client, yet each was exempt as "queued" and
+  // their applications ran until shutdown (20 of 20, 5 s after a limit of 400 ms).
+  Deno.test(`stallTimeout (${transport}): streams pipelined behind an answer the client takes none of are given up`, async () => {
+    // More than the kernel holds for a client that reads nothing (some 4 MB on loopback).
+    const big = new Uint8Array(16 * 1024 * 1024).fill(0x61);
+    const piece = new Uint8Array(1024 * 1024).fill(0x62);
+    let running = 0;
+    let started = 0;
+    const app: AsgiApplication = async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      started++;
+      running++;
+      try {
+        await send({ type: "http.response.start", status: 200, headers: plain });
+        if (scope.path === "/big") {
+          await send({ type: "http.response.body", body: big });
+          return;
+        }
+        for (let i = 0; i < 8; i++) {
+          await send({ type: "http.response.body", body: piece, more_body: true });
+        }
+        await send({ type: "http.response.body", body: new Uint8Array() });
+      } finally {
+        running--;
+      }
+    };
+    await using server = await start(app, transport, { stallTimeout: STALL });
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+    try {
+      let pipelined = "GET /big HTTP/1.1\r\nhost: x\r\n\r\n";
+      for (let i = 0; i < 4; i++) pipelined += `GET /s${i} HTTP/1.1\r\nhost: x\r\n\r\n`;
+      await conn.write(bytes(pipelined));
+      // The client reads nothing. node:http hands the streams over at once; Deno.serve
+      // reads the next request only once an answer is out, so there none starts.
+      await sleep(STALL);
+      await eventually(() => started >= 1 && running === 0, "every application is released");
+      if (transport === "node") {
+        assertEquals(started, 5);
+        assertEquals(
+          server.logger.lines("warn").filter((line) => line.startsWith("Response stalled")).length,
+          1,
+        );
+      }
+    } finally {
+      conn.close();
+    }
+  });
+
   for (const stallTimeout of [0, Infinity]) {
     Deno.test(`stallTimeout (${transport}): ${stallTimeout} sets no limit`, async () => {
       const seen: Seen = { messages: [], returned: false };
