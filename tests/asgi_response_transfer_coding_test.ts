@@ -10,10 +10,11 @@ import { assertEquals, assertInstanceOf, assertMatch, assertStringIncludes } fro
 import { type AsgiApplication, AsgiProtocolError, createFetchHandler } from "../asgi.ts";
 import { bytes, rawRequest, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 
-/** Sends `coding` as the response's transfer-encoding; records what `send` did. */
+/** Sends `coding` as the response's transfer-encoding (or those headers); records what `send` did. */
 function codingApp(
   coding: string | (() => [Uint8Array, Uint8Array][]),
   outcomes: unknown[],
+  status = 200,
 ): AsgiApplication {
   return async (scope, _receive, send) => {
     if (scope.type !== "http") return;
@@ -21,7 +22,7 @@ function codingApp(
       ? [[bytes("transfer-encoding"), bytes(coding)] as [Uint8Array, Uint8Array]]
       : coding();
     try {
-      await send({ type: "http.response.start", status: 200, headers });
+      await send({ type: "http.response.start", status, headers });
       await send({ type: "http.response.body", body: bytes("hello") });
       outcomes.push("sent");
     } catch (error) {
@@ -102,20 +103,7 @@ for (const transport of TRANSPORTS) {
     for (const [status, length] of [[204, null], [205, "0"]] as const) {
       await t.step(`${status}`, async () => {
         const outcomes: unknown[] = [];
-        const app: AsgiApplication = async (scope, _receive, send) => {
-          if (scope.type !== "http") return;
-          try {
-            await send({
-              type: "http.response.start",
-              status,
-              headers: [[bytes("transfer-encoding"), bytes("gzip")]],
-            });
-            await send({ type: "http.response.body", body: new Uint8Array(0) });
-            outcomes.push("sent");
-          } catch (error) {
-            outcomes.push(error);
-          }
-        };
+        const app = codingApp("gzip", outcomes, status);
         await using server = await start(app, transport);
         const raw = await rawRequest(
           server.port,
@@ -147,20 +135,10 @@ for (const transport of TRANSPORTS) {
     for (const [label, values] of cases) {
       await t.step(label, async () => {
         const outcomes: unknown[] = [];
-        const app: AsgiApplication = async (scope, _receive, send) => {
-          if (scope.type !== "http") return;
-          try {
-            await send({
-              type: "http.response.start",
-              status: 200,
-              headers: values.map((value) => [bytes("transfer-encoding"), bytes(value)]),
-            });
-            await send({ type: "http.response.body", body: bytes("hello") });
-            outcomes.push("sent");
-          } catch (error) {
-            outcomes.push(error);
-          }
-        };
+        const app = codingApp(
+          () => values.map((value) => [bytes("transfer-encoding"), bytes(value)]),
+          outcomes,
+        );
         await using server = await start(app, transport);
         const raw = await rawRequest(
           server.port,
