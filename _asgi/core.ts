@@ -522,14 +522,15 @@ export class Core {
       // Past STALL_CHECKS whole periods: a wait that began just after a check is given up at
       // the fifth check after it, so between 1 and 1.25 times stallTimeout.
       if (readMark >= 0 && tick - readMark > STALL_CHECKS) (stalled ??= []).push(cycle, true);
-      else if (writeMark >= 0 && tick - writeMark > STALL_CHECKS && !cycle.queued()) {
-        (stalled ??= []).push(cycle, false);
-      } else {
-        // A response queued behind another waits on that one, not on its client: its clock
-        // starts when it may go out.
-        if (writeMark >= 0 && tick - writeMark > STALL_CHECKS) cycle.writeMark = tick;
-        waiting = true;
-      }
+      else if (writeMark >= 0 && tick - writeMark > STALL_CHECKS) {
+        if (!cycle.queued()) (stalled ??= []).push(cycle, false);
+        else {
+          // A response queued behind another waits on that one, not on its client: its clock
+          // starts again when it may go out.
+          cycle.writeMark = tick;
+          waiting = true;
+        }
+      } else waiting = true;
     }
     if (!waiting) this.stopStallChecks();
     if (stalled === null) return;
