@@ -433,20 +433,24 @@ class NodeCycle extends HttpCycle {
     this.#expectsContinue = expectsContinue;
     response.on("drain", () => this.#wakeWriter());
     const socket = request.socket;
-    const closed = () => {
-      this.#wakeWriter();
-      // "close" follows "finish" after a complete response; without it the client went away.
-      if (!response.writableFinished) this.clientGone();
-    };
     // Pipelined behind another response, this one has no socket yet, and no "close" if the
     // connection closes first (see Connections.watchQueued).
-    const unwatch = response.socket === null ? state.connections.watchQueued(socket, closed) : null;
+    const unwatch = response.socket === null
+      ? state.connections.watchQueued(socket, () => this.#closed())
+      : null;
     response.on("close", () => {
       // Here rather than in a "close" listener of its own: one fewer per request on the hot path.
       state.connections.end(socket);
       unwatch?.();
-      closed();
+      this.#closed();
     });
+  }
+
+  /** The response closed, or the connection of a queued one did. */
+  #closed(): void {
+    this.#wakeWriter();
+    // "close" follows "finish" after a complete response; without it the client went away.
+    if (!this.#response.writableFinished) this.clientGone();
   }
 
   #wakeWriter(): void {
