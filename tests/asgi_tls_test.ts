@@ -13,48 +13,7 @@ import {
 } from "@std/assert";
 import { type AsgiApplication, type AsgiServer, serve, type ServeOptions } from "../asgi.ts";
 import { start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
-
-/** Makes a self-signed certificate for 127.0.0.1 and localhost; `undefined` without openssl. */
-async function selfSigned(): Promise<{ dir: string; cert: string; key: string } | undefined> {
-  const dir = await Deno.makeTempDir({ prefix: "asgi_tls_" });
-  try {
-    const output = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        "-addext",
-        // rustls refuses a certificate marked as a CA as the server's own.
-        "basicConstraints=critical,CA:FALSE",
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/cert.pem`,
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!output.success) throw new Error(new TextDecoder().decode(output.stderr));
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
-  }
-  return {
-    dir,
-    cert: await Deno.readTextFile(`${dir}/cert.pem`),
-    key: await Deno.readTextFile(`${dir}/key.pem`),
-  };
-}
+import { selfSigned } from "./fixtures/tls.ts";
 
 const tls = await selfSigned();
 if (tls === undefined) {
