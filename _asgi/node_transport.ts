@@ -35,6 +35,7 @@ import {
   refuse as refuseSocket,
 } from "./node_websocket.ts";
 import { maxMessageSizeOf } from "./websocket.ts";
+import { TlsBacklog } from "./node_tls_backlog.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
 interface ServerState {
@@ -910,13 +911,17 @@ export async function listenNode(
   } else {
     // Requests come on the TLS socket, which exists once the handshake on the TCP one has ended.
     server.on("connection", (socket: Socket) => connections.addHandshake(socket));
-    server.on("secureConnection", (socket: Socket) => connections.secured(socket));
   }
-  const upgrade = await nodeUpgradeHandler(
-    core,
-    maxMessageSizeOf(core),
-    tls === undefined ? "ws" : "wss",
-  );
+  const maxMessageSize = maxMessageSizeOf(core);
+  // Deno's node:https reads a TLS connection whatever its application takes: see TlsBacklog.
+  const backlog = tls === undefined ? null : new TlsBacklog(core.logger, maxMessageSize);
+  if (backlog !== null) {
+    server.on("secureConnection", (socket: Socket) => {
+      connections.secured(socket);
+      backlog.watch(socket);
+    });
+  }
+  const upgrade = await nodeUpgradeHandler(core, maxMessageSize, tls === undefined ? "ws" : "wss");
   // node:http hands the socket of an upgrade or a CONNECT over as soon as it has parsed its head,
   // while requests a client pipelined before it may still be unanswered: their responses go
   // first, as on deno, or the 101 or 501 went out as the answer to a GET before it, whose own
@@ -924,6 +929,7 @@ export async function listenNode(
   server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Uint8Array) => {
     connections.whenIdle(socket as Socket, () => {
       connections.forget(socket);
+      backlog?.upgraded(socket);
       upgrade(request, socket, head);
     });
   });
