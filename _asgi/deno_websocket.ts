@@ -40,6 +40,8 @@ class DenoWebSocketCycle extends WebSocketCycle {
   #socket: WebSocket | null = null;
   #responded = false;
   #onAbort: (() => void) | null;
+  /** The server has sent its close frame (from then on Deno's `bufferedAmount` reads 0). */
+  #closeSent = false;
 
   constructor(core: Core, request: Request, head: HandshakeHead) {
     super(core, webSocketScope(core, head));
@@ -129,7 +131,13 @@ class DenoWebSocketCycle extends WebSocketCycle {
     socket.onerror = () => {};
     socket.onclose = (event) => {
       stopOpenTimer();
-      this.closed(event.code, event.reason);
+      // Which of the messages Deno holds went out is unknown by now (it zeroes `bufferedAmount`
+      // on a close, whether they went out or not), but a clean close means its own close frame,
+      // written after them, went out: they all did. A connection lost after the server's close
+      // frame is reported clean, with 1005 (then a second event, 0, not clean; measured with
+      // Deno 2.9.6), so that 1005 counts as lost.
+      const lost = !event.wasClean || (event.code === 1005 && this.#closeSent);
+      this.closed(lost && event.code === 1005 ? 1006 : event.code, event.reason, !lost);
     };
     this.#respond(response);
   }
@@ -153,30 +161,30 @@ class DenoWebSocketCycle extends WebSocketCycle {
     );
   }
 
-  protected override sendFrame(data: string | Uint8Array): Promise<void> | undefined {
+  protected override sendFrame(data: string | Uint8Array): Promise<boolean> | undefined {
     const socket = this.#socket;
     if (socket === null) return;
     if (socket.readyState !== WebSocket.OPEN) {
       // Closing or closed, but its "close" event, which tells the application, is not in yet:
-      // wait for the event loop to turn, or an application sending in a loop never lets it in
-      // (the whole server starved).
-      return new Promise((resolve) => setTimeout(resolve, 0));
+      // Deno drops the message, and the send rejects with that event (it resolved after a turn
+      // of the event loop, reporting sent a message that never went out). Until then it waits,
+      // or an application sending in a loop never lets the event in (the whole server starved).
+      return Promise.resolve(false);
     }
     socket.send(data as string | Uint8Array<ArrayBuffer>);
     if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT) return;
     // The WebSocket API has no drain event: look again until Deno has written half of it out,
     // at once at first (a reader that keeps up has taken it by the next turn of the event loop),
     // then less and less often, up to every DRAIN_POLL_MS for a slow one. Polling every 5 ms
-    // from the start held a fast local reader to 20 MiB/s (64 KiB messages).
-    return new Promise((resolve) => {
+    // from the start held a fast local reader to 20 MiB/s (64 KiB messages). Once the socket is
+    // no longer open `bufferedAmount` says nothing (Deno zeroes it, whether the client takes
+    // what is queued or not): the wait is left to the "close" event (`closed`).
+    return new Promise<boolean>((resolve) => {
       let wait = 0;
       const check = () => {
-        if (
-          socket.readyState !== WebSocket.OPEN ||
-          socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT / 2
-        ) {
-          resolve();
-        } else {
+        if (socket.readyState !== WebSocket.OPEN) return;
+        if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT / 2) resolve(true);
+        else {
           setTimeout(check, wait);
           wait = Math.min(DRAIN_POLL_MS, wait + 1);
         }
@@ -187,7 +195,10 @@ class DenoWebSocketCycle extends WebSocketCycle {
 
   protected override closeFrame(code: number, reason: string): void {
     const socket = this.#socket;
-    if (socket !== null && socket.readyState === WebSocket.OPEN) socket.close(code, reason);
+    if (socket !== null && socket.readyState === WebSocket.OPEN) {
+      this.#closeSent = true;
+      socket.close(code, reason);
+    }
   }
 
   protected override dropConnection(): void {

@@ -30,7 +30,11 @@ interface WsSocket {
   readonly bufferedAmount: number;
   /** 1 while open; 2 once a close frame went either way. */
   readonly readyState: number;
-  send(data: string | Uint8Array, options: { binary: boolean }, callback: () => void): void;
+  send(
+    data: string | Uint8Array,
+    options: { binary: boolean },
+    callback: (error?: Error | null) => void,
+  ): void;
   close(code: number, reason: string): void;
   terminate(): void;
   pause(): void;
@@ -199,26 +203,31 @@ class NodeWebSocketCycle extends WebSocketCycle {
     endAndClose(socket, body);
   }
 
-  protected override sendFrame(data: string | Uint8Array): Promise<void> | undefined {
+  protected override sendFrame(data: string | Uint8Array): Promise<boolean> | undefined {
     const ws = this.#ws;
     if (ws === null) return;
     // ws reports a lost connection, or a closing handshake coming to its end, only through its
     // "close" event, and until then takes frames it drops and resolves at once: an application
     // sending in a loop never let that event in (the server answered nothing else and its
-    // memory grew by 400 MB). A connection known lost fails the send now; a closing one makes
-    // the send wait for the event loop to turn, so the close arrives.
+    // memory grew by 400 MB). A connection known lost fails the send now; on a closing one ws
+    // drops the message, and the send rejects with the "close" event (it resolved after a turn
+    // of the event loop, reporting sent a message that never went out).
     if (this.#socket.destroyed) {
       this.closed(1006, "");
       return Promise.reject(new ClientDisconnected(1006));
     }
-    if (ws.readyState !== OPEN_STATE) return new Promise((resolve) => setTimeout(resolve, 0));
+    if (ws.readyState !== OPEN_STATE) return Promise.resolve(false);
     const binary = typeof data !== "string";
     if (ws.bufferedAmount <= SEND_BUFFER_LIMIT) {
       ws.send(data, { binary }, noop);
       return;
     }
-    // The callback runs once ws has written the frame out: the slow reader has caught up.
-    return new Promise((resolve) => ws.send(data, { binary }, () => resolve()));
+    // The callback runs once ws has written the frame out: the slow reader has caught up. With
+    // an error the connection ended first and the frame never went out (it resolved all the
+    // same); the "close" event, which comes after, gives the code the send rejects with.
+    return new Promise((resolve) =>
+      ws.send(data, { binary }, (error) => resolve(error === undefined || error === null))
+    );
   }
 
   protected override closeFrame(code: number, reason: string): void {

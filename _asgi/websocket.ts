@@ -441,6 +441,11 @@ export abstract class WebSocketCycle {
   #reported: unknown = undefined;
   /** Bounds the wait for the client's close frame once the server has sent its own. */
   #closeTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /**
+   * The sends waiting for the transport to take their message (a slow reader): each settles when
+   * the transport takes it, and at the latest when the connection ends (see `closed`).
+   */
+  #waiting: Set<WaitingSend> = new Set();
 
   /**
    * Creates a cycle.
@@ -462,8 +467,13 @@ export abstract class WebSocketCycle {
     headers: [string, string][],
     body: Uint8Array,
   ): void;
-  /** Writes one message; returns a promise when the transport holds too much unsent. */
-  protected abstract sendFrame(data: string | Uint8Array): Promise<void> | undefined;
+  /**
+   * Writes one message. Returns `undefined` when the transport took it at once; otherwise a
+   * promise (a slow reader, or a connection ending) that resolves `true` once the transport has
+   * taken the message, or `false` when it dropped it because the connection is ending. It may
+   * also stay pending until the connection ends: `closed` then settles the send.
+   */
+  protected abstract sendFrame(data: string | Uint8Array): Promise<boolean> | undefined;
   /** Starts the closing handshake. */
   protected abstract closeFrame(code: number, reason: string): void;
   /** Drops the connection without a closing handshake. */
@@ -540,17 +550,31 @@ export abstract class WebSocketCycle {
     return Infinity;
   }
 
-  /** The connection is over: the closing handshake finished, or the connection was lost. */
-  closed(code: number, reason: string): void {
+  /**
+   * The connection is over: the closing handshake finished, or the connection was lost.
+   *
+   * The sends still waiting for the transport to take their message reject with
+   * `ClientDisconnected(code)`: their messages never went out. Unless `delivered`: the transport
+   * wrote everything it had taken before the connection ended (Deno, which cannot tell which
+   * message went out, knows this from a clean close: its own close frame, written after them,
+   * went out); the sends it had dropped reject all the same.
+   */
+  closed(code: number, reason: string, delivered = false): void {
     if (this.#disconnect !== null) return;
     clearTimeout(this.#closeTimer);
+    // Deno reports 0 for a lost connection.
+    const ended = code === 0 ? ABNORMAL_CLOSURE : code;
     const server = this.#serverClose;
-    this.#disconnect = server ?? {
-      type: "websocket.disconnect",
-      // Deno reports 0 for a lost connection.
-      code: code === 0 ? ABNORMAL_CLOSURE : code,
-      reason,
-    };
+    this.#disconnect = server ?? { type: "websocket.disconnect", code: ended, reason };
+    if (this.#waiting.size > 0) {
+      const waiting = [...this.#waiting];
+      this.#waiting.clear();
+      for (const send of waiting) {
+        clearTimeout(send.timer);
+        if (delivered && !send.dropped) send.resolve();
+        else send.reject(new ClientDisconnected(ended));
+      }
+    }
     this.#opened?.resolve();
     this.#ended.resolve();
     this.#wake();
@@ -688,30 +712,40 @@ export abstract class WebSocketCycle {
   }
 
   /**
-   * A send's wait for the client to take what was written before (a slow reader), given up
-   * after `stallTimeout` as HTTP's is: the connection is dropped, the application's `receive()`
-   * says 1006 and this send rejects with `ClientDisconnected`. Without it a client that
-   * completed the handshake and read nothing held the send, the application and the connection
-   * for good on `deno` (Deno pings only once what is queued before its ping is written) and for
-   * as long as it sent a pong every 5 s on `node` (WebSocket stall probe, 2026-11-28).
-   * A timer per wait, not the core's shared interval: only a client that lags makes a send wait.
+   * A send's wait for the transport to take its message (a slow reader). It resolves when the
+   * transport has taken it; when the connection ends first, `closed` rejects it with
+   * `ClientDisconnected`, as every send still waiting then: its message never went out. (They
+   * resolved, but for the one whose stall clock ran out: 300 of 300 when the client left;
+   * waiting-sends probe, 2026-11-28.)
+   *
+   * It is given up after `stallTimeout`, as an HTTP send's is: the connection is dropped and
+   * the application's `receive()` says 1006. Without it a client that completed the handshake
+   * and read nothing held the send, the application and the connection for good on `deno`
+   * (Deno pings only once what is queued before its ping is written) and for as long as it sent
+   * a pong every 5 s on `node` (WebSocket stall probe, 2026-11-28). A timer per wait, not the
+   * core's shared interval: only a client that lags makes a send wait.
    */
-  #watchTaken(wait: Promise<void> | undefined): Promise<void> | undefined {
+  #watchTaken(wait: Promise<boolean> | undefined): Promise<void> | undefined {
+    if (wait === undefined) return undefined;
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    const send: WaitingSend = { resolve, reject, timer: undefined, dropped: false };
+    this.#waiting.add(send);
     const limit = this.core.stallTimeout;
-    if (wait === undefined || limit === Infinity) return wait;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#stalled(limit);
-        reject(new ClientDisconnected(this.#disconnect?.code ?? ABNORMAL_CLOSURE));
-      }, limit);
-      wait.then(() => {
-        clearTimeout(timer);
+    if (limit !== Infinity) send.timer = setTimeout(() => this.#stalled(limit), limit);
+    wait.then((taken) => {
+      // Dropped: it waits for the end of the connection, which gives the code to reject with.
+      if (!taken) send.dropped = true;
+      else if (this.#waiting.delete(send)) {
+        clearTimeout(send.timer);
         resolve();
-      }, (error) => {
-        clearTimeout(timer);
+      }
+    }, (error) => {
+      if (this.#waiting.delete(send)) {
+        clearTimeout(send.timer);
         reject(error);
-      });
+      }
     });
+    return promise;
   }
 
   /** The client took nothing for `limit` ms while a send waited: it is dropped (see above). */
@@ -902,6 +936,16 @@ export abstract class WebSocketCycle {
     this.#finished = true;
     socketsOf(this.core).remove(this);
   }
+}
+
+/** A send waiting for the transport to take its message (see `WebSocketCycle.#watchTaken`). */
+interface WaitingSend {
+  resolve(): void;
+  reject(error: unknown): void;
+  /** Its stall clock, when `stallTimeout` is finite. */
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** The transport dropped its message: it rejects when the connection ends, whatever else. */
+  dropped: boolean;
 }
 
 function sendData(message: WebSocketSendMessage): string | Uint8Array {
