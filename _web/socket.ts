@@ -402,7 +402,9 @@ export class WebSocketRequest<App = unknown> {
    * Sends a message: a string as text, bytes as a binary message. Resolves once the bridge has
    * handed it to the transport (it waits while a slow client has 64 KiB unread, 256 KiB on
    * `deno`). On a closed socket it sends nothing and resolves, so a broadcast loop needs no
-   * try/catch.
+   * try/catch; a send still waiting when the socket closes is dropped so too (see docs/asgi.md,
+   * WebSocket). A dropped message leaves `signal` aborted (and `closed` set) by the time its
+   * send resolves: a send that resolves with `signal` not aborted has handed its message over.
    *
    * @param message The message.
    * @returns Resolves when sent or dropped.

@@ -20,6 +20,7 @@ import {
 import { RecordingLogger } from "./fixtures/asgi_harness.ts";
 import { rawRequest } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
+import { RawSocket } from "./fixtures/raw_socket.ts";
 
 type Handler = AppHandler;
 
@@ -600,3 +601,62 @@ Deno.test("WebSocketRequest.accept() takes headers as Response does and rejects 
     ]);
   });
 });
+
+for (const transport of ["deno", "node"] as const) {
+  // Regression (waiting-sends probe, 2026-11-28): on node the sends waiting for a client that
+  // read nothing resolved when it left with the socket still open, as if sent.
+  // They are dropped now, as a send on a closed socket is: each resolves with `closed` set and
+  // `signal` aborted, so a handler that looks after the await can tell.
+  Deno.test(`WebSocketRequest.send() [${transport}] waiting when the client leaves resolves with the socket closed`, async () => {
+    const SENDS = 200;
+    const launched = Promise.withResolvers<void>();
+    const done = Promise.withResolvers<{ open: boolean[]; failures: unknown[] }>();
+    let socketOf: WebSocketRequest | undefined;
+    const flooder: SocketHandler = async (socket) => {
+      socketOf = socket;
+      await socket.accept();
+      const payload = new Uint8Array(65536);
+      const open: boolean[] = [];
+      const failures: unknown[] = [];
+      const sends: Promise<void>[] = [];
+      for (let i = 0; i < SENDS; i++) {
+        sends.push(
+          socket.send(payload).then(
+            () => void (open[i] = !socket.signal.aborted),
+            (error) => void failures.push(error),
+          ),
+        );
+      }
+      launched.resolve();
+      await Promise.all(sends);
+      done.resolve({ open, failures });
+    };
+    const logger = new Logs();
+    const app = new App({
+      router: new AsgiRouter<Handler>({ routes: [socketRoute("/flood", flooder)] }),
+      logger,
+    });
+    await using server = serve(app, {
+      port: 0,
+      onListen() {},
+      logger,
+      transport,
+      shutdownTimeout: 3000,
+    });
+    const client = await RawSocket.open((await server.addr).port, "/flood");
+    try {
+      await within(launched.promise, 5000, "the sends");
+      client.close();
+      const { open, failures } = await within(done.promise, 5000, "every send to settle");
+      assertEquals(failures, []);
+      // The sends the transport took are the first ones; the rest were dropped.
+      const first = open.indexOf(false);
+      assert(first !== -1 && first <= SENDS / 2, `${first} of ${SENDS} sends went out`);
+      assertEquals(open.slice(first).filter((isOpen) => isOpen).length, 0);
+      assertEquals(socketOf?.closed, { code: 1006, reason: "" });
+      assertEquals(logger.lines("error"), []);
+    } finally {
+      client.close();
+    }
+  });
+}
