@@ -1118,7 +1118,7 @@ export abstract class HttpCycle {
     // A 204's and a 205's framing fields are replaced below whatever they say: no coded body can
     // go out.
     if (codings !== null && status !== 204 && status !== 205) {
-      checkChunkedOnce(codings);
+      checkCodings(codings);
       for (const coding of codings) this.checkTransferCoding(coding);
     }
     this.#status = status;
@@ -1574,15 +1574,29 @@ export function hasToken(value: string, token: string): boolean {
 }
 
 /**
- * Refuses a response `transfer-encoding` list that names `chunked` more than once (RFC 9112 §6.1:
- * a sender applies it once). Both transports frame such a body once: node:http then sent
- * `transfer-encoding: chunked, chunked` over a body chunked once, which a client that follows the
- * header decodes twice. h11 (uvicorn) refuses it too.
+ * Refuses a response `transfer-encoding` list with an element that is not a bare coding name, or
+ * that names `chunked` more than once (RFC 9112 §6.1: a sender applies it once). node:http frames
+ * the body by its own reading of the list: it sent `transfer-encoding: chunked, chunked` over a
+ * body chunked once, which a client that follows the header decodes twice; `chunked,` (an empty
+ * element, which a sender must not write: RFC 9110 §5.6.1) over the raw body, which curl read as
+ * chunked and refused; `chunked` followed by a byte of no token over a chunked body whose stated
+ * final coding is not chunked. h11 (uvicorn) refuses all of them too. A parameter is refused with
+ * them: no registered transfer coding takes one.
  */
-function checkChunkedOnce(codings: string[]): void {
+function checkCodings(codings: string[]): void {
   let chunked = 0;
   for (const value of codings) {
-    for (const coding of value.split(",")) if (isChunkedOnly(coding)) chunked++;
+    for (const element of value.split(",")) {
+      const coding = trimOws(element);
+      if (!isToken(coding)) {
+        throw new AsgiProtocolError(
+          `Invalid "transfer-encoding" ${describe(value)} in "http.response.start": ${
+            describe(coding)
+          } is not a transfer coding; name each coding once, separated by commas ("gzip, chunked")`,
+        );
+      }
+      if (coding.length === 7 && coding.toLowerCase() === "chunked") chunked++;
+    }
   }
   if (chunked < 2) return;
   throw new AsgiProtocolError(

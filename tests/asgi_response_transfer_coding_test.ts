@@ -153,3 +153,27 @@ for (const transport of TRANSPORTS) {
     }
   });
 }
+
+// Review R6, 2026-11-28: node framed the body by a list the header did not state. "chunked," (an
+// empty element, which a sender must not write: RFC 9110 §5.6.1) went out as the raw body ended
+// by the close, which curl, reading the list as chunked, refused ("Illegal or missing
+// hexadecimal sequence"); "chunked\xa0" (no token) went out chunked under a final coding that is
+// not chunked. Refused now on both transports, naming the element.
+for (const transport of TRANSPORTS) {
+  Deno.test(`${transport} transport refuses a response transfer-encoding element that is not a coding`, async (t) => {
+    const cases: [string, string, string][] = [
+      ["a trailing empty element", "chunked,", '""'],
+      ["an empty element between", "gzip, , chunked", '""'],
+      ["an empty field", "", '""'],
+      ["a byte that is no token", "chunked\xa0", '"chunked\\u00a0"'],
+      ["a parameter", "gzip;level=1, chunked", '"gzip;level=1"'],
+    ];
+    for (const [label, value, element] of cases) {
+      await t.step(label, async () => {
+        const latin1 = Uint8Array.from(value, (char) => char.charCodeAt(0));
+        const { error } = await refusal(() => [[bytes("transfer-encoding"), latin1]], transport);
+        assertStringIncludes(error.message, `: ${element} is not a transfer coding;`);
+      });
+    }
+  });
+}
