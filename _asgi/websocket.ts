@@ -160,9 +160,11 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   let upgrade = "";
   let upgrades = 0;
   let protocols: string[] | null = null;
+  let framed = false;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i];
-    if (name === "upgrade") {
+    if (name === "content-length" || name === "transfer-encoding") framed = true;
+    else if (name === "upgrade") {
       // A list (RFC 9110, 7.8) over every Upgrade field, whose empty elements are ignored
       // (5.6.1.2): "websocket," is one offer, as Python's `websockets` reads it.
       for (const part of fields[i + 1]!.split(",")) {
@@ -186,6 +188,10 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   if (upgrades !== 1 || upgrade !== "websocket") {
     return { status: 400, reason: 'Invalid Upgrade: offer "websocket" alone' };
   }
+  // A handshake has no body: on node one was answered 101, and its bytes were dropped or read as
+  // WebSocket frames depending on whether they came in the head's TCP segment. Deno.serve refuses
+  // any such field (even "content-length: 0") with 400 itself; uvicorn answers 101.
+  if (framed) return { status: 400, reason: "A WebSocket handshake has no body" };
   // Each at most once in a request (RFC 6455, 11.3.1 and 11.3.5); Deno hands repeated fields
   // over joined by ", ". Only the last of each was looked at on node, where `ws` then refused the
   // request with 400 after the application had been called and had accepted it.

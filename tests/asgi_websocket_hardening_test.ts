@@ -453,3 +453,47 @@ for (const transport of TRANSPORTS) {
     },
   );
 }
+
+/** A client's masked text frame, as Latin-1 text for rawRequest(). */
+function maskedText(message: string): string {
+  const mask = [1, 2, 3, 4];
+  let frame = String.fromCharCode(0x81, 0x80 | message.length, ...mask);
+  for (let i = 0; i < message.length; i++) {
+    frame += String.fromCharCode(message.charCodeAt(i) ^ mask[i % 4]!);
+  }
+  return frame;
+}
+
+for (const transport of TRANSPORTS) {
+  // Regression (hostile WebSocket client probe, 2026-11-28, point 4): on node a handshake with a
+  // body was answered 101, and the body was dropped or read as WebSocket frames depending on
+  // whether it came in the same TCP segment as the head (a frame sent as the body of the request
+  // reached the application as a message when written 100 ms after the head). Deno.serve refuses
+  // such a request with 400 before the bridge sees it.
+  Deno.test(
+    `serve() [${transport}] refuses a handshake that has a body without calling the app`,
+    async () => {
+      const called: string[] = [];
+      const app: AsgiApplication = async (scope, receive, send) => {
+        called.push(scope.type);
+        if (scope.type !== "websocket") return;
+        await receive();
+        await send({ type: "websocket.accept" });
+        await receive();
+      };
+      await using server = await start(app, transport);
+      const frame = maskedText("smuggled");
+      const cases: [string, string][] = [
+        [`Content-Length: ${frame.length}\r\n`, frame],
+        ["Content-Length: 0\r\n", ""],
+        ["Transfer-Encoding: chunked\r\n", `${frame.length.toString(16)}\r\n${frame}\r\n0\r\n\r\n`],
+      ];
+      for (const [field, body] of cases) {
+        const answer = await rawRequest(server.port, handshake("/", field) + body);
+        assertMatch(answer, /^HTTP\/1\.1 400 /, JSON.stringify(field));
+      }
+      assertEquals(called, []);
+      assertEquals(server.logger.lines("error"), []);
+    },
+  );
+}
