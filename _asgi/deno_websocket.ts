@@ -32,6 +32,8 @@ const DENO_SEND_BUFFER_LIMIT = 4 * SEND_BUFFER_LIMIT;
  * probe: 27-50 of 50 apps stuck). A socket that opens does so within milliseconds.
  */
 export const OPEN_TIMEOUT_MS = 5_000;
+/** The most messages that may wait unread for the application (see `unreadCountLimit`). */
+const MAX_UNREAD_MESSAGES = 16_384;
 
 class DenoWebSocketCycle extends WebSocketCycle {
   readonly response: Promise<Response>;
@@ -65,6 +67,15 @@ class DenoWebSocketCycle extends WebSocketCycle {
    */
   protected override get unreadLimit(): number {
     return 2 * this.maxMessageSize;
+  }
+
+  /**
+   * Unread messages cost memory beyond their bytes (an empty one about 250 bytes of RSS), so
+   * their number is bounded too: `ws`'s bound on the frames of one message, which the node
+   * transport never reaches (it stops reading at 16 unread messages).
+   */
+  protected override get unreadCountLimit(): number {
+    return MAX_UNREAD_MESSAGES;
   }
 
   #respond(response: Response): void {

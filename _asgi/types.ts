@@ -555,8 +555,8 @@ export interface FetchHandlerOptions {
    * larger one closes the connection with code 1009 (message too big) and the application sees
    * `websocket.disconnect` with that code. The default is uvicorn's `ws_max_size`. On `deno`,
    * which cannot stop reading a WebSocket, it also bounds what waits unread: messages the
-   * application has not received may hold twice this much, beyond which the connection is closed
-   * with code 1008.
+   * application has not received may hold twice this much, and number 16,384, beyond which the
+   * connection is closed with code 1008.
    *
    * @default {16777216}
    */

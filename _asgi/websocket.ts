@@ -526,6 +526,18 @@ export abstract class WebSocketCycle {
     const waiter = this.#waiters.shift();
     if (waiter !== undefined) return waiter.resolve(message);
     this.#queuedSize += data.length;
+    if (this.#queue.length >= this.unreadCountLimit) {
+      // Counting bytes alone let empty messages through: each still costs a queued object, and
+      // 5 million of them took a deno server to 1.3 GB in 10 s (probe, 2026-11-28).
+      this.core.logger.warn(
+        `WebSocket client sent over ${this.unreadCountLimit} messages the application has ` +
+          `not received: closed with 1008`,
+      );
+      this.#queue.length = 0;
+      this.#queuedSize = 0;
+      this.#closeBy(POLICY_VIOLATION, "");
+      return;
+    }
     if (this.#queuedSize > this.unreadLimit) {
       // A transport that cannot stop reading (a Deno WebSocket) queued every message a client
       // sent to an application that did not receive them: 1.3 GB of server memory in 5 s from
@@ -553,6 +565,11 @@ export abstract class WebSocketCycle {
    * closed with 1008: unbounded for a transport that stops reading instead (`queueChanged`).
    */
   protected get unreadLimit(): number {
+    return Infinity;
+  }
+
+  /** How many unread messages may wait before the socket is closed with 1008, as for bytes. */
+  protected get unreadCountLimit(): number {
     return Infinity;
   }
 

@@ -497,3 +497,41 @@ for (const transport of TRANSPORTS) {
     },
   );
 }
+
+// Regression (hostile WebSocket client probe, 2026-11-28, point 2): on deno the bound on unread
+// messages counted their bytes only, so empty messages never reached it. One client sending
+// empty binary messages to an application that did not receive took the server from 49 to
+// 1,262 MiB in 10 s (5 million messages queued).
+Deno.test("serve() [deno] bounds the number of unread messages, not only their bytes", async () => {
+  const go = Promise.withResolvers<void>();
+  const received: ReceiveMessage[] = [];
+  const done = Promise.withResolvers<void>();
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    try {
+      await receive();
+      await send({ type: "websocket.accept" });
+      await go.promise;
+      for (;;) {
+        const message = await receive();
+        received.push(message);
+        if (message.type === "websocket.disconnect") return;
+      }
+    } finally {
+      done.resolve();
+    }
+  };
+  await using server = await start(app, "deno");
+  const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+  // Bounded: 20,000 empty frames are 120 KB on the wire.
+  for (let i = 0; i < 20_000; i++) client.socket.send(new Uint8Array(0));
+  // Deno drops a connection whose client still sends after the server's close frame, so the
+  // client may see 1006 (ws) or 0 (Deno's client) rather than 1008.
+  assert([1008, 1006, 0].includes((await client.closeEvent(5000)).code));
+  go.resolve();
+  await within(done.promise, 5000, "the app to return");
+  assertEquals(received, [{ type: "websocket.disconnect", code: 1008, reason: "" }]);
+  assertEquals(server.logger.lines("warn"), [
+    "WebSocket client sent over 16384 messages the application has not received: closed with 1008",
+  ]);
+});
