@@ -413,6 +413,15 @@ export async function nodeUpgradeHandler(
       if (handshake.fields[i] === "host") hosts++;
     }
     if (hosts > 1) return refuse(socket, 400, "More than one Host field");
+    // node:http checks neither of these for a request it hands over as an upgrade, and the
+    // handshake was answered 101: its HTTP side answers 505 and, over HTTP/1.1, 400 without a
+    // Host (RFC 9112 3.2). RFC 6455 4.1 asks for HTTP/1.1, and RFC 9110 15.2 forbids a 101 to an
+    // HTTP/1.0 client.
+    if (request.httpVersionMajor !== 1) return refuse(socket, 505, "HTTP version not supported");
+    if (request.httpVersionMinor === 0) {
+      return refuse(socket, 400, "A WebSocket handshake needs HTTP/1.1");
+    }
+    if (hosts === 0) return refuse(socket, 400, "Missing Host");
     // Only where node:http ignores shouldUpgradeCallback (Deno before it had the option).
     if (request.method !== "GET" || !isUpgrade(handshake.fields)) {
       return refuse(socket, 501, "Only WebSocket upgrades are served");

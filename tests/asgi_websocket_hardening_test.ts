@@ -535,3 +535,30 @@ Deno.test("serve() [deno] bounds the number of unread messages, not only their b
     "WebSocket client sent over 16384 messages the application has not received: closed with 1008",
   ]);
 });
+
+// Regression (hostile WebSocket client probe, 2026-11-28, point 4): node:http checks neither the
+// Host nor the version of a request it hands over as an upgrade, so on node a handshake without a
+// Host (400 over HTTP/1.1, RFC 9112 §3.2, as this server's HTTP side answers), in HTTP/1.0 (RFC
+// 6455 §4.1 asks for 1.1; RFC 9110 §15.2 forbids a 1xx to a 1.0 client) or with a version line
+// of "HTTP/2.0" (505 over HTTP) was answered 101 and ran the application.
+Deno.test("serve() [node] refuses a handshake its HTTP side would refuse, without calling the app", async () => {
+  const called: string[] = [];
+  const app: AsgiApplication = async (scope, receive, send) => {
+    called.push(scope.type);
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    await receive();
+  };
+  await using server = await start(app, "node");
+  const cases: [string, RegExp][] = [
+    [handshake("/").replace("Host: 127.0.0.1\r\n", ""), /^HTTP\/1\.1 400 [^]*Missing Host$/],
+    [handshake("/").replace("HTTP/1.1", "HTTP/1.0"), /^HTTP\/1\.1 400 [^]*needs HTTP\/1\.1$/],
+    [handshake("/").replace("HTTP/1.1", "HTTP/2.0"), /^HTTP\/1\.1 505 /],
+  ];
+  for (const [request, answer] of cases) {
+    assertMatch(await rawRequest(server.port, request), answer, request.split("\r\n", 2).join(" "));
+  }
+  assertEquals(called, []);
+  assertEquals(server.logger.lines("error"), []);
+});
