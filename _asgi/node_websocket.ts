@@ -82,7 +82,10 @@ const MAX_FRAGMENTS = 16_384;
 /** RFC 6455's "policy violation", what ws closes with past `MAX_FRAGMENTS`. */
 const POLICY_VIOLATION = 1008;
 
-/** Queue lengths at which reading from the client stops and starts again. */
+/**
+ * Queue lengths at which reading from the client stops and starts again (and sizes, twice and
+ * once `maxMessageSize`: see `queueChanged`).
+ */
 const PAUSE_AT = 16;
 const RESUME_AT = 4;
 
@@ -239,13 +242,16 @@ class NodeWebSocketCycle extends WebSocketCycle {
     else this.#socket.destroy();
   }
 
-  protected override queueChanged(length: number): void {
+  protected override queueChanged(length: number, size: number): void {
     const ws = this.#ws;
     if (ws === null) return;
-    if (!this.#paused && length >= PAUSE_AT) {
+    // The size too, as deno bounds it (where it closes): by count alone, 16 messages of
+    // maxMessageSize could wait (three clients sending 16 MB messages to an application that did
+    // not receive took a server from 66 to 915 MiB; probe, 2026-11-28).
+    if (!this.#paused && (length >= PAUSE_AT || size > 2 * this.maxMessageSize)) {
       this.#paused = true;
       ws.pause();
-    } else if (this.#paused && length <= RESUME_AT) {
+    } else if (this.#paused && length <= RESUME_AT && size <= this.maxMessageSize) {
       this.#paused = false;
       // The pong to a ping sent before the pause may still be unread: give it a full interval.
       this.#alive = true;

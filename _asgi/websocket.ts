@@ -551,14 +551,15 @@ export abstract class WebSocketCycle {
       this.#closeBy(POLICY_VIOLATION, "");
       return;
     }
-    this.queueChanged(this.#queue.push(message));
+    this.queueChanged(this.#queue.push(message), this.#queuedSize);
   }
 
   /**
-   * Called with the number of messages waiting for the application whenever it changes: a
-   * transport that can stop reading the socket does so while the application lags behind.
+   * Called with the number of messages waiting for the application, and their size (as
+   * `unreadLimit` counts it), whenever they change: a transport that can stop reading the socket
+   * does so while the application lags behind.
    */
-  protected queueChanged(_length: number): void {}
+  protected queueChanged(_length: number, _size: number): void {}
 
   /**
    * How much unread messages may hold (bytes, or UTF-16 code units of text) before the socket is
@@ -633,7 +634,7 @@ export abstract class WebSocketCycle {
     const queued = this.#queue.shift();
     if (queued !== undefined) {
       this.#queuedSize -= queued.text?.length ?? queued.bytes?.length ?? 0;
-      this.queueChanged(this.#queue.length);
+      this.queueChanged(this.#queue.length, this.#queuedSize);
       return Promise.resolve(queued);
     }
     if (this.#disconnect !== null && this.#waiters.length === 0) {

@@ -562,3 +562,59 @@ Deno.test("serve() [node] refuses a handshake its HTTP side would refuse, withou
   assertEquals(called, []);
   assertEquals(server.logger.lines("error"), []);
 });
+
+// Regression (hostile WebSocket client probe, 2026-11-28, point 2): on node reading paused only at
+// 16 unread messages whatever their size, so a client could leave 16 messages of maxMessageSize
+// with an application that did not receive: three clients sending 16 MB messages took a server
+// from 66 to 915 MiB, where deno closes past twice maxMessageSize. Reading now pauses at that many
+// unread bytes too; a paused socket does not read the client's ping, so its pong shows it.
+Deno.test("serve() [node] stops reading past twice maxMessageSize unread, not only at 16 messages", async () => {
+  const go = Promise.withResolvers<void>();
+  const received: ReceiveMessage[] = [];
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    await go.promise;
+    for (;;) {
+      const message = await receive();
+      received.push(message);
+      if (message.type === "websocket.disconnect") return;
+    }
+  };
+  await using server = await start(app, "node", { maxMessageSize: 65_536 });
+  const client = await RawSocket.open(server.port);
+  try {
+    assertMatch(client.head, /^HTTP\/1\.1 101 /);
+    // Three messages of 65,000 bytes are over twice maxMessageSize; then two more, so that the
+    // ping is more than a socket read (64 KiB) past the point where reading pauses: `ws` still
+    // parses the rest of a read it has taken.
+    // A binary frame with a 16-bit length, masked with a zero key.
+    const message = new Uint8Array(8 + 65_000);
+    message.set([0x82, 0xfe, 65_000 >> 8, 65_000 & 0xff]);
+    for (let i = 0; i < 5; i++) await client.write(message);
+    await client.write(clientFrame(true, 9, bytes("p")));
+    let arrived = 0;
+    const pong = client.frame(5000).then((frame) => {
+      arrived = performance.now();
+      return frame;
+    });
+    await sleep(300);
+    const released = performance.now();
+    go.resolve();
+    assertEquals((await pong)?.opcode, 10);
+    assert(arrived >= released, `the pong came ${Math.round(released - arrived)} ms too early`);
+    await client.writeClose(1000);
+    assertEquals((await client.frame(5000))?.opcode, 8);
+    client.close();
+    for (let i = 0; i < 200 && received.at(-1)?.type !== "websocket.disconnect"; i++) {
+      await sleep(10);
+    }
+    assertEquals(received.map((message) => message.type), [
+      ...Array(5).fill("websocket.receive"),
+      "websocket.disconnect",
+    ]);
+  } finally {
+    client.close();
+  }
+});
