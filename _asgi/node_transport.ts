@@ -88,8 +88,11 @@ class Connections {
   /** The last request each connection began, with its response: see `refuseUnreadable`. */
   readonly #latest = new Map<Socket, [IncomingMessage, ServerResponse]>();
 
-  /** What tells each connection's queued requests that it closed: see `watchQueued`. */
-  readonly #queued = new Map<Socket, Set<() => void>>();
+  /**
+   * What tells each connection's queued requests that it closed (see `watchQueued`), with their
+   * responses (see `held`).
+   */
+  readonly #queued = new Map<Socket, Map<() => void, ServerResponse>>();
 
   /**
    * The request of `socket` still in progress whose bytes node:http read last, with its
@@ -119,11 +122,26 @@ class Connections {
    *
    * @returns What stops watching, once the response has the socket (its own "close" tells).
    */
-  watchQueued(socket: Socket, gone: () => void): () => void {
+  watchQueued(socket: Socket, response: ServerResponse, gone: () => void): () => void {
     let queued = this.#queued.get(socket);
-    if (queued === undefined) this.#queued.set(socket, queued = new Set());
-    queued.add(gone);
+    if (queued === undefined) this.#queued.set(socket, queued = new Map());
+    queued.set(gone, response);
     return () => void queued.delete(gone);
+  }
+
+  /**
+   * The bytes node:http holds for the responses of `socket` queued behind the one that has it
+   * (pipelined): none of them has reached the socket. Those of the answer being sent are left
+   * out: it waits on the client by itself, and a slow client may take a large one.
+   */
+  queuedBytes(socket: Socket): number {
+    let held = 0;
+    const queued = this.#queued.get(socket);
+    if (queued === undefined) return held;
+    for (const response of queued.values()) {
+      held += (response as { outputSize?: number }).outputSize ?? 0;
+    }
+    return held;
   }
 
   /** Tells every request queued on `socket` that it closed (see `watchQueued`). */
@@ -131,7 +149,7 @@ class Connections {
     const queued = this.#queued.get(socket);
     if (queued === undefined) return;
     this.#queued.delete(socket);
-    for (const gone of queued) gone();
+    for (const gone of queued.keys()) gone();
   }
 
   /**
@@ -321,6 +339,17 @@ class Connections {
  */
 const MAX_PIPELINED = 64;
 
+/**
+ * The most the answers queued on one connection behind the one being sent may hold, in bytes
+ * (see `NodeCycle.#boundQueued`): those of the requests a client pipelined are written as soon
+ * as their applications give them, whole, and wait in memory behind the first. 20 clients that each
+ * pipelined 60 GETs for 1 MiB answers and read nothing took a server from 58 to 1,281 MiB (the
+ * deno transport, which answers one request of a connection at a time: 84 MiB). Past it, the
+ * connection is closed, as past `MAX_PIPELINED`. The same bound as a TLS connection's unread
+ * input (`HTTP_LIMIT` of node_tls_backlog.ts).
+ */
+const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
+
 /** Both ends of a connection, which identify it among the open ones. */
 function addressPair(socket: Socket): string {
   return `${socket.remoteAddress} ${socket.remotePort} ${socket.localAddress} ${socket.localPort}`;
@@ -439,7 +468,7 @@ class NodeCycle extends HttpCycle {
     // Pipelined behind another response, this one has no socket yet, and no "close" if the
     // connection closes first (see Connections.watchQueued).
     const unwatch = response.socket === null
-      ? state.connections.watchQueued(socket, () => this.#closed())
+      ? state.connections.watchQueued(socket, response, () => this.#closed())
       : null;
     response.on("close", () => {
       // Here rather than in a "close" listener of its own: one fewer per request on the hot path.
@@ -536,10 +565,36 @@ class NodeCycle extends HttpCycle {
     // reached a client that read late half changed. Deno's Response copies a body by itself.
     if (body === null || body.length <= WHOLE_SLICE || this.scope.method === "HEAD") {
       this.#response.end(body === null ? undefined : copyBytes(body));
-      return;
+    } else {
+      this.#writingWhole = true;
+      this.#writeWhole(copyBytes(body), 0);
     }
-    this.#writingWhole = true;
-    this.#writeWhole(copyBytes(body), 0);
+    this.#boundQueued();
+  }
+
+  /**
+   * Closes the connection if this response waits behind another and what the answers queued so
+   * hold is over `MAX_QUEUED_BYTES`. Looked at after a write to a queued response given whole, or
+   * one that filled its buffer: smaller writes hold little, and a response that has the socket
+   * waits for the client to drain it.
+   */
+  #boundQueued(): void {
+    if (this.#response.socket !== null) return;
+    const connection = this.#request.socket;
+    if (connection === null || connection.destroyed) return;
+    const connections = this.#state.connections;
+    const held = connections.queuedBytes(connection);
+    if (held <= MAX_QUEUED_BYTES) return;
+    connection.destroy();
+    // Now, not on "close", as in dropConnection: the queued requests learn that it closed.
+    connections.closeQueued(connection);
+    this.core.logger.warn(
+      `A client pipelined requests whose answers queued behind the one it is sent hold ${held} ` +
+        `bytes, over the limit of ${MAX_QUEUED_BYTES} (${
+          mib(MAX_QUEUED_BYTES)
+        } MiB): closed the connection (the ` +
+        `requests still in progress on it see http.disconnect)`,
+    );
   }
 
   /**
@@ -575,6 +630,9 @@ class NodeCycle extends HttpCycle {
     const response = this.#response;
     if (response.destroyed || response.writableEnded) return;
     if (response.write(chunk)) return;
+    this.#boundQueued();
+    // Closed for holding too much: the core learnt it (clientGone), no drain will come.
+    if (this.#request.socket?.destroyed) return;
     // A wait begins (the core marks it next): what the connection has written out so far is
     // where queued() measures the client's progress from.
     if (this.writeMark < 0 && response.socket === null) this.#taken = written(this.#request.socket);
@@ -715,6 +773,11 @@ class NodeCycle extends HttpCycle {
  * within `stallTimeout` for a response pipelined behind it to count it as taking something.
  */
 const WHOLE_SLICE = 1024 * 1024;
+
+/** `bytes` in MiB, to one decimal. */
+function mib(bytes: number): string {
+  return (bytes / (1024 * 1024)).toFixed(1);
+}
 
 /**
  * The bytes `socket` has written out: handed to it, less those still waiting to go. It moves

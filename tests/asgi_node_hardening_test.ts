@@ -418,6 +418,51 @@ Deno.test("serve() [node] closes a connection with more pipelined requests waiti
   });
 });
 
+// Regression (pipelining probe, 2026-11-29): each request a client pipelines is in progress at
+// once (up to 64), and node:http holds the whole answers of those queued behind the first until
+// the client takes it. 20 clients that each pipelined 60 GETs for 1 MiB answers and read nothing
+// took a server from 58 to 1,281 MiB (deno: 84 MiB), all of it held while they stayed.
+Deno.test("serve() [node] closes a connection whose queued answers hold more than 16 MiB", async (t) => {
+  const answer: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({ type: "http.response.start", status: 200 });
+    // A fresh body each time, as an application that renders its answers gives them.
+    await send({ type: "http.response.body", body: new Uint8Array(1024 * 1024).fill(0x61) });
+  };
+  await using s = await start(answer, "node");
+  const get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  await t.step("a client that reads 8 pipelined answers of 1 MiB gets them all", async () => {
+    const client = await RawClient.connect(s.port);
+    try {
+      await client.write(get.repeat(8));
+      for (let i = 0; i < 8; i++) assertEquals((await client.response()).body.length, 1024 * 1024);
+    } finally {
+      client.close();
+    }
+    assertEquals(s.logger.lines("warn"), []);
+  });
+  await t.step("a client that pipelines 60 and reads none is cut off", async () => {
+    const client = await RawClient.connect(s.port);
+    try {
+      await client.write(get.repeat(60));
+      const until = performance.now() + PATIENCE_MS;
+      while (s.logger.lines("warn").length === 0 && performance.now() < until) await sleep(10);
+      const warnings = s.logger.lines("warn");
+      assertEquals(warnings.length, 1, "the connection stayed open, holding its answers");
+      assertMatch(
+        warnings[0]!,
+        /answers queued .* hold 1[6-9]\d{6} bytes, over the limit of 16777216 \(16\.0 MiB\)/,
+      );
+    } finally {
+      client.close();
+    }
+  });
+  await t.step("other connections are served meanwhile", async () => {
+    const response = await fetch(s.url);
+    assertEquals((await response.bytes()).length, 1024 * 1024);
+  });
+});
+
 // Regression (attacker's review of the pipelining stall fix, 2026-11-28): node:http emits no
 // "close" on a response queued behind another when the connection closes, so a client that
 // pipelined streams behind a large answer and left held their applications in send(), and one
