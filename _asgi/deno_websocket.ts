@@ -44,6 +44,10 @@ class DenoWebSocketCycle extends WebSocketCycle {
   #onAbort: (() => void) | null;
   /** The server has sent its close frame (from then on Deno's `bufferedAmount` reads 0). */
   #closeSent = false;
+  /** The sends waiting for Deno to write out what it holds: see `sendFrame` and `closeFrame`. */
+  readonly #draining = new Set<(taken: boolean) => void>();
+  /** The connection is being dropped: the close frame no longer waits for the sends before it. */
+  #dropping = false;
 
   constructor(core: Core, request: Request, head: HandshakeHead) {
     super(core, webSocketScope(core, head));
@@ -191,11 +195,14 @@ class DenoWebSocketCycle extends WebSocketCycle {
     // no longer open `bufferedAmount` says nothing (Deno zeroes it, whether the client takes
     // what is queued or not): the wait is left to the "close" event (`closed`).
     return new Promise<boolean>((resolve) => {
+      this.#draining.add(resolve);
       let wait = 0;
       const check = () => {
-        if (socket.readyState !== WebSocket.OPEN) return;
-        if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT / 2) resolve(true);
-        else {
+        if (socket.readyState !== WebSocket.OPEN || !this.#draining.has(resolve)) return;
+        if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT / 2) {
+          this.#draining.delete(resolve);
+          resolve(true);
+        } else {
           setTimeout(check, wait);
           wait = Math.min(DRAIN_POLL_MS, wait + 1);
         }
@@ -204,16 +211,40 @@ class DenoWebSocketCycle extends WebSocketCycle {
     });
   }
 
+  /**
+   * Sends the close frame once Deno has written out the messages before it. Once the frame is
+   * sent Deno says nothing more of them (`bufferedAmount` reads 0), and its "close" event cannot
+   * tell a client that answered with no code from one that left (clean, 1005 both): the sends
+   * still waiting then rejected, though the client had read every message (196 of 200 in
+   * "answers with no code", tests/asgi_websocket_waiting_send_test.ts). Written out first, they
+   * have all resolved when the frame goes, as with `ws`, which queues its close frame behind
+   * them. A client that reads nothing holds the frame back until the bridge's close timer
+   * (`closeTiming`) drops the connection: its sends then reject.
+   */
   protected override closeFrame(code: number, reason: string): void {
     const socket = this.#socket;
-    if (socket !== null && socket.readyState === WebSocket.OPEN) {
+    if (socket === null) return;
+    let wait = 0;
+    const close = () => {
+      if (socket.readyState !== WebSocket.OPEN || this.#closeSent) return;
+      if (socket.bufferedAmount > 0 && !this.#dropping) {
+        setTimeout(close, wait);
+        wait = Math.min(DRAIN_POLL_MS, wait + 1);
+        return;
+      }
+      // Written out (or given up): the waiting sends no longer wait for their next look.
+      const draining = [...this.#draining];
+      this.#draining.clear();
+      for (const resolve of draining) resolve(!this.#dropping);
       this.#closeSent = true;
       socket.close(code, reason);
-    }
+    };
+    close();
   }
 
   protected override dropConnection(): void {
     // Deno has no way to reset an upgraded connection; a close frame is the most it can do.
+    this.#dropping = true;
     this.closeFrame(1001, "");
     this.#respond(new Response(null, { status: 500 }));
   }
