@@ -46,6 +46,8 @@ class DenoWebSocketCycle extends WebSocketCycle {
   #closeSent = false;
   /** The sends waiting for Deno to write out what it holds: see `sendFrame` and `closeFrame`. */
   readonly #draining = new Set<(taken: boolean) => void>();
+  /** `#pollDrain` is looking at Deno's buffer for the waiting sends. */
+  #polling = false;
   /** The connection is being dropped: the close frame no longer waits for the sends before it. */
   #dropping = false;
 
@@ -196,19 +198,33 @@ class DenoWebSocketCycle extends WebSocketCycle {
     // what is queued or not): the wait is left to the "close" event (`closed`).
     return new Promise<boolean>((resolve) => {
       this.#draining.add(resolve);
-      let wait = 0;
-      const check = () => {
-        if (socket.readyState !== WebSocket.OPEN || !this.#draining.has(resolve)) return;
-        if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT / 2) {
-          this.#draining.delete(resolve);
-          resolve(true);
-        } else {
-          setTimeout(check, wait);
-          wait = Math.min(DRAIN_POLL_MS, wait + 1);
-        }
-      };
-      setTimeout(check, 0);
+      if (!this.#polling) this.#pollDrain(socket);
     });
+  }
+
+  /**
+   * Looks at Deno's buffer until it holds half its limit, then resolves every waiting send. All
+   * wait behind the same buffer, so one look serves them all: a look per send, each on its own
+   * timer, took 18% of a core for one client that read nothing with 300 sends waiting (review,
+   * 2026-11-29). Stops when nothing waits or the socket is no longer open.
+   */
+  #pollDrain(socket: WebSocket): void {
+    this.#polling = true;
+    let wait = 0;
+    const check = () => {
+      if (socket.readyState !== WebSocket.OPEN || this.#draining.size === 0) {
+        this.#polling = false;
+      } else if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT / 2) {
+        this.#polling = false;
+        const draining = [...this.#draining];
+        this.#draining.clear();
+        for (const resolve of draining) resolve(true);
+      } else {
+        setTimeout(check, wait);
+        wait = Math.min(DRAIN_POLL_MS, wait + 1);
+      }
+    };
+    setTimeout(check, 0);
   }
 
   /**

@@ -309,6 +309,37 @@ for (const transport of TRANSPORTS) {
   );
 }
 
+// Regression (review of the waiting sends, 2026-11-29): on deno each waiting send looked at
+// Deno's buffer on a timer of its own, up to every 5 ms; one client that read nothing, with 300
+// sends of 64 KiB waiting, took 18% of a core, and ten such clients the whole server.
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() [${transport}] looks at a slow client's buffer on one timer, not one per waiting send`,
+    async () => {
+      const { app, launched } = flood();
+      await using server = await start(app, transport);
+      const client = await RawSocket.open(server.port);
+      const original = globalThis.setTimeout;
+      try {
+        await within(launched, 5000, "the sends");
+        let timers = 0;
+        globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+          timers++;
+          return original(...args);
+        }) as typeof setTimeout;
+        // A window to count in, not a wait for an event: the sends wait all along.
+        await new Promise((go) => original(go, 300));
+        globalThis.setTimeout = original;
+        // One look every 5 ms is 60 timers in 300 ms; one per send, SENDS times that.
+        assert(timers < 1000, `${timers} timers in 300 ms for ${SENDS} waiting sends`);
+      } finally {
+        globalThis.setTimeout = original;
+        client.close();
+      }
+    },
+  );
+}
+
 // Regression (same probe): ws takes no frame once the client's close frame is in, yet reports the
 // end only later; a reply sent meanwhile resolved, though it never reached the client.
 // Node only: Deno's socket reads open until its "close" event, so what it drops meanwhile cannot
