@@ -711,9 +711,10 @@ export interface ServeOptions extends FetchHandlerOptions {
    * its name: `serve()` throws a `TypeError` for a value that is no PEM text, holds a certificate
    * that cannot be read, or does not start with the certificate of `key`. Facing the open
    * internet, prefer a TLS-terminating proxy: on `deno` a stalled TLS handshake holds shutdown,
-   * and on `node` a request body the application does not read is taken into memory with no
-   * bound but `maxBodySize`, which a chunked body escapes (Deno 2.9.6; the bridge's limits in
-   * `docs/asgi.md`).
+   * and a response of some 500 bytes to 64 KiB reaches the client about 44 ms late (Nagle's
+   * algorithm, left on by `Deno.serve`); on `node` a connection is closed once it holds 16 MiB
+   * the application has not read, since Deno's `node:https` cannot stop reading it (Deno 2.9.6;
+   * the bridge's limits in `docs/asgi.md`).
    *
    * @default {undefined (plain HTTP)}
    */
