@@ -464,6 +464,22 @@ function maskedText(message: string): string {
   return frame;
 }
 
+/**
+ * An application that accepts every WebSocket and waits, recording the type of each scope it is
+ * called with: a handshake the bridge refuses must leave `called` empty.
+ */
+function acceptingRecorder(): { app: AsgiApplication; called: string[] } {
+  const called: string[] = [];
+  const app: AsgiApplication = async (scope, receive, send) => {
+    called.push(scope.type);
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    await receive();
+  };
+  return { app, called };
+}
+
 for (const transport of TRANSPORTS) {
   // Regression (hostile WebSocket client probe, 2026-11-28, point 4): on node a handshake with a
   // body was answered 101, and the body was dropped or read as WebSocket frames depending on
@@ -473,14 +489,7 @@ for (const transport of TRANSPORTS) {
   Deno.test(
     `serve() [${transport}] refuses a handshake that has a body without calling the app`,
     async () => {
-      const called: string[] = [];
-      const app: AsgiApplication = async (scope, receive, send) => {
-        called.push(scope.type);
-        if (scope.type !== "websocket") return;
-        await receive();
-        await send({ type: "websocket.accept" });
-        await receive();
-      };
+      const { app, called } = acceptingRecorder();
       await using server = await start(app, transport);
       const frame = maskedText("smuggled");
       const cases: [string, string][] = [
@@ -542,14 +551,7 @@ Deno.test("serve() [deno] bounds the number of unread messages, not only their b
 // 6455 §4.1 asks for 1.1; RFC 9110 §15.2 forbids a 1xx to a 1.0 client) or with a version line
 // of "HTTP/2.0" (505 over HTTP) was answered 101 and ran the application.
 Deno.test("serve() [node] refuses a handshake its HTTP side would refuse, without calling the app", async () => {
-  const called: string[] = [];
-  const app: AsgiApplication = async (scope, receive, send) => {
-    called.push(scope.type);
-    if (scope.type !== "websocket") return;
-    await receive();
-    await send({ type: "websocket.accept" });
-    await receive();
-  };
+  const { app, called } = acceptingRecorder();
   await using server = await start(app, "node");
   const cases: [string, RegExp][] = [
     [handshake("/").replace("Host: 127.0.0.1\r\n", ""), /^HTTP\/1\.1 400 [^]*Missing Host$/],
