@@ -393,8 +393,10 @@ export function createFetchHandler(
  *   when all are: each proxy appends the address it got the request from, so only the entries a
  *   trusted proxy wrote are facts, and what a client sends ahead of them (`attacker, proxy`) is
  *   ignored. Several fields are one list, in order; entries are trimmed and empty ones skipped.
- *   When the entry that decides is no IP address (`unknown`, `_hidden`, `1.2.3.4:80`), or the list
- *   is empty, `client` stays as it was (uvicorn would take that text as the host);
+ *   When the entry that decides is no IP address (`unknown`, `_hidden`, `1.2.3.4:80`, an IPv6
+ *   zone other than an interface name of up to 32 letters, digits and `-._~`, as in
+ *   `fe80::1%<b>`), or the list is empty, `client` stays as it was (uvicorn would take that text
+ *   as the host);
  * - `scheme` follows `X-Forwarded-Proto` when it holds one of `http`, `https`, `ws`, `wss` in any
  *   case: `http`/`https` in an `http` scope, `ws`/`wss` in a `websocket` scope, by whether it was
  *   secure. Anything else, a list (`https, http`) included, leaves `scheme` as it was.

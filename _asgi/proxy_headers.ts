@@ -139,10 +139,31 @@ function parseIPv6(text: string, start: number, end: number, out: Address): bool
   return true;
 }
 
+/** The longest zone {@linkcode isZone} takes: interface names are shorter (15 bytes on Linux). */
+const MAX_ZONE = 32;
+
+/**
+ * Whether `text[start, end)` is a zone: an interface name or number, 1 to {@linkcode MAX_ZONE}
+ * letters, digits and `-._~` (RFC 6874's ZoneID without percent-encoding). An X-Forwarded-For
+ * entry that passes becomes the client's host as written, so it must not carry other text.
+ */
+function isZone(text: string, start: number, end: number): boolean {
+  if (end <= start || end - start > MAX_ZONE) return false;
+  for (let i = start; i < end; i++) {
+    const code = text.charCodeAt(i);
+    const lower = code | 0x20;
+    if (
+      !((lower >= 97 && lower <= 122) || (code >= 48 && code <= 57) || code === 45 ||
+        code === 46 || code === 95 || code === 126)
+    ) return false;
+  }
+  return true;
+}
+
 /**
  * Parses an IPv4 or IPv6 address into {@linkcode scratch}, which the next call overwrites.
- * `zone` allows an IPv6 zone (`fe80::1%eth0`), which is not compared: a peer on a link-local
- * address may carry one.
+ * `zone` allows an IPv6 zone (`fe80::1%eth0`, see {@linkcode isZone}), which is not compared: a
+ * peer on a link-local address may carry one.
  *
  * @returns Whether `text` was an address.
  */
@@ -150,7 +171,7 @@ function parseAddress(text: string, zone: boolean): boolean {
   if (text.includes(":")) {
     let end = text.indexOf("%");
     if (end === -1) end = text.length;
-    else if (!zone) return false;
+    else if (!zone || !isZone(text, end + 1, text.length)) return false;
     return parseIPv6(text, 0, end, scratch);
   }
   scratch.fill(0, 0, 5);

@@ -386,6 +386,35 @@ Deno.test("proxyHeaders() takes an X-Forwarded-For entry only when it is an addr
   }
 });
 
+Deno.test("proxyHeaders() takes an X-Forwarded-For zone only when it names an interface", async (t) => {
+  // Any text after "%" was taken: "fe80::1%<script>" became the client's host, quoted or not.
+  const cases: [string, boolean][] = [
+    ["fe80::1%eth0", true],
+    ["fe80::1%2", true],
+    ["fe80::1%en0.100_a-b~", true],
+    [`fe80::1%${"a".repeat(32)}`, true],
+    ["fe80::1%", false],
+    ["fe80::1%<script>", false],
+    ["fe80::1%a b", false],
+    ["fe80::1%'x'", false],
+    ["fe80::1%eth0%eth1", false],
+    ["fe80::1%\u00e9", false],
+    [`fe80::1%${"a".repeat(33)}`, false],
+  ];
+  for (const [entry, address] of cases) {
+    await t.step(
+      `${JSON.stringify(entry.slice(0, 24))}: ${address ? "an address" : "none"}`,
+      async () => {
+        const got = await seen(httpScope(["127.0.0.1", 40000], [[XFF, entry]]));
+        assertEquals(
+          got.type === "http" ? got.client : null,
+          address ? [entry, 0] : ["127.0.0.1", 40000],
+        );
+      },
+    );
+  }
+});
+
 Deno.test("proxyHeaders() matches an IPv4 peer with its mapped IPv6 spelling in hex", async () => {
   const got = await seen(httpScope(["127.0.0.1", 40000], [[XFF, "203.0.113.7"]]), {
     trusted: ["::ffff:7f00:1"],
