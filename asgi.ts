@@ -408,7 +408,8 @@ export function createFetchHandler(
  * @param options `trusted`: who may set the headers; by default the loopback addresses.
  * @returns The wrapped application, for {@linkcode serve} or {@linkcode createFetchHandler}.
  * @throws {TypeError} When `app` is not an application, an option has the wrong type, or a
- *   `trusted` entry is not an address (a host name, say).
+ *   `trusted` entry is not an address (a host name, say), holds several, or is the unspecified
+ *   `0.0.0.0` or `::`.
  * @throws {RangeError} When a CIDR prefix length is out of range, or the network has host bits set.
  *
  * @example An App behind a proxy on the same machine

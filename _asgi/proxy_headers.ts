@@ -238,6 +238,12 @@ function entryHint(entry: string): string {
     return `drop the port: use "${withPort[1]}"`;
   }
   if (entry.includes("%")) return "drop the zone (%...): zones are not compared";
+  const wildcard = /^(\d{1,3}(?:\.\d{1,3}){0,2})(?:\.\*){1,3}$/.exec(entry);
+  if (wildcard !== null) {
+    const known = wildcard[1]!.split(".");
+    const network = [...known, "0", "0", "0"].slice(0, 4).join(".");
+    return `use a CIDR network: "${network}/${8 * known.length}"`;
+  }
   if (/^[a-z0-9-]+(\.[a-z0-9-]+)*\.?$/i.test(entry) && /[a-z]/i.test(entry)) {
     return "use its IP address or network; host names are not resolved";
   }
@@ -261,6 +267,11 @@ class TrustList {
         );
       }
       const entry = given.trim();
+      if (entry === "") {
+        throw new TypeError(
+          `Invalid trusted entry ${describe(given)} at index ${i}: it is empty; remove it`,
+        );
+      }
       if (entry === "*") {
         anyone = true;
         continue;
@@ -281,6 +292,15 @@ class TrustList {
 
 /** One `trusted` entry other than `"*"`, trimmed (`given` is as written, for messages). */
 function parseEntry(entry: string, given: string): Network {
+  if (/[\s,;]/.test(entry)) {
+    // A list in one string, as uvicorn's --forwarded-allow-ips takes it.
+    const entries = entry.split(/[\s,;]+/).filter((part) => part !== "");
+    throw new TypeError(
+      `Invalid trusted entry ${describe(given)}: one entry per string: use ${
+        JSON.stringify(entries)
+      }`,
+    );
+  }
   const slash = entry.indexOf("/");
   const text = slash === -1 ? entry : entry.slice(0, slash);
   if (!parseAddress(text, false)) {
@@ -289,7 +309,18 @@ function parseEntry(entry: string, given: string): Network {
   const words = scratch.slice();
   const ipv4 = !text.includes(":");
   const width = ipv4 ? 32 : 128;
-  if (slash === -1) return { words, prefix: 128 };
+  if (slash === -1) {
+    const mapped = isMappedIPv4(words);
+    if (words.every((word, i) => word === (i === 5 && mapped ? 0xffff : 0))) {
+      // 0.0.0.0 and :: are "any address" to listen on, but no peer's address.
+      throw new TypeError(
+        `Invalid trusted entry ${describe(given)}: no peer connects from the unspecified ` +
+          `address; use "*" for every peer, or "${mapped ? "0.0.0.0/0" : "::/0"}" for every ` +
+          `${mapped ? "IPv4" : "IPv4 and IPv6"} peer`,
+      );
+    }
+    return { words, prefix: 128 };
+  }
   const length = entry.slice(slash + 1);
   if (!/^\d{1,3}$/.test(length) || Number(length) > width) {
     throw new RangeError(
@@ -317,6 +348,17 @@ function trustList(options: ProxyHeadersOptions | undefined): TrustList {
       `Invalid options ${describe(options)}: pass an object, e.g. { trusted: ["10.0.0.1"] }`,
     );
   }
+  if (Array.isArray(options)) {
+    // The list itself, where { trusted: list } was meant.
+    const shown = options.every((entry) => typeof entry === "string")
+      ? JSON.stringify(options)
+      : describe(options);
+    throw new TypeError(
+      `Invalid options ${shown}: pass { trusted: ${
+        shown.startsWith("[") ? shown : '["10.0.0.1"]'
+      } }`,
+    );
+  }
   rejectUnknownKeys(options, OPTION_KEYS, "proxyHeaders()");
   // Checked as what a caller without types may pass.
   const trusted: unknown = options.trusted;
@@ -325,9 +367,11 @@ function trustList(options: ProxyHeadersOptions | undefined): TrustList {
     // uvicorn takes a comma-separated string: show the array it means.
     const example = typeof trusted === "string"
       ? JSON.stringify(trusted.split(",").map((entry) => entry.trim()).filter((e) => e !== ""))
-      : '["10.0.0.1"]';
+      : "[]";
     throw new TypeError(
-      `Invalid trusted ${describe(trusted)}: use an array of addresses, e.g. ${example}`,
+      `Invalid trusted ${describe(trusted)}: use an array of addresses, e.g. ${
+        example === "[]" ? '["10.0.0.1"]' : example
+      }`,
     );
   }
   return new TrustList(trusted);

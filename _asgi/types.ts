@@ -1080,8 +1080,9 @@ export interface ProxyHeadersOptions {
    * addresses in any spelling (`"10.0.0.1"`, `"::1"`), CIDR networks (`"10.0.0.0/8"`,
    * `"fd00::/8"`, no host bits set), or `"*"` for every peer. IPv4 entries also match
    * IPv4-mapped IPv6 peers (`::ffff:10.0.0.1`); an IPv6 network covers the IPv4 addresses its
-   * mapped form covers (`"::/0"` is every address). Host names are refused: resolve them
-   * yourself. Never use `"*"` on a port that anything but the proxy can reach.
+   * mapped form covers (`"::/0"` is every address). One entry per string. Host names are
+   * refused (resolve them yourself), and so are `"0.0.0.0"` and `"::"`, which no peer has.
+   * Never use `"*"` on a port that anything but the proxy can reach.
    *
    * @default {["127.0.0.1", "::1"]}
    */

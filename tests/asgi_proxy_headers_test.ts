@@ -547,6 +547,81 @@ Deno.test("proxyHeaders() refuses bad options at the call, quoting them", async 
   });
 });
 
+Deno.test("proxyHeaders() refuses the unspecified address, which no peer has and trusted nobody", () => {
+  // "0.0.0.0" and "::" were taken as single addresses: an operator who meant "everyone", as in a
+  // listen address, got a middleware that silently believed no one.
+  for (const entry of ["0.0.0.0", "::ffff:0.0.0.0"]) {
+    assertThrows(
+      () => proxyHeaders(noop, { trusted: ["127.0.0.1", entry] }),
+      TypeError,
+      `Invalid trusted entry ${JSON.stringify(entry)}: no peer connects from the unspecified ` +
+        'address; use "*" for every peer, or "0.0.0.0/0" for every IPv4 peer',
+    );
+  }
+  for (const entry of ["::", "0:0:0:0:0:0:0:0"]) {
+    assertThrows(
+      () => proxyHeaders(noop, { trusted: ["127.0.0.1", entry] }),
+      TypeError,
+      `Invalid trusted entry ${JSON.stringify(entry)}: no peer connects from the unspecified ` +
+        'address; use "*" for every peer, or "::/0" for every IPv4 and IPv6 peer',
+    );
+  }
+  // As networks they are every address, and meant so.
+  proxyHeaders(noop, { trusted: ["0.0.0.0/0", "::/0"] });
+});
+
+Deno.test("proxyHeaders() shows how to split an entry that holds several", async (t) => {
+  // "10.0.0.1,10.0.0.2" in one string got the generic message, and "10.0.0.0/8,fd00::/8" one
+  // about the prefix length: neither said the entries go in separate strings.
+  const cases: [string, string][] = [
+    ["10.0.0.1,10.0.0.2", '["10.0.0.1","10.0.0.2"]'],
+    ["10.0.0.1, 10.0.0.2", '["10.0.0.1","10.0.0.2"]'],
+    ["10.0.0.1 10.0.0.2", '["10.0.0.1","10.0.0.2"]'],
+    ["10.0.0.1;10.0.0.2", '["10.0.0.1","10.0.0.2"]'],
+    ["10.0.0.0/8,fd00::/8", '["10.0.0.0/8","fd00::/8"]'],
+    ["127.0.0.1,", '["127.0.0.1"]'],
+  ];
+  for (const [entry, fix] of cases) {
+    await t.step(entry, () => {
+      assertThrows(
+        () => proxyHeaders(noop, { trusted: [entry] }),
+        TypeError,
+        `Invalid trusted entry ${JSON.stringify(entry)}: one entry per string: use ${fix}`,
+      );
+    });
+  }
+  await t.step("an empty entry", () => {
+    assertThrows(
+      () => proxyHeaders(noop, { trusted: ["10.0.0.1", " "] }),
+      TypeError,
+      'Invalid trusted entry " " at index 1: it is empty; remove it',
+    );
+  });
+  await t.step("an empty string for the list", () => {
+    assertThrows(
+      () => proxyHeaders(noop, { trusted: "" as unknown as string[] }),
+      TypeError,
+      'Invalid trusted "": use an array of addresses, e.g. ["10.0.0.1"]',
+    );
+  });
+  await t.step("a wildcard", () => {
+    assertThrows(
+      () => proxyHeaders(noop, { trusted: ["10.1.*"] }),
+      TypeError,
+      'Invalid trusted entry "10.1.*": use a CIDR network: "10.1.0.0/16"',
+    );
+  });
+});
+
+Deno.test("proxyHeaders() says to wrap a list given as the options in { trusted }", () => {
+  // proxyHeaders(app, ["10.0.0.1"]) was told 'Invalid option "0" ... use one of trusted'.
+  assertThrows(
+    () => proxyHeaders(noop, ["10.0.0.1"] as unknown as ProxyHeadersOptions),
+    TypeError,
+    'Invalid options ["10.0.0.1"]: pass { trusted: ["10.0.0.1"] }',
+  );
+});
+
 Deno.test("proxyHeaders() takes entries in every valid form", () => {
   for (
     const entry of [
