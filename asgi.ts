@@ -389,10 +389,12 @@ export function createFetchHandler(
  * `trusted`; anyone else could send them. Then the application gets a new scope (the server's is
  * left as it was) in which:
  * - `client` is `[host, 0]` (the proxy does not pass the client's port), where `host` is, as
- *   written, the rightmost `X-Forwarded-For` entry that is not itself trusted, or the leftmost
- *   when all are: each proxy appends the address it got the request from, so only the entries a
- *   trusted proxy wrote are facts, and what a client sends ahead of them (`attacker, proxy`) is
- *   ignored. Several fields are one list, in order; entries are trimmed and empty ones skipped.
+ *   written, the rightmost `X-Forwarded-For` entry that is not in a `trusted` address or
+ *   network, or the leftmost when all are: each proxy appends the address it got the request
+ *   from, so only the entries a trusted proxy wrote are facts, and what a client sends ahead of
+ *   them (`attacker, proxy`) is ignored. `"*"` trusts every peer but names no proxy, so with it
+ *   alone the rightmost entry is taken, the one the peer wrote (uvicorn takes the leftmost, which
+ *   the client chose). Several fields are one list, in order; entries are trimmed and empty ones skipped.
  *   When the entry that decides is no IP address (`unknown`, `_hidden`, `1.2.3.4:80`, an IPv6
  *   zone other than an interface name of up to 32 letters, digits and `-._~`, as in
  *   `fe80::1%<b>`), or the list is empty, `client` stays as it was (uvicorn would take that text

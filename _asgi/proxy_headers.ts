@@ -284,7 +284,15 @@ class TrustList {
 
   /** Whether `address` is a trusted peer. */
   has(address: Address): boolean {
-    if (this.anyone) return true;
+    return this.anyone || this.listed(address);
+  }
+
+  /**
+   * Whether `address` is in a listed network, `"*"` aside: an `X-Forwarded-For` entry is
+   * skipped as a proxy's only then. `"*"` says who may connect, not that every address the
+   * headers name is a proxy; otherwise the leftmost entry, which the client writes, would win.
+   */
+  listed(address: Address): boolean {
     for (const network of this.#networks) if (contains(network, address)) return true;
     return false;
   }
@@ -390,8 +398,9 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 /**
  * The client's host from an `X-Forwarded-For` list, or null to leave `client` as it is. Each
  * proxy appends the address it got the request from, so entries are read from the right: the
- * first one that is not a trusted proxy is the client (the ones left of it are whatever that
- * client claimed), and when all are trusted, the leftmost. Empty elements are skipped (RFC 9110
+ * first one that is not in a listed network is the client (the ones left of it are whatever that
+ * client claimed), and when all are, the leftmost. `"*"` lists no network: with it alone, the
+ * rightmost entry, which the peer wrote, is the client. Empty elements are skipped (RFC 9110
  * §5.6.1); an element that is no address (`unknown`, `_hidden`, `1.2.3.4:80`) ends the search
  * with null: nothing there can be compared with the trusted list or used as an address.
  */
@@ -402,7 +411,7 @@ function forwardedClient(list: string, trusted: TrustList): string | null {
     const entry = trimOws(entries[i]!);
     if (entry === "") continue;
     if (!parseAddress(entry, true)) return null;
-    if (!trusted.has(scratch)) return entry;
+    if (!trusted.listed(scratch)) return entry;
     leftmost = entry;
   }
   return leftmost;

@@ -1078,7 +1078,8 @@ export interface ProxyHeadersOptions {
   /**
    * The peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed: IPv4 or IPv6
    * addresses in any spelling (`"10.0.0.1"`, `"::1"`), CIDR networks (`"10.0.0.0/8"`,
-   * `"fd00::/8"`, no host bits set), or `"*"` for every peer. IPv4 entries also match
+   * `"fd00::/8"`, no host bits set), or `"*"` for every peer (which makes no address a proxy's:
+   * the rightmost `X-Forwarded-For` entry outside the listed networks is the client). IPv4 entries also match
    * IPv4-mapped IPv6 peers (`::ffff:10.0.0.1`); an IPv6 network covers the IPv4 addresses its
    * mapped form covers (`"::/0"` is every address). One entry per string. Host names are
    * refused (resolve them yourself), and so are `"0.0.0.0"` and `"::"`, which no peer has.

@@ -187,11 +187,27 @@ const CASES: Case[] = [
     expect: { client: ["10.0.0.9", 0], scheme: "http" },
   },
   {
-    name: 'takes the leftmost entry with "*"',
+    // "*" took the leftmost entry, which behind nginx ($proxy_add_x_forwarded_for) is whatever
+    // the client sent: "X-Forwarded-For: 6.6.6.6" from 203.0.113.7 made the client 6.6.6.6.
+    name: 'with "*" takes the entry the peer appended, not one the client sent',
     peer: ["198.51.100.1", 40000],
     trusted: ["*"],
-    headers: [[XFF, "203.0.113.7, 198.51.100.2"]],
+    headers: [[XFF, "6.6.6.6, 203.0.113.7"]],
     expect: { client: CLIENT, scheme: "http" },
+  },
+  {
+    name: 'with "*" skips entries in the listed networks only',
+    peer: ["198.51.100.1", 40000],
+    trusted: ["*", "10.0.0.0/8"],
+    headers: [[XFF, "6.6.6.6, 203.0.113.7, 10.0.0.9"]],
+    expect: { client: CLIENT, scheme: "http" },
+  },
+  {
+    name: 'with "*" takes the leftmost entry when every entry is in a listed network',
+    peer: ["198.51.100.1", 40000],
+    trusted: ["*", "10.0.0.0/8"],
+    headers: [[XFF, "10.0.0.8, 10.0.0.9"]],
+    expect: { client: ["10.0.0.8", 0], scheme: "http" },
   },
   {
     name: "joins several fields in order",
