@@ -396,23 +396,46 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
- * The client's host from an `X-Forwarded-For` list, or null to leave `client` as it is. Each
- * proxy appends the address it got the request from, so entries are read from the right: the
- * first one that is not in a listed network is the client (the ones left of it are whatever that
- * client claimed), and when all are, the leftmost. `"*"` lists no network: with it alone, the
- * rightmost entry, which the peer wrote, is the client. Empty elements are skipped (RFC 9110
- * §5.6.1); an element that is no address (`unknown`, `_hidden`, `1.2.3.4:80`) ends the search
- * with null: nothing there can be compared with the trusted list or used as an address.
+ * The longest `X-Forwarded-For` entry that can be an address: `ffff:ffff:ffff:ffff:ffff:ffff:`
+ * `255.255.255.255` (45 characters), a `%` and a zone.
  */
-function forwardedClient(list: string, trusted: TrustList): string | null {
-  const entries = list.split(",");
+const MAX_ENTRY = 46 + MAX_ZONE;
+
+/**
+ * The client's host from the `X-Forwarded-For` fields, in order, or null to leave `client` as
+ * it is. Several fields make one list (RFC 9110 §5.3). Each proxy appends the address it got the
+ * request from, so entries are read from the right: the first one that is not in a listed
+ * network is the client (the ones left of it are whatever that client claimed), and when all
+ * are, the leftmost. `"*"` lists no network: with it alone, the rightmost entry, which the peer
+ * wrote, is the client. Empty elements are skipped (RFC 9110 §5.6.1); an element that is no
+ * address (`unknown`, `_hidden`, `1.2.3.4:80`) ends the search with null: nothing there can be
+ * compared with the trusted list or used as an address.
+ *
+ * The bytes are read from the right and only as far as the answer: a client behind the proxy
+ * may send thousands of entries ahead of the one the proxy appends, which alone decides.
+ */
+function forwardedClient(fields: readonly Uint8Array[], trusted: TrustList): string | null {
   let leftmost: string | null = null;
-  for (let i = entries.length - 1; i >= 0; i--) {
-    const entry = trimOws(entries[i]!);
-    if (entry === "") continue;
-    if (!parseAddress(entry, true)) return null;
-    if (!trusted.listed(scratch)) return entry;
-    leftmost = entry;
+  for (let field = fields.length - 1; field >= 0; field--) {
+    const bytes = fields[field]!;
+    let end = bytes.length;
+    for (;;) {
+      let start = end;
+      while (start > 0 && bytes[start - 1] !== 0x2c) start--; // ","
+      let from = start;
+      let to = end;
+      while (from < to && (bytes[from] === 0x20 || bytes[from] === 0x09)) from++;
+      while (to > from && (bytes[to - 1] === 0x20 || bytes[to - 1] === 0x09)) to--;
+      if (from < to) {
+        if (to - from > MAX_ENTRY) return null;
+        const entry = latin1Text(bytes.subarray(from, to));
+        if (!parseAddress(entry, true)) return null;
+        if (!trusted.listed(scratch)) return entry;
+        leftmost = entry;
+      }
+      if (start === 0) break;
+      end = start - 1;
+    }
   }
   return leftmost;
 }
@@ -442,13 +465,12 @@ function forwardedScope<S extends HttpScope | WebSocketScope>(
 ): S {
   const peer = scope.client;
   if (!(trusted.anyone || (peer !== null && peerTrusted(peer[0])))) return scope;
-  let forwardedFor: string | null = null;
+  let forwardedFor: Uint8Array[] | null = null;
   let proto: string | null = null;
   for (const [name, value] of scope.headers) {
     if (sameBytes(name, FOR)) {
-      // Several fields make one list, in order (RFC 9110 §5.3).
-      const text = latin1Text(value);
-      forwardedFor = forwardedFor === null ? text : `${forwardedFor},${text}`;
+      if (forwardedFor === null) forwardedFor = [value];
+      else forwardedFor.push(value);
     } else if (sameBytes(name, PROTO)) {
       const text = latin1Text(value);
       proto = proto === null ? text : `${proto},${text}`;
