@@ -337,12 +337,27 @@ function parseEntry(entry: string, given: string): Network {
     );
   }
   const prefix = Number(length) + (ipv4 ? 96 : 0);
+  if (!ipv4 && prefix < 96 && isMappedIPv4(words)) {
+    // "::ffff:10.0.0.0/8", 10.0.0.0/8 meant: as written it is ::/8, every IPv4 address and more.
+    const short = prefix <= 32;
+    const ipv4Network = formatAddress(masked(words, 96 + (short ? prefix : 8)), true);
+    throw new RangeError(
+      `Invalid trusted entry ${describe(given)}: an IPv4-mapped prefix counts all 128 bits, so ` +
+        `/${prefix} is wider than IPv4; use ${
+          short
+            ? `"${ipv4Network}/${prefix}" or "::ffff:${ipv4Network}/${96 + prefix}"`
+            : `one from 96 to 128, e.g. "::ffff:${ipv4Network}/104"`
+        }`,
+    );
+  }
   const network = masked(words, prefix);
   if (network.some((word, i) => word !== words[i])) {
+    const mapped = isMappedIPv4(network);
     throw new RangeError(
       `Invalid trusted entry ${describe(given)}: it has host bits set; use "${
-        formatAddress(network, ipv4 && isMappedIPv4(network))
-      }/${length}" for the network, or "${text}" for the one address`,
+        mapped && !ipv4 ? "::ffff:" : ""
+      }${formatAddress(network, mapped)}/${length}" for the network, or "${text}" for the one ` +
+        "address",
     );
   }
   return { words: network, prefix };

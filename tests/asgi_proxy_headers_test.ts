@@ -667,6 +667,36 @@ Deno.test("proxyHeaders() says to wrap a list given as the options in { trusted 
   );
 });
 
+Deno.test("proxyHeaders() refuses an IPv4-mapped network with a short prefix, not suggesting ::/8", () => {
+  // "::ffff:10.0.0.0/8" (10.0.0.0/8 meant) was told to use "::/8", which holds every IPv4-mapped
+  // address: the suggested fix trusted every IPv4 peer.
+  const cases: [string, string][] = [
+    [
+      "::ffff:10.0.0.0/8",
+      'Invalid trusted entry "::ffff:10.0.0.0/8": an IPv4-mapped prefix counts all 128 bits, so ' +
+      '/8 is wider than IPv4; use "10.0.0.0/8" or "::ffff:10.0.0.0/104"',
+    ],
+    [
+      "::FFFF:127.0.0.1/8",
+      'Invalid trusted entry "::FFFF:127.0.0.1/8": an IPv4-mapped prefix counts all 128 bits, so ' +
+      '/8 is wider than IPv4; use "127.0.0.0/8" or "::ffff:127.0.0.0/104"',
+    ],
+    [
+      "::ffff:10.0.0.0/64",
+      'Invalid trusted entry "::ffff:10.0.0.0/64": an IPv4-mapped prefix counts all 128 bits, so ' +
+      '/64 is wider than IPv4; use one from 96 to 128, e.g. "::ffff:10.0.0.0/104"',
+    ],
+    [
+      "::ffff:10.0.0.1/104",
+      'Invalid trusted entry "::ffff:10.0.0.1/104": it has host bits set; use ' +
+      '"::ffff:10.0.0.0/104" for the network, or "::ffff:10.0.0.1" for the one address',
+    ],
+  ];
+  for (const [entry, message] of cases) {
+    assertThrows(() => proxyHeaders(noop, { trusted: [entry] }), RangeError, message);
+  }
+});
+
 Deno.test("proxyHeaders() takes entries in every valid form", () => {
   for (
     const entry of [
