@@ -401,7 +401,7 @@ export function createFetchHandler(
  *   as the host);
  * - `scheme` follows `X-Forwarded-Proto` when it holds one of `http`, `https`, `ws`, `wss` in any
  *   case: `http`/`https` in an `http` scope, `ws`/`wss` in a `websocket` scope, by whether it was
- *   secure. Anything else, a list (`https, http`) included, leaves `scheme` as it was.
+ *   secure. Anything else, a list (`https, http`) or a value over 64 bytes included, leaves `scheme` as it was.
  *
  * Other scopes (`lifespan`) go to the application untouched. `Forwarded` (RFC 7239) and the
  * other `X-Forwarded-*` headers are not read; all of them stay in `headers`.

@@ -455,6 +455,9 @@ function forwardedClient(fields: readonly Uint8Array[], trusted: TrustList): str
   return leftmost;
 }
 
+/** The longest `X-Forwarded-Proto` value read: `https` with spaces around it. */
+const MAX_PROTO = 64;
+
 /** `http`, `https`, `ws` or `wss` in any case: whether it is secure, or null for anything else. */
 function forwardedSecure(value: string): boolean | null {
   switch (trimOws(value).toLowerCase()) {
@@ -487,8 +490,9 @@ function forwardedScope<S extends HttpScope | WebSocketScope>(
       if (forwardedFor === null) forwardedFor = [value];
       else forwardedFor.push(value);
     } else if (sameBytes(name, PROTO)) {
-      const text = latin1Text(value);
-      proto = proto === null ? text : `${proto},${text}`;
+      // Several fields are a list, which is no scheme; so is a value longer than any scheme with
+      // room for spaces around it, which is not decoded.
+      proto = proto === null && value.length <= MAX_PROTO ? latin1Text(value) : "";
     }
   }
   const host = forwardedFor === null ? null : forwardedClient(forwardedFor, trusted);

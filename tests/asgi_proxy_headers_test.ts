@@ -460,6 +460,29 @@ Deno.test("proxyHeaders() reads a long X-Forwarded-For list only as far as the c
   assert(ratio < 20, `A 6,000-entry list cost ${ratio.toFixed(1)} times a 2-entry one`);
 });
 
+Deno.test("proxyHeaders() does not decode a long X-Forwarded-Proto", async () => {
+  // A proxy that adds its field beside the client's (or passes the client's on) let a client
+  // have 48 KB decoded and lower-cased on every request, only to be ignored as no scheme.
+  const app = proxyHeaders(() => Promise.resolve());
+  const cost = async (proto: string): Promise<number> => {
+    const scope = httpScope(["127.0.0.1", 40000], [[XFP, proto]]);
+    let best = Infinity;
+    for (let round = 0; round < 5; round++) {
+      const began = performance.now();
+      for (let i = 0; i < 100; i++) {
+        await app(scope, () => Promise.reject(new Error("not used")), () => Promise.resolve());
+      }
+      best = Math.min(best, performance.now() - began);
+    }
+    return best;
+  };
+  const short = await cost("https");
+  const ratio = await cost(`https${" ".repeat(48000)}x`) / Math.max(short, 0.05);
+  const padded = await seen(httpScope(["127.0.0.1", 1], [[XFP, "\t https \t"]]));
+  assertEquals(padded.type === "http" ? padded.scheme : null, "https");
+  assert(ratio < 20, `A 48 KB X-Forwarded-Proto cost ${ratio.toFixed(1)} times "https"`);
+});
+
 Deno.test("proxyHeaders() matches an IPv4 peer with its mapped IPv6 spelling in hex", async () => {
   const got = await seen(httpScope(["127.0.0.1", 40000], [[XFF, "203.0.113.7"]]), {
     trusted: ["::ffff:7f00:1"],
