@@ -117,7 +117,9 @@ type Returned = { ok: true; returned: unknown };
 
 /** What a handler that never responded did, and the fix when it returned a value. */
 function withoutResponding(returned: unknown): string {
-  if (returned === undefined) return "returned without responding";
+  if (returned === undefined) {
+    return "returned without responding; await request.respondWith() before the handler returns";
+  }
   if (returned instanceof Response) {
     return "returned a Response without responding; pass it to request.respondWith() instead";
   }

@@ -311,14 +311,17 @@ Deno.test("App answers 500 when a handler throws, logs route and stack, keeps se
   assertEquals([next.status, await next.text()], [200, "ok"]);
 });
 
-Deno.test("App answers 500 when a handler returns without responding, naming the route", async () => {
+Deno.test("App answers 500 when a handler returns without responding, naming the route and the fix", async () => {
+  // Regression (newcomer walk-through, 2026-11-29): the log line said only "returned without
+  // responding", with no word on what a handler must do; every other such line names the fix.
   const logger = new RecordingLogger();
   async function silent(): Promise<void> {}
   await using served = await startServer(appWith([["/silent", silent]], { logger }));
   const response = await fetch(`${served.base}/silent`);
   assertEquals([response.status, await response.text()], [500, "Internal Server Error"]);
   assertEquals(logger.at("error"), [
-    'Route "/silent" on "GET /silent" returned without responding; sent 500',
+    'Route "/silent" on "GET /silent" returned without responding; await ' +
+    "request.respondWith() before the handler returns; sent 500",
   ]);
 });
 
