@@ -201,6 +201,11 @@ if (import.meta.main) {
   Deno.addSignalListener("SIGTERM", stop);
   try {
     await server.finished;
+  } catch (error) {
+    // The bridge has logged what went wrong and how to fix it (a taken port, say): one line here,
+    // not an uncaught rejection's stack.
+    console.error(`Stopped with an error: ${error instanceof Error ? error.message : error}`);
+    Deno.exitCode = 1;
   } finally {
     Deno.removeSignalListener("SIGINT", stop);
     Deno.removeSignalListener("SIGTERM", stop);

@@ -138,7 +138,8 @@ if (import.meta.main) {
   // wind down on its own, the process had a moment without them in which a second SIGINT ended it
   // with 130 instead of 0.
   main().finished.then(() => Deno.exit(0), (error) => {
-    console.error(error);
+    // The bridge has logged what went wrong and how to fix it (a taken port, say): one line here.
+    console.error(`Stopped with an error: ${error instanceof Error ? error.message : error}`);
     Deno.exit(1);
   });
 }

@@ -191,3 +191,28 @@ Deno.test("examples/asgi_minimal.ts app completes lifespan startup and shutdown"
     type: "lifespan.shutdown.complete",
   }]);
 });
+
+Deno.test("examples/asgi_minimal.ts on a taken port exits 1 with the bridge's line, no uncaught stack", async () => {
+  // Regression (newcomer walk-through, 2026-11-29): `PORT=<taken> deno task example:asgi` printed
+  // the bridge's clear line, then "error: Uncaught (in promise) AddrInUse" and a stack of Deno's
+  // internals, which buried it.
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { code, stderr, stdout } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      "--allow-sys",
+      "examples/asgi_minimal.ts",
+    ],
+    cwd: root,
+    env: { PORT: String(taken.addr.port), NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const output = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+  assertEquals(code, 1);
+  assertMatch(output, /port \d+ is taken; stop what listens there, or pass another port/);
+  assertEquals(/Uncaught|\n\s+at /.test(output), false, output);
+});
