@@ -856,7 +856,10 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
    * compile the regex the router builds from it.
    */
   constructor(options?: AsgiRouterOptions<H>) {
-    if (options !== undefined && (typeof options !== "object" || options === null)) {
+    if (
+      options !== undefined &&
+      (typeof options !== "object" || options === null || Array.isArray(options))
+    ) {
       throw new TypeError(
         `Invalid options ${describe(options)}: pass an object such as { routes: [...] }`,
       );

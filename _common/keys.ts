@@ -33,9 +33,16 @@ export function rejectUnknownKeys(
   }
 }
 
-/** The name in `known` nearest to `key` (case aside, then by edit distance), if near enough. */
+/**
+ * The name in `known` meant by `key`, case aside: the one name it begins (`host` for `hostname`,
+ * which edit distance put nearer `port`), else the nearest by edit distance, if near enough.
+ */
 function closest(key: string, known: readonly string[]): string | undefined {
   const lower = key.toLowerCase();
+  const extended = lower.length >= 3
+    ? known.filter((name) => name.toLowerCase().startsWith(lower))
+    : [];
+  if (extended.length === 1) return extended[0];
   let best: string | undefined;
   // A third of the name, at least 2 edits: "metods" finds "methods", "debug" finds nothing.
   let bestDistance = Math.max(2, Math.floor(lower.length / 3)) + 1;

@@ -427,6 +427,26 @@ Deno.test("unknown options name the closest known one, or list them all", () => 
   }
 });
 
+Deno.test("unknown options: a key that begins exactly one option's name suggests that option", () => {
+  // Regression (newcomer walk-through, 2026-11-29): serve(app, { host }) said "use port", the
+  // nearer by edit distance, where "hostname" was meant.
+  const cases: [() => unknown, string][] = [
+    [
+      () => serve(app, { host: "0.0.0.0" } as never),
+      'Invalid option "host" for serve(): use hostname',
+    ],
+    [
+      () => new App({ router: endpointRouter(), backgroundTask: 1 } as never),
+      'Invalid option "backgroundTask" for new App(): remove it, or use one of router, ' +
+      "requestTimeLimit, backgroundTaskTimeLimit, backgroundTaskLimit, shutdownGracePeriod, " +
+      "lifespanShutdownTimeLimit, lifespan, attributes, logger, handleSignals, fetchOptions",
+    ],
+  ];
+  for (const [call, message] of cases) {
+    assertEquals((assertThrows(call, TypeError) as Error).message, message);
+  }
+});
+
 // Found by the router review (2026-11-28): a long value cut at 200 code units could end in the
 // first half of an emoji, which a message shows as U+FFFD.
 Deno.test("shorten() never cuts a surrogate pair in two (regression: a long path ended in half an emoji)", () => {

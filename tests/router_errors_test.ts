@@ -508,6 +508,13 @@ Deno.test("new AsgiRouter() and new Route() refuse unknown options, suggesting t
       "maxPathLength, allowUnsafeRegex",
     ],
     [
+      // Regression (newcomer walk-through, 2026-11-29): `new AsgiRouter([route])` said
+      // 'Invalid option "0" for AsgiRouter', as if the array were an options object.
+      "AsgiRouter, the routes given without { routes }",
+      () => new AsgiRouter([new Route("/a", { handler })] as never),
+      "Invalid options an array: pass an object such as { routes: [...] }",
+    ],
+    [
       "Route, a typo",
       () => new Route("/a", { handler, metods: ["GET"] } as never),
       'Invalid option "metods" for route "/a": use methods',
