@@ -2,9 +2,9 @@
  * The low-level example: an ASGI application built from an {@linkcode AsgiRouter} with two
  * routes, served by the bridge.
  *
- * | Method | Path                            | Response                                          |
- * | ------ | ------------------------------- | ------------------------------------------------- |
- * | GET    | `/`                             | the request body, or `OK` when it is empty        |
+ * | Method | Path                              | Response                                        |
+ * | ------ | --------------------------------- | ----------------------------------------------- |
+ * | GET    | `/`                               | the request body, or `OK` when it is empty      |
  * | POST   | `/other_handler/{name:[a-z1-9]+}` | the request body, or `{"name":"…"}` when empty  |
  *
  * Any other path answers 404 and a known path with another method 405, each with
