@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import type { ReceiveMessage, SendMessage } from "../asgi.ts";
 import { app } from "../examples/asgi_minimal.ts";
 import { rawRequest, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { runOnTakenPort } from "./fixtures/taken_port.ts";
 import { httpScope } from "./fixtures/web_helpers.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -226,22 +227,7 @@ Deno.test("examples/asgi_minimal.ts on a taken port exits 1 with the bridge's li
   // Regression (newcomer walk-through, 2026-11-29): `PORT=<taken> deno task example:asgi` printed
   // the bridge's clear line, then "error: Uncaught (in promise) AddrInUse" and a stack of Deno's
   // internals, which buried it.
-  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { code, stderr, stdout } = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-sys",
-      "examples/asgi_minimal.ts",
-    ],
-    cwd: root,
-    env: { PORT: String(taken.addr.port), NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const output = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+  const { code, output } = await runOnTakenPort("examples/asgi_minimal.ts");
   assertEquals(code, 1);
   assertMatch(output, /port \d+ is taken; stop what listens there, or pass another port/);
   assertEquals(/Uncaught|\n\s+at /.test(output), false, output);

@@ -5,6 +5,7 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { serve } from "../web.ts";
 import { createChatApp } from "../examples/chat.ts";
+import { runOnTakenPort } from "./fixtures/taken_port.ts";
 import { WsClient } from "./fixtures/ws_client.ts";
 
 for (const transport of ["deno", "node"] as const) {
@@ -34,16 +35,8 @@ for (const transport of ["deno", "node"] as const) {
 Deno.test("examples/chat.ts on a taken port exits 1 with the bridge's line, no stack", async () => {
   // Regression (newcomer walk-through, 2026-11-29): `PORT=<taken> deno task example:chat` printed
   // the bridge's clear line, then the error again with a stack of Deno's internals.
-  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { code, stderr, stdout } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-sys", "examples/chat.ts"],
-    cwd: new URL("..", import.meta.url),
-    env: { PORT: String(taken.addr.port), NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const output = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+  const { code, output, port } = await runOnTakenPort("examples/chat.ts");
   assertEquals(code, 1);
-  assertStringIncludes(output, `port ${taken.addr.port} is taken; stop what listens there`);
+  assertStringIncludes(output, `port ${port} is taken; stop what listens there`);
   assertEquals(/Uncaught|\n\s+at /.test(output), false, output);
 });
