@@ -612,20 +612,18 @@ Deno.test("proxyHeaders() refuses bad options at the call, quoting them", async 
 Deno.test("proxyHeaders() refuses the unspecified address, which no peer has and trusted nobody", () => {
   // "0.0.0.0" and "::" were taken as single addresses: an operator who meant "everyone", as in a
   // listen address, got a middleware that silently believed no one.
-  for (const entry of ["0.0.0.0", "::ffff:0.0.0.0"]) {
+  const cases: [string, string][] = [
+    ["0.0.0.0", '"0.0.0.0/0" for every IPv4 peer'],
+    ["::ffff:0.0.0.0", '"0.0.0.0/0" for every IPv4 peer'],
+    ["::", '"::/0" for every IPv4 and IPv6 peer'],
+    ["0:0:0:0:0:0:0:0", '"::/0" for every IPv4 and IPv6 peer'],
+  ];
+  for (const [entry, network] of cases) {
     assertThrows(
       () => proxyHeaders(noop, { trusted: ["127.0.0.1", entry] }),
       TypeError,
       `Invalid trusted entry ${JSON.stringify(entry)}: no peer connects from the unspecified ` +
-        'address; use "*" for every peer, or "0.0.0.0/0" for every IPv4 peer',
-    );
-  }
-  for (const entry of ["::", "0:0:0:0:0:0:0:0"]) {
-    assertThrows(
-      () => proxyHeaders(noop, { trusted: ["127.0.0.1", entry] }),
-      TypeError,
-      `Invalid trusted entry ${JSON.stringify(entry)}: no peer connects from the unspecified ` +
-        'address; use "*" for every peer, or "::/0" for every IPv4 and IPv6 peer',
+        `address; use "*" for every peer, or ${network}`,
     );
   }
   // As networks they are every address, and meant so.

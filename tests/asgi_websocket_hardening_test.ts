@@ -33,8 +33,13 @@ async function withTiming<T extends Record<K, number>, K extends keyof T>(
   }
 }
 
-/** Accepts, then records every message until the disconnect; `done` settles when it returns. */
-function recorder(): { app: AsgiApplication; received: ReceiveMessage[]; done: Promise<void> } {
+/**
+ * Accepts, then records every message until the disconnect; `done` settles when it returns.
+ * Given `gate`, it receives nothing until `gate` settles, as an application that lags behind.
+ */
+function recorder(
+  gate?: Promise<void>,
+): { app: AsgiApplication; received: ReceiveMessage[]; done: Promise<void> } {
   const received: ReceiveMessage[] = [];
   const done = Promise.withResolvers<void>();
   const app: AsgiApplication = async (scope, receive, send) => {
@@ -42,6 +47,7 @@ function recorder(): { app: AsgiApplication; received: ReceiveMessage[]; done: P
     try {
       await receive();
       await send({ type: "websocket.accept" });
+      await gate;
       for (;;) {
         const message = await receive();
         received.push(message);
@@ -513,23 +519,7 @@ for (const transport of TRANSPORTS) {
 // 1,262 MiB in 10 s (5 million messages queued).
 Deno.test("serve() [deno] bounds the number of unread messages, not only their bytes", async () => {
   const go = Promise.withResolvers<void>();
-  const received: ReceiveMessage[] = [];
-  const done = Promise.withResolvers<void>();
-  const app: AsgiApplication = async (scope, receive, send) => {
-    if (scope.type !== "websocket") return;
-    try {
-      await receive();
-      await send({ type: "websocket.accept" });
-      await go.promise;
-      for (;;) {
-        const message = await receive();
-        received.push(message);
-        if (message.type === "websocket.disconnect") return;
-      }
-    } finally {
-      done.resolve();
-    }
-  };
+  const { app, received, done } = recorder(go.promise);
   await using server = await start(app, "deno");
   const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
   // Bounded: 20,000 empty frames are 120 KB on the wire.
@@ -538,7 +528,7 @@ Deno.test("serve() [deno] bounds the number of unread messages, not only their b
   // client may see 1006 (ws) or 0 (Deno's client) rather than 1008.
   assert([1008, 1006, 0].includes((await client.closeEvent(5000)).code));
   go.resolve();
-  await within(done.promise, 5000, "the app to return");
+  await within(done, 5000, "the app to return");
   assertEquals(received, [{ type: "websocket.disconnect", code: 1008, reason: "" }]);
   assertEquals(server.logger.lines("warn"), [
     "WebSocket client sent over 16384 messages the application has not received: closed with 1008",
