@@ -191,11 +191,3 @@ Deno.test({
     assertMatch(warnings[0]!, /over the limit of 16\.0 MiB: closed the connection/);
   },
 });
-
-Deno.test({
-  name: "tls backlog fixture cleanup",
-  ignore: tls === undefined,
-  async fn() {
-    await Deno.remove(tls!.dir, { recursive: true });
-  },
-});

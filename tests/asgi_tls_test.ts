@@ -513,11 +513,3 @@ Deno.test({
     }
   },
 });
-
-Deno.test({
-  name: "tls fixture cleanup",
-  ignore: tls === undefined,
-  async fn() {
-    await Deno.remove(tls!.dir, { recursive: true });
-  },
-});
