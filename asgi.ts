@@ -288,6 +288,23 @@ function checkMilliseconds(name: string, value: unknown): void {
   }
 }
 
+/**
+ * Below this many milliseconds, a time is more likely seconds written by mistake than meant: an
+ * App's time limits are in seconds, uvicorn's and hypercorn's too, and `shutdownTimeout: 30` gave
+ * requests in flight 30 ms.
+ */
+const LIKELY_SECONDS_BELOW = 100;
+
+/** Warns of a time under `LIKELY_SECONDS_BELOW` ms (not 0, which means none or no limit). */
+function warnLikelySeconds(core: Core, name: string, value: number | undefined): void {
+  if (value === undefined || value <= 0 || value >= LIKELY_SECONDS_BELOW) return;
+  core.logger.warn(
+    `${name} is in milliseconds: ${value} means ${value} ms. For ${value} seconds write ${name}: ${
+      value * 1000
+    } (the bridge's times are milliseconds; an App's time limits are seconds)`,
+  );
+}
+
 function createCore(
   app: AsgiApplication | { asgi: AsgiApplication },
   options: FetchHandlerOptions,
@@ -535,6 +552,11 @@ export function serve(
   checkMilliseconds("headersTimeout", options.headersTimeout);
   checkKeepAliveTimeout(options.keepAliveTimeout);
   checkMilliseconds("stallTimeout", options.stallTimeout);
+  for (
+    const name of ["shutdownTimeout", "lifespanTimeout", "headersTimeout", "stallTimeout"] as const
+  ) {
+    warnLikelySeconds(core, name, options[name]);
+  }
   const { maxConnections } = options;
   if (maxConnections !== undefined && typeof maxConnections !== "number") {
     throw new TypeError(

@@ -628,6 +628,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * `Infinity`: no limit; at most 2147483647 otherwise. Node's default. Over TLS it also bounds
    * the TLS handshake, to 1 s at least (node's own limit for that is 120 s). Applies to `transport: "node"` only:
    * `Deno.serve` offers no such control (see the README's limits and docs/asgi.md).
+   * A value above 0 and under 100 is logged as a warning: likely seconds written by mistake.
    *
    * @default {60000}
    */
@@ -680,6 +681,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * `deno` only once the client leaves: Deno cannot abort it), `receive()` says 1006 and that send
    * rejects with `ClientDisconnected`; one warning is logged. `0` or `Infinity`: no limit; at most
    * 2147483647 otherwise.
+   * A value above 0 and under 100 is logged as a warning: likely seconds written by mistake.
    *
    * @default {60000}
    */
@@ -688,6 +690,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * How long `shutdown()` waits for requests in flight, in milliseconds. Then their applications
    * see `http.disconnect`, unstarted responses get 500 and started ones are cut off, after
    * which lifespan shutdown runs. At most 2147483647 (what a timer can wait), or `Infinity`.
+   * A value above 0 and under 100 is logged as a warning: likely seconds written by mistake.
    *
    * @default {30000}
    */
@@ -700,6 +703,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * migration is not an error. Hypercorn's default; at most 2147483647, or `Infinity`. An `App`
    * of the web layer uses lifespan shutdown for up to its `shutdownGracePeriod` (its tasks) plus
    * its `lifespanShutdownTimeLimit` (its lifespan function), so keep this above the sum.
+   * A value above 0 and under 100 is logged as a warning: likely seconds written by mistake.
    *
    * @default {60000}
    */

@@ -583,6 +583,44 @@ Deno.test("serve() [node] closes an idle kept-alive connection after keepAliveTi
   assert(performance.now() - started >= 950, "closed before keepAliveTimeout");
 });
 
+// The bridge's times are milliseconds and an App's time limits seconds (uvicorn's too): written
+// as seconds, shutdownTimeout: 30 gave requests in flight 30 ms, without a word.
+Deno.test("serve() warns of a time under 100 ms, likely seconds written by mistake", async () => {
+  const cases: [
+    Partial<
+      Record<"shutdownTimeout" | "lifespanTimeout" | "headersTimeout" | "stallTimeout", number>
+    >,
+    string[],
+  ][] = [
+    [{ shutdownTimeout: 30 }, [
+      "shutdownTimeout is in milliseconds: 30 means 30 ms. For 30 seconds write shutdownTimeout: 30000 (the bridge's times are milliseconds; an App's time limits are seconds)",
+    ]],
+    [{ stallTimeout: 60, lifespanTimeout: 0.5 }, [
+      "lifespanTimeout is in milliseconds: 0.5 means 0.5 ms. For 0.5 seconds write lifespanTimeout: 500 (the bridge's times are milliseconds; an App's time limits are seconds)",
+      "stallTimeout is in milliseconds: 60 means 60 ms. For 60 seconds write stallTimeout: 60000 (the bridge's times are milliseconds; an App's time limits are seconds)",
+    ]],
+    [{ headersTimeout: 99 }, [
+      "headersTimeout is in milliseconds: 99 means 99 ms. For 99 seconds write headersTimeout: 99000 (the bridge's times are milliseconds; an App's time limits are seconds)",
+    ]],
+    // 0 means none or no limit, 100 and more are taken as meant.
+    [{ shutdownTimeout: 0, stallTimeout: 0, headersTimeout: 100, lifespanTimeout: Infinity }, []],
+  ];
+  for (const [times, expected] of cases) {
+    const logger = new RecordingLogger();
+    const server = serve(async () => {}, {
+      transport: "node",
+      port: 0,
+      hostname: "127.0.0.1",
+      lifespan: "off",
+      onListen() {},
+      logger,
+      ...times,
+    });
+    await server.shutdown();
+    assertEquals(logger.lines("warn"), expected, JSON.stringify(times));
+  }
+});
+
 // Probe of 2026-11-28 (brief C, point 3): with keepAliveTimeout 500 node:http sent
 // "Keep-Alive: timeout=0" (it states whole seconds, rounded down) on a connection it kept for
 // 1.5 s, telling clients that honour the field (Firefox, undici) not to reuse it.
