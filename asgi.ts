@@ -771,9 +771,12 @@ class Server implements AsgiServer {
         )
         : listenDeno(core, hostname, port, tls);
     } catch (error) {
-      core.logger.error(
-        `Cannot listen on ${hostname}:${port}: ${errorText(error)}${listenHint(error, port)}`,
-      );
+      const hint = listenHint(error, port);
+      core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorText(error)}${hint}`);
+      // A taken port: the stack runs through Deno's and this module's internals only, so when
+      // the error is reported as uncaught (nothing reads `addr` or `finished`), the line above and
+      // the error's own are the whole story.
+      if (hint !== "" && error instanceof Error) error.stack = `${error.name}: ${error.message}`;
       try {
         await this.#shutDownLifespan();
       } catch {
