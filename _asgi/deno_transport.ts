@@ -292,9 +292,12 @@ class DenoCycle extends HttpCycle {
     // but may take for ever, and for a chunked one may be for ever. A claimed body is dropped by
     // #dropBody, within a time, and Deno closes the connection (the web layer's 408 to a slow
     // upload asks it to, and a client still sending must not hold it as long as it likes).
+    // Not without a Host (HTTP/2 as a rule, see #readUnread): Deno resets such a stream at once,
+    // where the bridge's read held it for as long as the client sent nothing.
     const body = this.#body;
     if (
-      body !== null && this.#reader === null && (this.#expectedLength < 0 || this.#closeAsked)
+      body !== null && this.#reader === null && this.#hostSent &&
+      (this.#expectedLength < 0 || this.#closeAsked)
     ) {
       this.#reader = body.getReader();
     }
