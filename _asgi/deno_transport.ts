@@ -233,8 +233,8 @@ class DenoCycle extends HttpCycle {
   #closeAsked = false;
   /** What is left of the body is being dropped: see `#dropBody`. */
   #dropping = false;
-  /** The request came with a Host field, so not over HTTP/2 as a rule: see `#readUnread`. */
-  #hostSent: boolean;
+  /** The request's authority came as HTTP/2's `:authority`, not a Host: see `#readUnread`. */
+  #overHttp2: boolean;
 
   constructor(
     core: Core,
@@ -244,10 +244,10 @@ class DenoCycle extends HttpCycle {
     expectedLength: number,
     whole: boolean,
     denoServes: boolean,
-    hostSent: boolean,
+    overHttp2: boolean,
   ) {
     super(core, scope, hasBody, expectedLength);
-    this.#hostSent = hostSent;
+    this.#overHttp2 = overHttp2;
     this.#request = request;
     this.#whole = hasBody && whole;
     this.shortBodyIsDisconnect = denoServes;
@@ -282,7 +282,7 @@ class DenoCycle extends HttpCycle {
         // bytes() cannot be given up.
         this.#whole = false;
         this.#body = this.#request.body;
-      } else if (this.#source === null && this.#hostSent) {
+      } else if (this.#source === null && !this.#overHttp2) {
         this.#readUnread();
       }
     }
@@ -292,11 +292,11 @@ class DenoCycle extends HttpCycle {
     // but may take for ever, and for a chunked one may be for ever. A claimed body is dropped by
     // #dropBody, within a time, and Deno closes the connection (the web layer's 408 to a slow
     // upload asks it to, and a client still sending must not hold it as long as it likes).
-    // Not without a Host (HTTP/2 as a rule, see #readUnread): Deno resets such a stream at once,
-    // where the bridge's read held it for as long as the client sent nothing.
+    // Not over HTTP/2 (see #readUnread): Deno resets such a stream at once, where the bridge's
+    // read held it for as long as the client sent nothing.
     const body = this.#body;
     if (
-      body !== null && this.#reader === null && this.#hostSent &&
+      body !== null && this.#reader === null && !this.#overHttp2 &&
       (this.#expectedLength < 0 || this.#closeAsked)
     ) {
       this.#reader = body.getReader();
@@ -323,11 +323,15 @@ class DenoCycle extends HttpCycle {
    * connection whose body came later open 40 s and more after the client had sent it all. Left
    * to Deno, the connection closes once the body has arrived.
    *
-   * Not for a request without a Host field, which is an HTTP/2 one as a rule (Deno lists no Host
-   * for its `:authority`; an HTTP/1.0 client without one rarely keeps its connection): over
-   * HTTP/2 the read held the stream open, with no bound in time, for as long as the client sent
-   * nothing more (2,000 such streams held 29 MiB, 2026-11-29), where an unread body is dropped by
-   * Deno, which resets the stream (`NO_ERROR`) once the answer is out and keeps the connection.
+   * Not for a request that came over HTTP/2, known by an authority in its URL that is neither a
+   * Host field nor the one Deno makes up for a request without (see `handleFetch`): there the
+   * read held the stream open, with no bound in time, for as long as the client sent nothing
+   * more (2,000 such streams held 29 MiB, 2026-11-29), where an unread body is dropped by Deno,
+   * which resets the stream (`NO_ERROR`) once the answer is out and keeps the connection. Told
+   * apart by the Host alone at first, an HTTP/1.1 request without one lost the claim below too:
+   * Deno then read its slow chunked upload for as long as it went on (still open after 4 s,
+   * against 1 s with `drainTiming` at 1 s; review of 2026-11-29). An HTTP/1.1 request in absolute
+   * form without a Host is still taken for HTTP/2 (Deno cannot tell them apart for us).
    */
   #readUnread(): void {
     const read = this.#wholeRead = this.#readWhole();
@@ -853,10 +857,9 @@ export function handleFetch(
   // (HTTP/2's :scheme: "https" over plain TCP once made a scope say "https").
   const secure = tls ?? schemeEnd === 5;
   let fieldCount = count;
-  if (
-    host === undefined && pathStart > schemeEnd + 3 &&
-    !isMadeUpHost(url, schemeEnd + 3, pathStart, server, secure)
-  ) {
+  const overHttp2 = host === undefined && pathStart > schemeEnd + 3 &&
+    !isMadeUpHost(url, schemeEnd + 3, pathStart, server, secure);
+  if (overHttp2) {
     // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
     // ASGI spec asks for the authority as the Host (the scope once had none, and under
     // createFetchHandler, so Deno.serve(app.fetch), it still had none). A Host sent beside
@@ -916,7 +919,7 @@ export function handleFetch(
     expectedLength,
     whole,
     denoServes,
-    host !== undefined,
+    overHttp2,
   );
   cycle.run();
   return cycle.response();
