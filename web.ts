@@ -809,8 +809,9 @@ export class Request<A extends object = Record<never, never>> {
    * (back-pressure); no task is dropped while the app runs, and a task registered after a
    * complete response always runs, whatever the request time limit. Tasks registered by a
    * request that hits the request time limit, whose handler fails, or that returns without
-   * responding do not run; registrations still waiting at shutdown are released and their tasks
-   * do not run. Each such task is logged.
+   * responding do not run; registrations still waiting at shutdown, or when the request hits its
+   * time limit before responding, are released and their tasks do not run. Each such task is
+   * logged.
    *
    * Inside a background task, register without awaiting (`void request.registerBackground(next)`):
    * the running task holds a slot while it waits for one, so with every slot held by tasks that

@@ -192,6 +192,11 @@ export interface TaskHolder {
   place(entry: TaskEntry): void;
   /** The error for a registration beyond `backgroundTaskLimit`, naming the holder. */
   tooManyTasks(held: number): RangeError;
+  /**
+   * Resolves once a task registered now would never run (`refusal()` says why), so that a
+   * registration waiting for room stops waiting. Asked for only by such a registration.
+   */
+  refused(): Promise<void>;
 }
 
 /** Runs background tasks under a time limit, a concurrency limit and the app's lifespan. */
@@ -211,8 +216,11 @@ export class BackgroundRunner {
   #running = new Set<TaskEntry>();
   /** Tasks held by requests that have not responded yet; cancelled at shutdown. */
   #held = new Set<TaskEntry>();
-  /** Registrations waiting for a reservation, oldest first; resolved with false at shutdown. */
-  #waiters: PromiseWithResolvers<boolean>[] = [];
+  /**
+   * Registrations waiting for a reservation, oldest first (a Set keeps insertion order); resolved
+   * with false at shutdown, or when their holder's tasks can no longer run (see `register`).
+   */
+  #waiters = new Set<PromiseWithResolvers<boolean>>();
   #closed = false;
 
   constructor(limit: number, timeLimitMs: number | undefined, log: TaskLogger) {
@@ -234,7 +242,7 @@ export class BackgroundRunner {
 
   /** Registrations waiting for room. */
   get waiting(): number {
-    return this.#waiters.length;
+    return this.#waiters.size;
   }
 
   /** Whether shutdown has closed the runner. */
@@ -277,9 +285,21 @@ export class BackgroundRunner {
     const entry = this.#entry(task, name);
     const refusal = holder.refusal();
     if (refusal !== undefined) return this.discard(entry, refusal, false);
-    let granted = this.#reserve(holder.heldTasks() > 0);
-    if (typeof granted !== "boolean") granted = await granted;
-    if (!granted) return this.discard(entry, "the app is shutting down", false);
+    const reserved = this.#reserve(holder.heldTasks() > 0);
+    let granted: boolean;
+    if (typeof reserved === "boolean") granted = reserved;
+    else {
+      // A holder that times out while its registration waits will never run the task: the wait
+      // ends then. It went on until a slot freed, keeping the abandoned handler and its request
+      // in memory (20,000 timed-out requests behind two long tasks: 154 MB of heap).
+      holder.refused().then(() => {
+        if (this.#waiters.delete(reserved)) reserved.resolve(false);
+      });
+      granted = await reserved.promise;
+    }
+    if (!granted) {
+      return this.discard(entry, holder.refusal() ?? "the app is shutting down", false);
+    }
     if (holder.heldTasks() >= this.limit) {
       // Only after waiting: the holder's other registrations were granted meanwhile.
       entry.ended = true;
@@ -294,18 +314,18 @@ export class BackgroundRunner {
    *
    * @param holding Whether the caller's request already holds a reservation for a task that
    *   cannot start before it responds; such a caller never waits (see the module doc).
-   * @returns `true` when reserved at once, `false` when the runner is closed, else a promise of
-   *   `true` once reserved or `false` when the runner closes meanwhile.
+   * @returns `true` when reserved at once, `false` when the runner is closed, else a waiter
+   *   whose promise gives `true` once reserved or `false` when the runner closes meanwhile.
    */
-  #reserve(holding: boolean): boolean | Promise<boolean> {
+  #reserve(holding: boolean): boolean | PromiseWithResolvers<boolean> {
     if (this.#closed) return false;
-    if (holding || (this.#waiters.length === 0 && this.#reserved < this.limit)) {
+    if (holding || (this.#waiters.size === 0 && this.#reserved < this.limit)) {
       this.#reserved++;
       return true;
     }
     const waiter = Promise.withResolvers<boolean>();
-    this.#waiters.push(waiter);
-    return waiter.promise;
+    this.#waiters.add(waiter);
+    return waiter;
   }
 
   /**
@@ -366,7 +386,9 @@ export class BackgroundRunner {
    */
   async close(graceMs: number): Promise<void> {
     this.#closed = true;
-    for (const waiter of this.#waiters.splice(0)) waiter.resolve(false);
+    const waiters = [...this.#waiters];
+    this.#waiters.clear();
+    for (const waiter of waiters) waiter.resolve(false);
     const unstarted = [...this.#queue.splice(0), ...this.#held];
     this.#held.clear();
     for (const entry of unstarted) {
@@ -486,9 +508,11 @@ export class BackgroundRunner {
     this.#reserved--;
     // Hand freed room to the oldest waiters, reserving on their behalf so that a burst of
     // waiters cannot all slip in at once.
-    while (this.#waiters.length > 0 && this.#reserved < this.limit) {
+    while (this.#waiters.size > 0 && this.#reserved < this.limit) {
       this.#reserved++;
-      this.#waiters.shift()!.resolve(true);
+      const oldest = this.#waiters.values().next().value!;
+      this.#waiters.delete(oldest);
+      oldest.resolve(true);
     }
   }
 

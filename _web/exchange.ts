@@ -184,6 +184,8 @@ export class Exchange implements TaskHolder {
   #ended = false;
   /** Why the exchange answered in the handler's stead (`TIME_LIMIT`, `SHUTDOWN`), if it did. */
   #overruled: typeof TIME_LIMIT | typeof SHUTDOWN | undefined;
+  /** Settles when the exchange is overruled; made only for a registration waiting for room. */
+  #refused: PromiseWithResolvers<void> | undefined;
   /** The request counts in the App's `active` (see #uncount). */
   #counted = false;
   /**
@@ -488,6 +490,16 @@ export class Exchange implements TaskHolder {
         `already holds ${held}, the backgroundTaskLimit; respond first, or raise ` +
         `backgroundTaskLimit`,
     );
+  }
+
+  /**
+   * When a registration waiting for room should give up (`TaskHolder`).
+   *
+   * @returns Resolves once the exchange is overruled: its tasks can no longer run.
+   */
+  refused(): Promise<void> {
+    if (this.#overruled !== undefined) return Promise.resolve();
+    return (this.#refused ??= Promise.withResolvers()).promise;
   }
 
   /**
@@ -895,6 +907,7 @@ export class Exchange implements TaskHolder {
       ),
     );
     this.#discardPending(this.#overruledReason);
+    this.#refused?.resolve();
     if (this.#disconnected) return;
     if (this.#phase === PENDING) {
       // An operator must see timeouts (a cut-off stream, below, the bridge reports); shutdown's

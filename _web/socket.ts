@@ -269,6 +269,8 @@ export class WebSocketRequest<App = unknown> {
   #pulling = false;
   #pending: TaskEntry[] = [];
   #holder: TaskHolder | undefined;
+  /** Settles at the handshake's time limit; made only for a registration waiting for room. */
+  #refused: PromiseWithResolvers<void> | undefined;
   /** Messages dropped since the socket closed. */
   #dropped = 0;
   /** `close()` answered the handshake: the client got 403. */
@@ -513,6 +515,7 @@ export class WebSocketRequest<App = unknown> {
           this.#pending.push(entry);
         }
       },
+      refused: () => (this.#refused ??= Promise.withResolvers()).promise,
       tooManyTasks: (held) =>
         new RangeError(
           `Cannot register another background task for ${this.#label} before it is ` +
@@ -715,6 +718,7 @@ export class WebSocketRequest<App = unknown> {
       new DOMException(`Request time limit of ${seconds(limitMs)} exceeded`, "TimeoutError"),
     );
     this.#discardTasks(this.#timedOutReason);
+    this.#refused?.resolve();
     try {
       await this.#deny(408, "Request time limit exceeded");
     } catch (error) {

@@ -726,3 +726,51 @@ Deno.test("Request.registerBackground() unawaited in tasks that hold every slot 
     "five completions",
   );
 });
+
+// Regression (hostile-client probe of the web layer, 2026-11-29): a registration waiting for room
+// went on waiting after its request's 408, so the abandoned handler, its request and its task
+// stayed in memory until a slot freed: with two tasks holding the slots for 10 minutes, 20,000
+// timed-out requests took the server's heap from 7 to 161 MB after GC.
+Deno.test("Request.registerBackground() waiting for room returns at the request time limit", async () => {
+  const logger = new RecordingLogger();
+  const gate = Promise.withResolvers<void>();
+  let running = 0;
+  const returned = Promise.withResolvers<number>();
+  const app = appWith([
+    ["/hold", async (request) => {
+      await respond(request);
+      await request.registerBackground(async () => {
+        running++;
+        await gate.promise;
+      }, { name: "holder" });
+    }],
+    ["/wait", async (request) => {
+      await request.registerBackground(() => {
+        throw new Error("must not run");
+      }, { name: "waiter" });
+      returned.resolve(performance.now());
+    }],
+  ], { backgroundTaskLimit: 1, requestTimeLimit: 0.1, logger });
+  await using served = await startServer(app);
+  try {
+    assertEquals(await (await fetch(`${served.base}/hold`)).text(), "ok");
+    await waitFor(() => running === 1, 1000, "the task holding the only slot to run");
+    const response = await fetch(`${served.base}/wait`);
+    await response.body?.cancel();
+    assertEquals(response.status, 408);
+    const answered = performance.now();
+    const at = await withTimeout(returned.promise, BOUND_MS, "the waiting registration to return");
+    // The slot is still held: only the time limit can have ended the wait.
+    assertEquals(running, 1);
+    assert(at - answered < 1000, `the registration returned ${Math.round(at - answered)} ms late`);
+    assertEquals(
+      logger.at("warn").filter((line) => line.includes('"waiter"')),
+      [
+        'Background task "waiter" (#2) not run: its request "GET /wait" hit the request time ' +
+        "limit of 0.1 s",
+      ],
+    );
+  } finally {
+    gate.resolve();
+  }
+});

@@ -660,3 +660,47 @@ for (const transport of ["deno", "node"] as const) {
     }
   });
 }
+
+// Regression (hostile-client probe of the web layer, 2026-11-29): a handshake's registration
+// waiting for room went on waiting after its 408, keeping the abandoned handler in memory until a
+// slot freed (HTTP requests did the same; see tests/web_background_test.ts).
+Deno.test("WebSocketRequest.registerBackground() waiting for room returns at the handshake's time limit", async () => {
+  const gate = Promise.withResolvers<void>();
+  const running = Promise.withResolvers<void>();
+  const returned = Promise.withResolvers<void>();
+  const holder: SocketHandler = async (socket) => {
+    await socket.accept();
+    await socket.registerBackground(async () => {
+      running.resolve();
+      await gate.promise;
+    }, { name: "holder" });
+    await socket.close();
+  };
+  const waiter: SocketHandler = async (socket) => {
+    await socket.registerBackground(() => {
+      throw new Error("must not run");
+    }, { name: "waiter" });
+    returned.resolve();
+  };
+  await using served = await serveApp(
+    [socketRoute("/hold", holder), socketRoute("/wait", waiter)],
+    {
+      backgroundTaskLimit: 1,
+      requestTimeLimit: 0.1,
+    },
+  );
+  try {
+    const client = await WsClient.open(served.url("/hold"));
+    await client.closeEvent();
+    await within(running.promise, 2000, "the task holding the only slot");
+    assertMatch(await rawRequest(served.port, handshake("/wait"), 400), /^HTTP\/1\.1 408 /);
+    await within(returned.promise, 2000, "the waiting registration to return");
+    const notRun = served.logger.entries
+      .map((entry) => entry.data.join(" "))
+      .filter((line) => line.includes('"waiter"'));
+    assertEquals(notRun.length, 1, notRun.join("\n"));
+    assertMatch(notRun[0]!, /not run: .*time limit/);
+  } finally {
+    gate.resolve();
+  }
+});
