@@ -39,7 +39,7 @@
  *
  * @module
  */
-import { abortable } from "@std/async/abortable";
+import { abandonable } from "./abandon.ts";
 import type {
   HttpDisconnectMessage,
   HttpRequestMessage,
@@ -677,9 +677,9 @@ export class Exchange implements TaskHolder {
       // stream is cancelled, a generator closed.
       await body[Symbol.asyncIterator]().return?.();
     } else {
-      // abortable() stops waiting for the next chunk when the time limit passes or the client
-      // goes away, and closes the iterator.
-      const chunks = abortable(body, this.signal) as AsyncIterable<unknown>;
+      // Stops waiting for the next chunk when the time limit passes or the client goes away,
+      // and closes the iterator without waiting for a chunk still on its way (_web/abandon.ts).
+      const chunks = abandonable(body, this.signal);
       for await (const chunk of chunks) {
         let bytes: Uint8Array;
         if (typeof chunk === "string") bytes = encoder.encode(chunk);

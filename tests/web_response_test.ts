@@ -557,3 +557,66 @@ Deno.test("Request.respondWith() completes quietly when a send returns no promis
   await new Promise((resolve) => setTimeout(resolve, 10));
   assertEquals(errors, []);
 });
+
+// Regression (hostile-client probe of the web layer, 2026-11-29): when the client left while a
+// streamed body waited for its next chunk, respondWith() waited for the generator to close, which
+// it does only once its own await settles: a stream waiting for its next event held the handler
+// of every client that had left (20 of 20, for as long as the stream waited).
+Deno.test("Request.respondWith() of a stream returns when the client leaves while the stream waits", async () => {
+  const { App, AsgiRouter, Route } = await import("../web.ts");
+  const { httpScope } = await import("./fixtures/web_helpers.ts");
+  const { BOUND_MS, withTimeout } = await import("./fixtures/timeout.ts");
+  const gate = Promise.withResolvers<void>();
+  const closed = Promise.withResolvers<void>();
+  const firstChunk = Promise.withResolvers<void>();
+  const outcome = Promise.withResolvers<string>();
+  async function* events(): AsyncGenerator<string> {
+    try {
+      yield "first";
+      await gate.promise; // ignores the signal, as a wait for an event on a bus may
+      yield "second";
+    } finally {
+      closed.resolve();
+    }
+  }
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: (request) =>
+            request.respondWith(new Response({ body: events() })).then(
+              () => outcome.resolve("resolved"),
+              (error: Error) => outcome.resolve(`rejected: ${error.name}`),
+            ),
+        }),
+      ],
+    }),
+    logger: { error() {}, warn() {}, info() {}, debug() {} },
+  });
+  const left = Promise.withResolvers<void>();
+  let received = 0;
+  const call = app.asgi(httpScope(), () => {
+    if (received++ === 0) {
+      return Promise.resolve({ type: "http.request", body: new Uint8Array(0), more_body: false });
+    }
+    return left.promise.then(() => ({ type: "http.disconnect" }));
+  }, (message) => {
+    if (message.type === "http.response.body" && (message.body?.length ?? 0) > 0) {
+      firstChunk.resolve();
+    }
+    return Promise.resolve();
+  });
+  try {
+    await withTimeout(firstChunk.promise, BOUND_MS, "the first chunk");
+    left.resolve();
+    assertEquals(
+      await withTimeout(outcome.promise, BOUND_MS, "respondWith() to settle"),
+      "rejected: AbortError",
+    );
+  } finally {
+    gate.resolve();
+  }
+  // The generator is closed once its await settles, not abandoned for good.
+  await withTimeout(closed.promise, BOUND_MS, "the generator to close");
+  await call.catch(() => {});
+});
