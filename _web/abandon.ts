@@ -1,58 +1,65 @@
 /**
- * Reading a streamed response body under a signal. Private: not exported from `deno.json`.
+ * Closing a streamed response body without waiting for a chunk still on its way. Private: not
+ * exported from `deno.json`.
  *
- * `abortable()` from `@std/async` stops waiting for the next chunk when the signal aborts, then
- * awaits the iterator's `return()`. A generator suspended in an `await` of its own closes only
- * once that await settles, so `respondWith()` waited with it: a stream waiting for its next event
- * held the handler of every client that had left, for as long as no event came (hostile-client
- * probe of the web layer, 2026-11-29: 20 of 20 handlers held). Here the iterator is asked to
- * close and abandoned: JavaScript cannot interrupt its await, but nobody waits for it, and its
+ * A streamed body is read through `abortable()` from `@std/async`, which stops waiting for the
+ * next chunk when `request.signal` aborts and then awaits the iterator's `return()`. An async
+ * generator suspended in an `await` of its own closes only once that await settles, so
+ * `respondWith()` waited with it: a stream waiting for its next event held the handler of every
+ * client that had left, for as long as no event came (hostile-client probe of the web layer,
+ * 2026-11-29: 20 of 20 handlers held). Wrapped in a {@linkcode Detachable}, the iterator is asked to
+ * close and left to do so: JavaScript cannot interrupt its await, but nobody waits for it, and its
  * `finally` runs once the await settles.
  *
  * @module
  */
 
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
 /**
- * Yields what `iterable` yields until `signal` aborts, then throws the signal's reason at once.
- * When it stops early (aborted, or its consumer stopped), the iterator is closed: awaited when
- * it is idle, abandoned to close by itself when it is still producing a chunk.
- *
- * @param iterable The body.
- * @param signal Aborts at the request time limit, at shutdown, or when the client leaves.
- * @returns The chunks.
- * @throws {unknown} The signal's reason, or what the iterator throws.
+ * An async iterator whose `return()` waits for the iterator it wraps only when that one is idle
+ * (suspended at a `yield`, or not begun); while it is producing a chunk, `return()` asks it to
+ * close and resolves at once. Closes it once, however often it is asked.
  */
-export async function* abandonable<T>(
-  iterable: AsyncIterable<T>,
-  signal: AbortSignal,
-): AsyncGenerator<T, void, undefined> {
-  signal.throwIfAborted();
-  const iterator = iterable[Symbol.asyncIterator]();
-  const { promise: aborted, reject } = Promise.withResolvers<never>();
-  const abort = () => reject(signal.reason);
-  signal.addEventListener("abort", abort, { once: true });
-  let finished = false;
-  let producing = false;
-  try {
-    for (;;) {
-      producing = true;
-      const result = await Promise.race([aborted, iterator.next()]);
-      producing = false;
-      if (result.done) {
-        finished = true;
-        return;
-      }
-      yield result.value;
-    }
-  } catch (error) {
-    // The iterator threw: it is done, there is nothing to close.
-    if (producing && !signal.aborted) finished = true;
-    throw error;
-  } finally {
-    signal.removeEventListener("abort", abort);
-    if (!finished) {
-      if (producing) Promise.resolve(iterator.return?.()).catch(() => {});
-      else await iterator.return?.();
-    }
+export class Detachable<T> implements AsyncIterableIterator<T, undefined, undefined> {
+  readonly #iterator: AsyncIterator<T>;
+  /** A `next()` has not settled yet. */
+  #producing = false;
+  /** The iterator finished, failed or was asked to close: nothing left to close. */
+  #done = false;
+
+  /** @param iterable The body. */
+  constructor(iterable: AsyncIterable<T>) {
+    this.#iterator = iterable[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** The iterator's next chunk, with what it says about its state noted first. */
+  next(): Promise<IteratorResult<T, undefined>> {
+    const result = Promise.resolve(this.#iterator.next());
+    this.#producing = true;
+    // Registered before the caller's own handlers (abortable races this promise), so the state
+    // is current when they run.
+    result.then((step) => {
+      this.#producing = false;
+      if (step.done) this.#done = true;
+    }, () => {
+      this.#producing = false;
+      this.#done = true;
+    });
+    return result as Promise<IteratorResult<T, undefined>>;
+  }
+
+  /** Closes the iterator: awaited when it is idle, left to close by itself while it produces. */
+  return(): Promise<IteratorReturnResult<undefined>> {
+    if (this.#done) return Promise.resolve(DONE);
+    this.#done = true;
+    const closing = Promise.resolve(this.#iterator.return?.()).then(() => DONE);
+    if (!this.#producing) return closing;
+    closing.catch(() => {});
+    return Promise.resolve(DONE);
   }
 }

@@ -47,8 +47,9 @@
  * arriving alone allocates no array either.
  *
  * What users see is unchanged: at the limit `request.signal` aborts with a `TimeoutError`
- * `DOMException` (as `deadline()` rejects), and a streamed body stops through `abandonable()`
- * (`_web/abandon.ts`), which watches that signal.
+ * `DOMException` (as `deadline()` rejects), and a streamed body stops through `abortable()` from
+ * `@std/async`, which watches that signal (without waiting for a chunk on its way:
+ * `_web/abandon.ts`).
  *
  * @module
  */

@@ -39,7 +39,8 @@
  *
  * @module
  */
-import { abandonable } from "./abandon.ts";
+import { abortable } from "@std/async/abortable";
+import { Detachable } from "./abandon.ts";
 import type {
   HttpDisconnectMessage,
   HttpRequestMessage,
@@ -677,19 +678,28 @@ export class Exchange implements TaskHolder {
       // stream is cancelled, a generator closed.
       await body[Symbol.asyncIterator]().return?.();
     } else {
-      // Stops waiting for the next chunk when the time limit passes or the client goes away,
-      // and closes the iterator without waiting for a chunk still on its way (_web/abandon.ts).
-      const chunks = abandonable(body, this.signal);
-      for await (const chunk of chunks) {
-        let bytes: Uint8Array;
-        if (typeof chunk === "string") bytes = encoder.encode(chunk);
-        else if (chunk instanceof Uint8Array) bytes = chunk;
-        else {
-          throw new TypeError(
-            `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
-          );
+      // abortable() stops waiting for the next chunk when the time limit passes or the client
+      // goes away; Detachable lets it close the iterator without waiting for a chunk still on
+      // its way (_web/abandon.ts).
+      const source = new Detachable(body);
+      const chunks = abortable(source, this.signal) as AsyncIterable<unknown>;
+      try {
+        for await (const chunk of chunks) {
+          let bytes: Uint8Array;
+          if (typeof chunk === "string") bytes = encoder.encode(chunk);
+          else if (chunk instanceof Uint8Array) bytes = chunk;
+          else {
+            throw new TypeError(
+              `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
+            );
+          }
+          await this.#send({ type: "http.response.body", body: bytes, more_body: true });
         }
-        await this.#send({ type: "http.response.body", body: bytes, more_body: true });
+      } finally {
+        // abortable() closes the iterator when it fails or the signal aborts, not when the loop
+        // stops early (a send to a client that left, a chunk of the wrong type): then it is idle
+        // at a yield, and closing it runs its finally now.
+        await source.return();
       }
     }
     this.#lastChunk = true;

@@ -620,3 +620,60 @@ Deno.test("Request.respondWith() of a stream returns when the client leaves whil
   await withTimeout(closed.promise, BOUND_MS, "the generator to close");
   await call.catch(() => {});
 });
+
+// Review (2026-11-29): abortable() closes a body's iterator when the signal aborts, but not when
+// the App stops reading early itself (a chunk of the wrong type, a send that fails): then the
+// generator was left suspended at its yield, its finally never run.
+Deno.test("Request.respondWith() closes a stream it stops reading at a bad chunk", async () => {
+  const { App, AsgiRouter, Route } = await import("../web.ts");
+  const { httpScope } = await import("./fixtures/web_helpers.ts");
+  const { BOUND_MS, withTimeout } = await import("./fixtures/timeout.ts");
+  let closedBeforeSettled = false;
+  let closed = false;
+  const outcome = Promise.withResolvers<string>();
+  async function* chunks(): AsyncGenerator<unknown> {
+    try {
+      yield "first";
+      yield 42;
+      yield "never";
+    } finally {
+      closed = true;
+    }
+  }
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: (request) =>
+            request.respondWith(new Response({ body: chunks() as AsyncIterable<string> })).then(
+              () => outcome.resolve("resolved"),
+              (error: Error) => {
+                closedBeforeSettled = closed;
+                outcome.resolve(`rejected: ${error.message}`);
+              },
+            ),
+        }),
+      ],
+    }),
+    logger: { error() {}, warn() {}, info() {}, debug() {} },
+  });
+  let received = 0;
+  const left = Promise.withResolvers<void>();
+  const call = app.asgi(httpScope(), () => {
+    if (received++ === 0) {
+      return Promise.resolve({ type: "http.request", body: new Uint8Array(0), more_body: false });
+    }
+    return left.promise.then(() => ({ type: "http.disconnect" }));
+  }, () => Promise.resolve());
+  // The App reports the cut-off response to its server by rejecting.
+  const served = call.then(() => "resolved", (error: Error) => error.message);
+  assertEquals(
+    await withTimeout(outcome.promise, BOUND_MS, "respondWith() to settle"),
+    "rejected: Invalid body chunk 42: send a string or a Uint8Array",
+  );
+  assertEquals(
+    closedBeforeSettled,
+    true,
+    "the generator was still open when respondWith() settled",
+  );
+});
