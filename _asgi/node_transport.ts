@@ -45,6 +45,16 @@ interface ServerState {
   connections: Connections;
 }
 
+/** What serves a request once its turn on the connection has come (see `Connections.begin`). */
+type Serve = (request: IncomingMessage, response: ServerResponse) => void;
+
+/** A request read behind the one in progress on its connection, waiting for its turn. */
+interface Waiting {
+  request: IncomingMessage;
+  response: ServerResponse;
+  serve: Serve;
+}
+
 /**
  * The open connections of one server, each with how many of its requests are in progress: from
  * the request's "request" event until its response closes.
@@ -89,6 +99,12 @@ class Connections {
   readonly #latest = new Map<Socket, [IncomingMessage, ServerResponse]>();
 
   /**
+   * The requests of each connection read behind the one in progress, oldest first, whose
+   * applications have not begun: see `begin`.
+   */
+  readonly #waiting = new Map<Socket, Waiting[]>();
+
+  /**
    * What tells each connection's queued requests that it closed (see `watchQueued`), with their
    * responses (see `held`).
    */
@@ -109,6 +125,8 @@ class Connections {
       this.#busy.delete(socket);
       this.#waiters.delete(socket);
       this.#latest.delete(socket);
+      // Their applications never run: the client, gone, can take no answer.
+      this.#waiting.delete(socket);
       this.closeQueued(socket);
     });
   }
@@ -254,24 +272,33 @@ class Connections {
   }
 
   /**
-   * A request of `socket` is in progress until `end` is called for it, when its response closes.
+   * A request of `socket` is in progress from now until `end` is called for it, when its response
+   * closes. `serve` runs its application: now if no other request of the connection is in
+   * progress, else once the response of the one before it has closed (see `end`), as uvicorn and
+   * Deno.serve serve a connection's requests one at a time. node:http hands over every request a
+   * client pipelines as soon as it reads it, and each application then ran at once, its whole
+   * answer held in memory behind the one being sent: 200 clients that each pipelined 50 GETs for
+   * 64 KiB answers and read nothing took a server to 653 MiB (the deno transport: 136 MiB).
    *
-   * @returns `false` when the connection already has `MAX_PIPELINED` requests in progress: it is
-   *   closed, and the request is not served.
+   * Not served: a request that comes on a connection closing after an answer, and every request
+   * of a connection once it has `MAX_PIPELINED` in progress, which closes it.
    */
-  begin(socket: Socket, request: IncomingMessage, response: ServerResponse): boolean {
+  begin(socket: Socket, request: IncomingMessage, response: ServerResponse, serve: Serve): void {
     // A request the parser found after a body that ended while its connection closes: the answer
     // said "connection: close", so the client sent it unasked for.
-    if (this.#lingering.has(socket)) return false;
+    if (this.#lingering.has(socket)) return;
     const count = this.#busy.get(socket);
-    if (count === undefined) return true;
+    if (count === undefined) return serve(request, response);
     if (count >= MAX_PIPELINED) {
       socket.destroy();
-      return false;
+      return;
     }
     this.#busy.set(socket, count + 1);
     this.#latest.set(socket, [request, response]);
-    return true;
+    if (count === 0) return serve(request, response);
+    const waiting = this.#waiting.get(socket);
+    if (waiting === undefined) this.#waiting.set(socket, [{ request, response, serve }]);
+    else waiting.push({ request, response, serve });
   }
 
   /** `socket` is closing under a client that may still be sending: it takes no new requests. */
@@ -293,7 +320,7 @@ class Connections {
     if ((response as { _last?: boolean })._last) this.#lingering.add(socket);
   }
 
-  /** A request of `socket` is done. */
+  /** A request of `socket` is done: the next one read on it, if any, begins. */
   end(socket: Socket): void {
     const busy = this.#busy;
     const count = busy.get(socket);
@@ -304,6 +331,8 @@ class Connections {
       this.#waiters.delete(socket);
       return waiter.run();
     }
+    // Only with requests waiting: a connection that does not pipeline pays no lookup here.
+    if (count > 1) return this.#next(socket);
     // A response whose head said keep-alive before shutdown began: Deno's node:http then closes
     // the connection by itself, Node.js 20 keeps it until shutdownTimeout (measured: 3004 ms).
     if (count === 1 && this.#closing) {
@@ -312,6 +341,25 @@ class Connections {
         if (busy.get(socket) === 0) socket.destroySoon();
       });
     }
+  }
+
+  /**
+   * Serves the oldest request waiting on `socket`, unless the connection takes no more (see
+   * `#servesMore`): after an answer that closes it, its waiting requests are not served, as RFC
+   * 9112 §9.6 asks, and once shutdown has begun neither, as uvicorn (0.17.6, h11) closes the
+   * connection after the answer in progress without running those pipelined behind it. Their
+   * clients send them again on another connection, as after any close.
+   */
+  #next(socket: Socket): void {
+    const waiting = this.#waiting.get(socket);
+    const next = waiting?.shift();
+    if (next === undefined) return;
+    if (waiting!.length === 0) this.#waiting.delete(socket);
+    if (!this.#servesMore(socket)) {
+      this.#waiting.delete(socket);
+      return socket.destroySoon();
+    }
+    next.serve(next.request, next.response);
   }
 
   /**
@@ -329,13 +377,15 @@ class Connections {
 }
 
 /**
- * The most requests one connection may have in progress at once. Deno's `node:http` hands over
- * every request a client pipelines as soon as it is read, and cannot pause a socket (Node.js
- * stops reading while responses queue up): a client that sent a million GETs and read none of
- * the responses grew the server by 400 MiB per connection. Past this many, the connection is
- * closed at once; the requests in progress see `http.disconnect`, and responses queued behind
- * an unwritten one are lost with it (answering 503 instead would queue more for a client that
- * reads nothing). Browsers do not pipeline, and clients that do keep far fewer outstanding.
+ * The most requests one connection may have in progress: the one served and those waiting for
+ * their turn (see `Connections.begin`). Deno's `node:http` hands over every request a client
+ * pipelines as soon as it is read, and cannot pause a socket (Node.js stops reading while
+ * responses queue up): a client that sent a million GETs and read none of the responses grew the
+ * server by 400 MiB per connection, and a waiting request still holds its request and response.
+ * Past this many, the connection is closed at once; the request being served sees
+ * `http.disconnect`, and those waiting never run (answering 503 instead would queue more for a
+ * client that reads nothing). Browsers do not pipeline, and clients that do keep far fewer
+ * outstanding.
  */
 const MAX_PIPELINED = 64;
 
@@ -347,6 +397,12 @@ const MAX_PIPELINED = 64;
  * deno transport, which answers one request of a connection at a time: 84 MiB). Past it, the
  * connection is closed, as past `MAX_PIPELINED`. The same bound as a TLS connection's unread
  * input (`HTTP_LIMIT` of node_tls_backlog.ts).
+ *
+ * Since the requests of a connection run one at a time (2026-11-29), an application begins only
+ * once node:http has handed its response the socket, so no answer queues and Deno 2.9.6 never
+ * reaches this bound (those 20 clients: 142 MiB, the deno transport 127 MiB, no connection
+ * closed). It stays, with `Connections.watchQueued` and `NodeCycle.queued()`, for a `node:http`
+ * that would hand the socket over only after the response before has closed.
  */
 const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 
@@ -465,8 +521,9 @@ class NodeCycle extends HttpCycle {
     this.#expectsContinue = expectsContinue;
     response.on("drain", () => this.#wakeWriter());
     const socket = request.socket;
-    // Pipelined behind another response, this one has no socket yet, and no "close" if the
-    // connection closes first (see Connections.watchQueued).
+    // Pipelined behind another response, this one would have no socket yet, and no "close" if
+    // the connection closed first (see Connections.watchQueued): not since requests wait their
+    // turn (see Connections.begin), but kept for a node:http that assigns it later.
     const unwatch = response.socket === null
       ? state.connections.watchQueued(socket, response, () => this.#closed())
       : null;
@@ -689,6 +746,7 @@ class NodeCycle extends HttpCycle {
   }
 
   override queued(): boolean {
+    // Never so since the requests of a connection run one at a time (see MAX_QUEUED_BYTES).
     // node:http hands over each pipelined request as it reads it, and holds its response, with no
     // socket, until the answers before it are done: a stream queued so waits on them for a drain.
     // Watched as a wait on the client, one behind a slow answer the client read as it came was
@@ -978,10 +1036,11 @@ export async function listenNode(
       : 30_000,
   };
   const { connections } = state;
+  const serveNow: Serve = (request, response) => handleNode(core, state, request, response, false);
+  const serveContinue: Serve = (request, response) =>
+    handleNode(core, state, request, response, true);
   const handler = (request: IncomingMessage, response: ServerResponse) => {
-    if (connections.begin(request.socket, request, response)) {
-      handleNode(core, state, request, response, false);
-    }
+    connections.begin(request.socket, request, response, serveNow);
   };
   const server = tls === undefined ? createServer(serverOptions, handler) : createTlsServer({
     ...serverOptions,
@@ -1000,9 +1059,7 @@ export async function listenNode(
   // announcing 100 MB against a maxBodySize of 1000 began sending them, and the connection read
   // and dropped them for up to drainTiming.totalMs after the 413.
   server.on("checkContinue", (request: IncomingMessage, response: ServerResponse) => {
-    if (connections.begin(request.socket, request, response)) {
-      handleNode(core, state, request, response, true);
-    }
+    connections.begin(request.socket, request, response, serveContinue);
   });
   // Any other expectation goes on to the application, as uvicorn and Deno.serve do. Unheard,
   // node:http answered 417 with "keep-alive" and left the body sent behind the head unread
@@ -1110,7 +1167,8 @@ const UNREADABLE_STATUS: Readonly<Record<string, number>> = {
  * (RFC 9112 §9.6: a client must send nothing after a request that closes it). With no request in
  * progress, the answer is node:http's own, as before; so it is when the bytes are the body of the
  * last request (a malformed chunk), once the requests before it are answered: its application
- * then sees `http.disconnect`. Any other socket error (a reset) destroys the socket at once, as
+ * then sees `http.disconnect`, or never runs if it was still waiting for its turn (see
+ * `Connections.begin`). Any other socket error (a reset) destroys the socket at once, as
  * node:http does: the requests in progress see `http.disconnect`.
  */
 function refuseUnreadable(
@@ -1124,8 +1182,8 @@ function refuseUnreadable(
   const unreadable = code.startsWith("HPE_") || code === "ERR_HTTP_REQUEST_TIMEOUT";
   const current = connections.inProgress(socket);
   // Bytes after the whole of the last request: that request, and any before it, is answered
-  // first. Bytes of its body (a malformed chunk) are its own failure: its application, still
-  // reading, sees http.disconnect once the requests before it are answered. Refused at once,
+  // first. Bytes of its body (a malformed chunk) are its own failure: its application, if its
+  // turn has come, sees http.disconnect once the requests before it are answered. Refused at once,
   // the 400 went out in place of their answers or into the middle of one being streamed.
   if (unreadable && socket.writable && current !== undefined && current[0].complete) {
     connections.whenIdle(socket, () => refuseSocket(socket, status, reason));

@@ -438,17 +438,12 @@ for (const transport of TRANSPORTS) {
       let pipelined = "GET /big HTTP/1.1\r\nhost: x\r\n\r\n";
       for (let i = 0; i < 4; i++) pipelined += `GET /s${i} HTTP/1.1\r\nhost: x\r\n\r\n`;
       await conn.write(bytes(pipelined));
-      // The client reads nothing. node:http hands the streams over at once; Deno.serve
-      // reads the next request only once an answer is out, so there none starts.
+      // The client reads nothing. Deno.serve reads the next request only once an answer is
+      // out, and node runs the next application only then (2026-11-29; it ran all five at once,
+      // and the streams were given up as stalled), so none of the streams starts.
       await sleep(STALL);
       await eventually(() => started >= 1 && running === 0, "every application is released");
-      if (transport === "node") {
-        assertEquals(started, 5);
-        assertEquals(
-          server.logger.lines("warn").filter((line) => line.startsWith("Response stalled")).length,
-          1,
-        );
-      }
+      assertEquals(started, 1);
     } finally {
       conn.close();
     }

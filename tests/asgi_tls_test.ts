@@ -119,6 +119,61 @@ Deno.test({
   },
 });
 
+// Pipelining probe, 2026-11-29: on node the requests a client pipelines run one at a time, the
+// next once the answer before it is done (see tests/asgi_node_hardening_test.ts); over TLS the
+// requests come on the TLS socket, which is tracked once its handshake ends.
+Deno.test({
+  name: "serve() [node] runs pipelined HTTPS requests one at a time, in order",
+  ignore: tls === undefined,
+  async fn() {
+    let running = 0;
+    let most = 0;
+    const turn: AsgiApplication = async (scope, _receive, send) => {
+      if (scope.type !== "http") return;
+      running++;
+      most = Math.max(most, running);
+      // Work long enough for node:http to have read and handed over the request behind it.
+      if (scope.path === "/slow") await new Promise((resolve) => setTimeout(resolve, 100));
+      const body = new TextEncoder().encode(scope.path);
+      await send({
+        type: "http.response.start",
+        status: 200,
+        headers: [[new TextEncoder().encode("content-length"), new TextEncoder().encode("5")]],
+      });
+      running--;
+      await send({ type: "http.response.body", body });
+    };
+    await using server = await start(turn, "node", { cert: tls!.cert, key: tls!.key });
+    const conn = await Deno.connectTls({
+      hostname: "127.0.0.1",
+      port: server.port,
+      caCerts: [tls!.cert],
+    });
+    try {
+      await conn.write(
+        new TextEncoder().encode(
+          "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n",
+        ),
+      );
+      let received = "";
+      const buffer = new Uint8Array(4096);
+      const until = performance.now() + 5000;
+      while (!received.endsWith("/next") && performance.now() < until) {
+        const n = await conn.read(buffer);
+        if (n === null) break;
+        received += new TextDecoder().decode(buffer.subarray(0, n));
+      }
+      assertEquals([...received.matchAll(/\r\n\r\n(\/\w{4})/g)].map((m) => m[1]), [
+        "/slow",
+        "/next",
+      ]);
+      assertEquals(most, 1, "the pipelined applications ran at once");
+    } finally {
+      conn.close();
+    }
+  },
+});
+
 Deno.test("serve() rejects a cert without a key", () => {
   assertThrows(
     () => serve(() => Promise.resolve(), { cert: "-----BEGIN CERTIFICATE-----" }),
