@@ -676,4 +676,9 @@ Deno.test("Request.respondWith() closes a stream it stops reading at a bad chunk
     true,
     "the generator was still open when respondWith() settled",
   );
+  left.resolve();
+  assertEquals(
+    await served,
+    'Route "/" on "GET /" failed while sending its response; the response is cut off',
+  );
 });
