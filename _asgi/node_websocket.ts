@@ -22,6 +22,12 @@ import {
   webSocketScope,
 } from "./websocket.ts";
 
+/**
+ * What is read and dropped at most after `ws` refused a client's input: see
+ * `NodeWebSocketCycle.#boundDrain`. The same 16 MiB as HTTP's bounds on unread input.
+ */
+const DRAIN_LIMIT = 16 * 1024 * 1024;
+
 /** `ws`'s readyState of an open connection. */
 const OPEN_STATE = 1;
 
@@ -128,6 +134,27 @@ class NodeWebSocketCycle extends WebSocketCycle {
     socket.on("error", () => {});
   }
 
+  /**
+   * Stops reading the socket once `DRAIN_LIMIT` bytes have come after `ws` refused the client's
+   * input (a message over `maxMessageSize`, too many fragments, a protocol error). From then on
+   * `ws` parses nothing and lets the socket flow, dropping what comes until the close completes
+   * or `closeTiming.timeoutMs` passes, so that a client still sending the message it was refused
+   * gets to read the close frame. A client that went on sending had 20 GiB read and dropped in
+   * those 10 s, the server going from 55 to 590 MiB (claims audit, 2026-11-29). Past the limit
+   * its sends wait in its own buffers until `ws` gives up the connection.
+   */
+  #boundDrain(): void {
+    const socket = this.#socket;
+    let left = DRAIN_LIMIT;
+    const count = (chunk: { length: number }) => {
+      left -= chunk.length;
+      if (left >= 0) return;
+      socket.off("data", count);
+      socket.pause();
+    };
+    socket.on("data", count);
+  }
+
   protected override acceptHandshake(
     subprotocol: string | null,
     headers: [string, string][],
@@ -142,6 +169,7 @@ class NodeWebSocketCycle extends WebSocketCycle {
         this.received(isBinary ? new Uint8Array(data) : utf8.decode(data));
       });
       ws.on("error", (error) => {
+        this.#boundDrain();
         // A length past 2^53 - 1 is a message over any maxMessageSize too, and `ws` closes it
         // with 1009 as well; its own code left the application with 1006 and no log line.
         if (

@@ -610,3 +610,45 @@ Deno.test("serve() [node] stops reading past twice maxMessageSize unread, not on
     client.close();
   }
 });
+
+// Claims audit (2026-11-29): once `ws` has refused a message (1009 past maxMessageSize, 1008,
+// a protocol error) it stops parsing and lets the socket flow, dropping what comes until the
+// close completes or closeTiming.timeoutMs passes. A client that kept sending had 20 GiB read
+// in those 10 s, the server 55 → 590 MiB. Reading now stops after 16 MiB dropped.
+Deno.test("serve() [node] stops reading a client that goes on sending after its 1009", async () => {
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    while ((await receive()).type !== "websocket.disconnect");
+  };
+  await using server = await start(app, "node", { maxMessageSize: 1024 * 1024 });
+  const client = await RawSocket.open(server.port);
+  let written = 0;
+  try {
+    assertMatch(client.head, /^HTTP\/1\.1 101 /);
+    // A binary message announced as 256 MiB (64-bit length), masked, then its payload.
+    const header = new Uint8Array(14);
+    header[0] = 0x82;
+    header[1] = 0x80 | 127;
+    new DataView(header.buffer).setBigUint64(2, 256n * 1024n * 1024n);
+    await client.write(header);
+    const piece = new Uint8Array(1024 * 1024);
+    // Bounded: 256 pieces at most, and a write the server does not take within 1 s ends it.
+    for (let i = 0; i < 256; i++) {
+      const took = await Promise.race([
+        client.write(piece).then(() => true, () => false),
+        sleep(1000).then(() => false),
+      ]);
+      if (!took) break;
+      written += piece.length;
+    }
+    const close = await client.frame();
+    assertEquals(close?.opcode, 8);
+    assertEquals((close!.payload[0]! << 8) | close!.payload[1]!, 1009);
+  } finally {
+    client.close();
+  }
+  // 16 MiB dropped, plus what the two kernels' socket buffers hold.
+  assert(written < 64 * 1024 * 1024, `the server took ${written / 1024 / 1024} MiB after its 1009`);
+});
