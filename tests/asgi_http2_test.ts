@@ -24,6 +24,17 @@ async function recording() {
   return { served, scopes };
 }
 
+/** The pseudo-header fields of a POST to /upload on a.example, then `extra`. */
+function upload(...extra: [string, string][]): [string, string][] {
+  return [
+    [":method", "POST"],
+    [":scheme", "http"],
+    [":authority", "a.example"],
+    [":path", "/upload"],
+    ...extra,
+  ];
+}
+
 function get(authority: string, ...extra: [string, string][]): [string, string][] {
   return [
     [":method", "GET"],
@@ -128,13 +139,10 @@ for (const declared of [30_000, 1_000_000]) {
       await using _ = served;
       const client = await H2cClient.connect(served.port);
       try {
-        const stream = await client.request([
-          [":method", "POST"],
-          [":scheme", "http"],
-          [":authority", "a.example"],
-          [":path", "/upload"],
-          ["content-length", String(declared)],
-        ], false);
+        const stream = await client.request(
+          upload(["content-length", String(declared)]),
+          false,
+        );
         await client.data(stream, new Uint8Array(16_000).fill(0x61));
         await client.reset(stream);
         const seen = await withTimeout(messages.promise, BOUND_MS, "the application's reads");
@@ -305,13 +313,10 @@ Deno.test("serve() [deno] over HTTP/2 resets the stream of an upload the applica
     await t.step(length === undefined ? "no content-length" : "content-length 100", async () => {
       const client = await H2cClient.connect(served.port);
       try {
-        const stream = await client.request([
-          [":method", "POST"],
-          [":scheme", "http"],
-          [":authority", "a.example"],
-          [":path", "/upload"],
-          ...(length === undefined ? [] : [length]),
-        ], false);
+        const stream = await client.request(
+          length === undefined ? upload() : upload(length),
+          false,
+        );
         await client.data(stream, new Uint8Array(10).fill(0x61));
         const reset = await client.frame(stream, 0x3, BOUND_MS);
         if (reset === undefined) {

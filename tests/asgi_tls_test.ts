@@ -144,11 +144,7 @@ Deno.test({
       await send({ type: "http.response.body", body });
     };
     await using server = await start(turn, "node", { cert: tls!.cert, key: tls!.key });
-    const conn = await Deno.connectTls({
-      hostname: "127.0.0.1",
-      port: server.port,
-      caCerts: [tls!.cert],
-    });
+    const conn = await connectTrusting(server.port);
     try {
       await conn.write(
         new TextEncoder().encode(
@@ -183,6 +179,11 @@ Deno.test("serve() rejects a cert without a key", () => {
 });
 
 /** The body of `GET /` over HTTPS from 127.0.0.1:`port`, trusting `cert` alone. */
+/** A TLS connection to `port` on 127.0.0.1 that trusts the test certificate. */
+function connectTrusting(port: number): Promise<Deno.TlsConn> {
+  return Deno.connectTls({ hostname: "127.0.0.1", port, caCerts: [tls!.cert] });
+}
+
 async function fetchTrusting(cert: string, port: number): Promise<string> {
   const client = Deno.createHttpClient({ caCerts: [cert] });
   try {
@@ -537,11 +538,7 @@ Deno.test({
       await send({ type: "http.response.body", body });
     };
     await using server = await start(answer, "node", { cert: tls!.cert, key: tls!.key });
-    const conn = await Deno.connectTls({
-      hostname: "127.0.0.1",
-      port: server.port,
-      caCerts: [tls!.cert],
-    });
+    const conn = await connectTrusting(server.port);
     const request = new TextEncoder().encode("GET / HTTP/1.1\r\nhost: a\r\n\r\n");
     const buffer = new Uint8Array(65536);
     const requests = 20;
