@@ -35,14 +35,17 @@
  * - **Background tasks** (`request.registerBackground(task)`) start after the response is sent.
  *   Each runs under `backgroundTaskTimeLimit` and is called with an `AbortSignal` that aborts at
  *   that limit and at shutdown. At most `backgroundTaskLimit` run at once; a registration beyond
- *   that waits for room (back-pressure) and no task is dropped while the app runs. A task that
+ *   that waits for room (back-pressure) and no task is dropped while the app runs. The wait ends,
+ *   the task not run, when `request.signal` aborts before the response is complete (time limit,
+ *   client gone), when the registration's own `signal` option aborts, and at shutdown; the
+ *   registration resolves `false` then, `true` once the task is registered. A task that
  *   registers another should not await the registration: it would wait for room while holding a
  *   slot, and with every slot held so, none would go on until its time limit. Before it responds,
  *   a request may hold at most `backgroundTaskLimit` tasks (a `RangeError` beyond: respond
  *   first). Every task ends in exactly one way, and
  *   each is logged: completed, failed, cut off at its limit, cancelled at shutdown, or not run
  *   (its request never responded: it hit the request time limit, its handler failed, or it
- *   returned without responding; or the app was shutting down).
+ *   returned without responding; its wait for room ended; or the app was shutting down).
  * - **Errors.** A handler that throws before responding gets a `500` and is logged with its route
  *   and stack; one that returns without responding gets a `500` too, and a value it returned (a
  *   `Response`, as a `Deno.serve` handler returns one) is named in the log line, which points to
@@ -110,7 +113,7 @@ import {
 import type { AsgiRouter, PathContext, Route } from "./router.ts";
 import {
   BackgroundRunner,
-  checkedTaskName,
+  checkedTaskOptions,
   type RegisterBackgroundOptions,
 } from "./_web/background.ts";
 import { DeadlineQueue } from "./_web/deadline.ts";
@@ -809,9 +812,16 @@ export class Request<A extends object = Record<never, never>> {
    * (back-pressure); no task is dropped while the app runs, and a task registered after a
    * complete response always runs, whatever the request time limit. Tasks registered by a
    * request that hits the request time limit, whose handler fails, or that returns without
-   * responding do not run; registrations still waiting at shutdown, or when the request hits its
-   * time limit before responding, are released and their tasks do not run. Each such task is
-   * logged.
+   * responding do not run. A registration waits only while its request can still use the task:
+   * it ends, its task not run, when `request.signal` aborts before the response is complete
+   * (the request time limit passes, or the client goes away), when `options.signal` aborts, and
+   * at shutdown; once `request.signal` has aborted, a registration that finds no room returns at
+   * once. Each task that does not run is logged.
+   *
+   * It resolves in every case, with whether the task was registered: `false` means it will not
+   * run (and was logged so). That answers what `request.signal.aborted` cannot: whether a task
+   * went in just before the signal aborted. An `options.signal` already aborted registers
+   * nothing, even with room free.
    *
    * Inside a background task, register without awaiting (`void request.registerBackground(next)`):
    * the running task holds a slot while it waits for one, so with every slot held by tasks that
@@ -819,19 +829,44 @@ export class Request<A extends object = Record<never, never>> {
    * without one). Unawaited, the new task waits its turn in the queue and starts once a slot is
    * free.
    *
+   * @example Waiting at most 2 s for room, then answering 503
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { App, AsgiRouter, type Request, Response, Route } from "@stellarator/stellarator/web";
+   *
+   * async function order(request: Request): Promise<void> {
+   *   const registered = await request.registerBackground(() => console.log("receipt sent"), {
+   *     name: "receipt",
+   *     signal: AbortSignal.timeout(2000),
+   *   });
+   *   if (!registered) {
+   *     return await request.respondWith(new Response({ status: 503, body: "Try again later" }));
+   *   }
+   *   await request.respondWith(new Response({ status: 201, body: "Ordered" }));
+   * }
+   *
+   * const router = new AsgiRouter({ routes: [new Route("/order", { handler: order })] });
+   * const app = new App({ router, backgroundTaskLimit: 10 });
+   * const response = await app.fetch(new globalThis.Request("http://localhost/order"));
+   * assertEquals([response.status, await response.text()], [201, "Ordered"]);
+   * await app.shutdown();
+   * ```
+   *
    * @param task The task.
-   * @param options The task's name for log lines.
-   * @returns Resolves once the task is accepted, or logged as not run.
-   * @throws {TypeError} When `task` is not a function, or `options` is not `{ name }` with a
-   *   string name.
+   * @param options The task's name for log lines, and a signal that ends the wait for room.
+   *   Optional: defaults to `{}` (the function's name, no signal).
+   * @returns `true` once the task is registered, `false` when it was not (logged as not run).
+   * @throws {TypeError} When `task` is not a function, or `options` is not `{ name, signal }`
+   *   with a string name and an `AbortSignal`.
    * @throws {RangeError} When the request has not responded yet and already holds
    *   `backgroundTaskLimit` tasks: respond first, or raise the limit.
    */
   async registerBackground(
     task: BackgroundTask,
     options?: RegisterBackgroundOptions,
-  ): Promise<void> {
-    await this.#exchange.registerBackground(task, checkedTaskName(task, options));
+  ): Promise<boolean> {
+    const checked = checkedTaskOptions(task, options);
+    return await this.#exchange.registerBackground(task, checked?.name, checked?.signal);
   }
 }
 

@@ -13,12 +13,19 @@
  * that this exception cannot grow memory without bound, one request may hold at most `limit`
  * such reservations (the exchange refuses more with a `RangeError`); everything else waits.
  *
+ * A registration waits only while someone can still use its task. The wait ends, the task logged
+ * as not run and the registration resolving `false`, when the holder is cancelled (its request's
+ * signal aborts: time limit, client gone before the response; a handshake's time limit), when
+ * the signal given with the task aborts, and at shutdown. A cancelled holder does not start
+ * waiting either, though it still takes room that is free at once (its handler may still respond).
+ *
  * Shutdown (`close`) ends every task at once except the running ones: waiting registrations are
  * released (the task is logged as not run), queued tasks and tasks held by requests that have not
  * responded are cancelled; running tasks get their signal aborted and the whole grace period.
  *
  * Every task ends exactly once, in one of: completed, failed, cut off at its time limit,
- * cancelled at shutdown, or not run (its request never responded, or the app was shutting down).
+ * cancelled at shutdown, or not run (its request never responded, its wait for room ended, or the
+ * app was shutting down).
  * Each ending is logged.
  *
  * @module
@@ -51,11 +58,17 @@ import { seconds } from "./options.ts";
  *   warn() {},
  *   error() {},
  * };
- * const options: RegisterBackgroundOptions = { name: "send-receipt" };
  * const receipts: string[] = [];
  *
  * async function pay(request: Request): Promise<void> {
- *   await request.registerBackground(() => receipts.push(request.path), options);
+ *   // Wait at most 2 s for room: past that, answer 503 rather than hold the client.
+ *   const options: RegisterBackgroundOptions = {
+ *     name: "send-receipt",
+ *     signal: AbortSignal.timeout(2000),
+ *   };
+ *   if (!await request.registerBackground(() => receipts.push(request.path), options)) {
+ *     return await request.respondWith(new Response({ status: 503, body: "busy" }));
+ *   }
  *   await request.respondWith(new Response({ body: "paid" }));
  * }
  *
@@ -77,6 +90,15 @@ export interface RegisterBackgroundOptions {
    * @default {the function's name, or "anonymous"}
    */
   name?: string;
+  /**
+   * Ends the wait for room when it aborts: the task is then not run (logged) and the
+   * registration resolves `false`. A signal already aborted registers nothing, even with room
+   * free, as `addEventListener` adds no listener for one. It bounds the wait only: once the task
+   * is registered, aborting it changes nothing (the task's own signal is what stops it).
+   *
+   * @default {none: wait until there is room, the request is cancelled, or shutdown}
+   */
+  signal?: AbortSignal;
 }
 
 /** A background task: called with a signal that aborts at its time limit and at shutdown. */
@@ -113,16 +135,21 @@ export function failure(error: unknown): Outcome {
   return { ok: false, error };
 }
 
+const OPTION_NAMES: readonly string[] = ["name", "signal"];
+
 /**
  * Checks the arguments of `registerBackground()`, for requests and WebSockets alike.
  *
  * @param task What was passed as the task.
  * @param options What was passed as the options.
- * @returns The task's name, when one is given.
- * @throws {TypeError} When `task` is not a function, or `options` is not `{ name }` with a
- *   string name.
+ * @returns The options, checked.
+ * @throws {TypeError} When `task` is not a function, or `options` is not `{ name, signal }` with
+ *   a string name and an `AbortSignal`.
  */
-export function checkedTaskName(task: unknown, options: unknown): string | undefined {
+export function checkedTaskOptions(
+  task: unknown,
+  options: unknown,
+): RegisterBackgroundOptions | undefined {
   if (typeof task !== "function") {
     throw new TypeError(
       `Invalid background task ${describe(task)}: pass a function, e.g. ` +
@@ -134,15 +161,25 @@ export function checkedTaskName(task: unknown, options: unknown): string | undef
   // type was taken and ignored: the task ran under the function's name.
   if (options === null || typeof options !== "object") {
     throw new TypeError(
-      `Invalid options ${describe(options)}: pass { name }, e.g. { name: "send-mail" }`,
+      `Invalid options ${describe(options)}: pass { name, signal }, e.g. { name: "send-mail" }`,
     );
   }
-  rejectUnknownKeys(options, ["name"], "registerBackground()");
-  const name = (options as { name?: unknown }).name;
+  rejectUnknownKeys(options, OPTION_NAMES, "registerBackground()");
+  const { name, signal } = options as { name?: unknown; signal?: unknown };
   if (name !== undefined && typeof name !== "string") {
     throw new TypeError(`Invalid name ${describe(name)}: use a string`);
   }
-  return name;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    // The controller for its signal is the likeliest slip.
+    throw new TypeError(
+      signal instanceof AbortController
+        ? "Invalid signal an AbortController for registerBackground(): pass its signal, e.g. " +
+          "{ signal: controller.signal }"
+        : `Invalid signal ${describe(signal)} for registerBackground(): pass an AbortSignal, ` +
+          "e.g. { signal: AbortSignal.timeout(2000) }",
+    );
+  }
+  return options as RegisterBackgroundOptions;
 }
 
 /** One registered task and its bookkeeping. */
@@ -178,7 +215,8 @@ export class TaskEntry {
 
 /**
  * A request, or a WebSocket handshake, as the tasks it registers see it: until it answers, it
- * holds them (they start once it answers), and it may refuse new ones (its time limit passed).
+ * holds them (they start once it answers), it may refuse new ones (its time limit passed), and
+ * once cancelled it no longer waits for room.
  */
 export interface TaskHolder {
   /** Tasks it holds: reserved, waiting for its answer to start. */
@@ -186,18 +224,26 @@ export interface TaskHolder {
   /** Why a task registered now would never run (its time limit passed), else `undefined`. */
   refusal(): string | undefined;
   /**
-   * Takes a task that holds a reservation: starts it (answered), holds it (not yet), or
-   * discards it (the holder failed or timed out meanwhile).
+   * Why a registration should not wait for room now (everything `refusal()` gives, and a
+   * request whose client left before its response), else `undefined`.
    */
-  place(entry: TaskEntry): void;
+  cancellation(): string | undefined;
+  /**
+   * Aborts once `cancellation()` gives a reason, so that a registration waiting for room stops
+   * waiting. Asked for only by such a registration: it may cost the holder a signal of its own.
+   */
+  waitSignal(): AbortSignal;
+  /**
+   * Takes a task that holds a reservation: starts it (answered), holds it (not yet), or
+   * discards it (the holder failed or timed out meanwhile); says whether it took it.
+   */
+  place(entry: TaskEntry): boolean;
   /** The error for a registration beyond `backgroundTaskLimit`, naming the holder. */
   tooManyTasks(held: number): RangeError;
-  /**
-   * Resolves once a task registered now would never run (`refusal()` says why), so that a
-   * registration waiting for room stops waiting. Asked for only by such a registration.
-   */
-  refused(): Promise<void>;
 }
+
+/** Why a registration that waited for room got none: the runner closed. */
+const SHUTTING_DOWN = "the app is shutting down";
 
 /** Runs background tasks under a time limit, a concurrency limit and the app's lifespan. */
 export class BackgroundRunner {
@@ -217,10 +263,10 @@ export class BackgroundRunner {
   /** Tasks held by requests that have not responded yet; cancelled at shutdown. */
   #held = new Set<TaskEntry>();
   /**
-   * Registrations waiting for a reservation, oldest first (a Set keeps insertion order); resolved
-   * with false at shutdown, or when their holder's tasks can no longer run (see `register`).
+   * Registrations waiting for a reservation, oldest first (a Set keeps insertion order); each
+   * resolves with `undefined` once reserved, or with why it gave up (see `#wait`).
    */
-  #waiters = new Set<PromiseWithResolvers<boolean>>();
+  #waiters = new Set<PromiseWithResolvers<string | undefined>>();
   #closed = false;
 
   constructor(limit: number, timeLimitMs: number | undefined, log: TaskLogger) {
@@ -274,31 +320,33 @@ export class BackgroundRunner {
    * @param holder The request or handshake.
    * @param task The task.
    * @param name Its name for log lines; the function's name when empty.
-   * @returns Resolves once the task is placed, or ended (logged) without running.
+   * @param signal Ends the wait for room when it aborts; registers nothing if aborted already.
+   * @returns `true` once the task is placed, `false` when it ended (logged) without running.
    * @throws {RangeError} When the holder already holds `limit` tasks.
    */
-  async register(holder: TaskHolder, task: Task, name: string | undefined): Promise<void> {
+  async register(
+    holder: TaskHolder,
+    task: Task,
+    name: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean> {
     // A holder of reservations never waits for room (its tasks cannot start before it answers,
     // so waiting could deadlock), so it may hold only so many: beyond the limit, one request
     // could otherwise fill memory with tasks (50,000 in 163 ms in issue 10).
     if (holder.heldTasks() >= this.limit) throw holder.tooManyTasks(holder.heldTasks());
     const entry = this.#entry(task, name);
-    const refusal = holder.refusal();
-    if (refusal !== undefined) return this.discard(entry, refusal, false);
-    const reserved = this.#reserve(holder.heldTasks() > 0);
-    let granted: boolean;
-    if (typeof reserved === "boolean") granted = reserved;
-    else {
-      // A holder that times out while its registration waits will never run the task: the wait
-      // ends then. It went on until a slot freed, keeping the abandoned handler and its request
-      // in memory (20,000 timed-out requests behind two long tasks: 154 MB of heap).
-      holder.refused().then(() => {
-        if (this.#waiters.delete(reserved)) reserved.resolve(false);
-      });
-      granted = await reserved.promise;
+    let why = holder.refusal() ??
+      (signal?.aborted ? "its signal was aborted when it was registered" : undefined);
+    if (why === undefined) {
+      if (this.#closed) why = SHUTTING_DOWN;
+      else if (!this.#reserve(holder.heldTasks() > 0)) {
+        // A request whose client has left does not start waiting: nobody is left to wait for.
+        why = holder.cancellation() ?? await this.#wait(holder, signal);
+      }
     }
-    if (!granted) {
-      return this.discard(entry, holder.refusal() ?? "the app is shutting down", false);
+    if (why !== undefined) {
+      this.discard(entry, why, false);
+      return false;
     }
     if (holder.heldTasks() >= this.limit) {
       // Only after waiting: the holder's other registrations were granted meanwhile.
@@ -306,26 +354,53 @@ export class BackgroundRunner {
       this.#release(entry);
       throw holder.tooManyTasks(holder.heldTasks());
     }
-    holder.place(entry);
+    return holder.place(entry);
   }
 
   /**
-   * Takes a reservation, waiting for room when the limit is reached (back-pressure).
+   * Takes a reservation if there is room now.
    *
    * @param holding Whether the caller's request already holds a reservation for a task that
    *   cannot start before it responds; such a caller never waits (see the module doc).
-   * @returns `true` when reserved at once, `false` when the runner is closed, else a waiter
-   *   whose promise gives `true` once reserved or `false` when the runner closes meanwhile.
+   * @returns Whether it took one.
    */
-  #reserve(holding: boolean): boolean | PromiseWithResolvers<boolean> {
-    if (this.#closed) return false;
+  #reserve(holding: boolean): boolean {
     if (holding || (this.#waiters.size === 0 && this.#reserved < this.limit)) {
       this.#reserved++;
       return true;
     }
-    const waiter = Promise.withResolvers<boolean>();
+    return false;
+  }
+
+  /**
+   * Waits for room (back-pressure) until a reservation is made on the caller's behalf, the
+   * holder is cancelled, `signal` aborts, or the runner closes. Both listeners go when the wait
+   * ends: a long-lived signal collects none.
+   *
+   * A wait that only a freed slot could end kept the handler, its request and the task for as
+   * long as the slots stayed taken: a request's time limit (20,000 timed-out requests behind two
+   * long tasks: 154 MB of heap), or its client leaving (2,000 handlers never returned, 14.6 MB).
+   *
+   * @returns `undefined` once reserved, else why it gave up.
+   */
+  async #wait(holder: TaskHolder, signal: AbortSignal | undefined): Promise<string | undefined> {
+    const waiter = Promise.withResolvers<string | undefined>();
     this.#waiters.add(waiter);
-    return waiter;
+    const giveUp = (why: string) => {
+      if (this.#waiters.delete(waiter)) waiter.resolve(why);
+    };
+    const cancelled = holder.waitSignal();
+    const onCancel = () => giveUp(holder.cancellation() ?? "its request was cancelled");
+    const onAbort = () => giveUp("its signal aborted before room freed");
+    cancelled.addEventListener("abort", onCancel);
+    signal?.addEventListener("abort", onAbort);
+    if (cancelled.aborted) onCancel();
+    try {
+      return await waiter.promise;
+    } finally {
+      cancelled.removeEventListener("abort", onCancel);
+      signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   /**
@@ -388,7 +463,7 @@ export class BackgroundRunner {
     this.#closed = true;
     const waiters = [...this.#waiters];
     this.#waiters.clear();
-    for (const waiter of waiters) waiter.resolve(false);
+    for (const waiter of waiters) waiter.resolve(SHUTTING_DOWN);
     const unstarted = [...this.#queue.splice(0), ...this.#held];
     this.#held.clear();
     for (const entry of unstarted) {
@@ -512,7 +587,7 @@ export class BackgroundRunner {
       this.#reserved++;
       const oldest = this.#waiters.values().next().value!;
       this.#waiters.delete(oldest);
-      oldest.resolve(true);
+      oldest.resolve(undefined);
     }
   }
 

@@ -185,8 +185,6 @@ export class Exchange implements TaskHolder {
   #ended = false;
   /** Why the exchange answered in the handler's stead (`TIME_LIMIT`, `SHUTDOWN`), if it did. */
   #overruled: typeof TIME_LIMIT | typeof SHUTDOWN | undefined;
-  /** Settles when the exchange is overruled; made only for a registration waiting for room. */
-  #refused: PromiseWithResolvers<void> | undefined;
   /** The request counts in the App's `active` (see #uncount). */
   #counted = false;
   /**
@@ -437,10 +435,15 @@ export class Exchange implements TaskHolder {
    *
    * @param task The task.
    * @param name Its name for log lines.
-   * @returns Resolves once the task is accepted (or ended, logged, without running).
+   * @param signal Ends a wait for room.
+   * @returns `true` once the task is accepted, `false` when it ended (logged) without running.
    */
-  registerBackground(task: Task, name: string | undefined): Promise<void> {
-    return this.#host.runner.register(this, task, name);
+  registerBackground(
+    task: Task,
+    name: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean> {
+    return this.#host.runner.register(this, task, name, signal);
   }
 
   /**
@@ -466,17 +469,24 @@ export class Exchange implements TaskHolder {
    * complete, and never runs if the request times out or ends without responding.
    *
    * @param entry The task.
+   * @returns Whether it was taken (held or started) rather than discarded.
    */
-  place(entry: TaskEntry): void {
+  place(entry: TaskEntry): boolean {
     const runner = this.#host.runner;
-    if (this.#overruled !== undefined) runner.discard(entry, this.#overruledReason, true);
-    else if (this.#phase === COMPLETE) runner.start(entry);
-    else if (this.#ended) runner.discard(entry, `${this.#label} never responded`, true);
-    else {
+    if (this.#overruled !== undefined) {
+      runner.discard(entry, this.#overruledReason, true);
+      return false;
+    }
+    if (this.#phase === COMPLETE) runner.start(entry);
+    else if (this.#ended) {
+      runner.discard(entry, `${this.#label} never responded`, true);
+      return false;
+    } else {
       runner.hold(entry);
       if (this.#pending.length === 0) this.#pending = [entry];
       else this.#pending.push(entry);
     }
+    return true;
   }
 
   /**
@@ -494,13 +504,29 @@ export class Exchange implements TaskHolder {
   }
 
   /**
-   * When a registration waiting for room should give up (`TaskHolder`).
+   * Why a registration should not wait for room (`TaskHolder`): `request.signal` has aborted.
+   * Before the response is complete that is the time limit, the client leaving, or shutdown;
+   * after it, only shutdown, which releases every wait anyway.
    *
-   * @returns Resolves once the exchange is overruled: its tasks can no longer run.
+   * @returns The reason, or `undefined`.
    */
-  refused(): Promise<void> {
-    if (this.#overruled !== undefined) return Promise.resolve();
-    return (this.#refused ??= Promise.withResolvers()).promise;
+  cancellation(): string | undefined {
+    if (this.#overruled !== undefined) return this.#overruledReason;
+    if (this.#abortReason === undefined) return undefined;
+    return this.#disconnected
+      ? `the client of its request ${this.#label} went away before room freed`
+      : `its request ${this.#label} was abandoned at shutdown`;
+  }
+
+  /**
+   * Aborts when a registration waiting for room should give up (`TaskHolder`): it is
+   * `request.signal`. Asking for it watches the connection, as reading `request.signal` does, so
+   * a client that leaves ends the wait even if the handler never looked at the signal.
+   *
+   * @returns The signal.
+   */
+  waitSignal(): AbortSignal {
+    return this.signal;
   }
 
   /**
@@ -917,7 +943,6 @@ export class Exchange implements TaskHolder {
       ),
     );
     this.#discardPending(this.#overruledReason);
-    this.#refused?.resolve();
     if (this.#disconnected) return;
     if (this.#phase === PENDING) {
       // An operator must see timeouts (a cut-off stream, below, the bridge reports); shutdown's

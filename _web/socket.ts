@@ -20,7 +20,7 @@ import type {
 import type { AnyHandler, PathContext, Route } from "../router.ts";
 import {
   type BackgroundRunner,
-  checkedTaskName,
+  checkedTaskOptions,
   failure,
   type Outcome,
   type RegisterBackgroundOptions,
@@ -269,8 +269,8 @@ export class WebSocketRequest<App = unknown> {
   #pulling = false;
   #pending: TaskEntry[] = [];
   #holder: TaskHolder | undefined;
-  /** Settles at the handshake's time limit; made only for a registration waiting for room. */
-  #refused: PromiseWithResolvers<void> | undefined;
+  /** Aborts at the handshake's time limit; made only for a registration waiting for room. */
+  #cancel: AbortController | undefined;
   /** Messages dropped since the socket closed. */
   #dropped = 0;
   /** `close()` answered the handshake: the client got 403. */
@@ -485,20 +485,29 @@ export class WebSocketRequest<App = unknown> {
    * and is not run when the handler fails, times out or returns before answering. Inside a
    * background task, register without awaiting, for the reason given there.
    *
+   * A registration waiting for room ends, its task not run, when the handshake's time limit
+   * passes or `options.signal` aborts; an accepted socket that closes does not end it, as a
+   * complete response does not end a request's.
+   *
    * @param task The task.
-   * @param options The task's name for log lines.
-   * @returns Resolves once the task is accepted, or logged as not run.
-   * @throws {TypeError} When `task` is not a function, or `options` is not `{ name }` with a
-   *   string name.
+   * @param options The task's name for log lines, and a signal that ends the wait for room.
+   * @returns `true` once the task is registered, `false` when it was not (logged as not run).
+   * @throws {TypeError} When `task` is not a function, or `options` is not `{ name, signal }`
+   *   with a string name and an `AbortSignal`.
    * @throws {RangeError} When the handshake is not answered yet and the socket already holds
    *   `backgroundTaskLimit` tasks: accept (or close) first, or raise the limit.
    */
   async registerBackground(
     task: (signal: AbortSignal) => unknown,
     options?: RegisterBackgroundOptions,
-  ): Promise<void> {
-    const name = checkedTaskName(task, options);
-    await this.#host.runner.register(this.#holder ??= this.#makeHolder(), task, name);
+  ): Promise<boolean> {
+    const checked = checkedTaskOptions(task, options);
+    return await this.#host.runner.register(
+      this.#holder ??= this.#makeHolder(),
+      task,
+      checked?.name,
+      checked?.signal,
+    );
   }
 
   /** The socket as the tasks it registers see it (a `TaskHolder`), made on first use. */
@@ -508,14 +517,23 @@ export class WebSocketRequest<App = unknown> {
       heldTasks: () => this.#pending.length,
       refusal: () => this.#timedOut ? this.#timedOutReason : undefined,
       place: (entry) => {
-        if (this.#timedOut) runner.discard(entry, this.#timedOutReason, true);
-        else if (this.#answered) runner.start(entry);
+        if (this.#timedOut) {
+          runner.discard(entry, this.#timedOutReason, true);
+          return false;
+        }
+        if (this.#answered) runner.start(entry);
         else {
           runner.hold(entry);
           this.#pending.push(entry);
         }
+        return true;
       },
-      refused: () => (this.#refused ??= Promise.withResolvers()).promise,
+      cancellation: () => this.#timedOut ? this.#timedOutReason : undefined,
+      waitSignal: () => {
+        const cancel = this.#cancel ??= new AbortController();
+        if (this.#timedOut) cancel.abort();
+        return cancel.signal;
+      },
       tooManyTasks: (held) =>
         new RangeError(
           `Cannot register another background task for ${this.#label} before it is ` +
@@ -718,7 +736,7 @@ export class WebSocketRequest<App = unknown> {
       new DOMException(`Request time limit of ${seconds(limitMs)} exceeded`, "TimeoutError"),
     );
     this.#discardTasks(this.#timedOutReason);
-    this.#refused?.resolve();
+    this.#cancel?.abort();
     try {
       await this.#deny(408, "Request time limit exceeded");
     } catch (error) {

@@ -1265,9 +1265,9 @@ Deno.test("Request.registerBackground() rejects options that are not { name } (r
   assertEquals(await (await fetch(served.base)).text(), "ok");
   await waitFor(() => errors.length === 4, BOUND_MS, "four rejections");
   assertEquals(errors, [
-    'TypeError: Invalid options "mail": pass { name }, e.g. { name: "send-mail" }',
+    'TypeError: Invalid options "mail": pass { name, signal }, e.g. { name: "send-mail" }',
     "TypeError: Invalid name 5: use a string",
     'TypeError: Invalid option "nmae" for registerBackground(): use name',
-    'TypeError: Invalid options null: pass { name }, e.g. { name: "send-mail" }',
+    'TypeError: Invalid options null: pass { name, signal }, e.g. { name: "send-mail" }',
   ]);
 });

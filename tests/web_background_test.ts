@@ -106,7 +106,7 @@ Deno.test("A background task that ignores its signal is abandoned at its limit",
 });
 
 Deno.test("Background task errors are logged with the task's name", async (t) => {
-  const cases: [string, (request: Request) => Promise<void>, string][] = [
+  const cases: [string, (request: Request) => Promise<unknown>, string][] = [
     [
       "named function that rejects",
       (request) =>
@@ -593,7 +593,7 @@ Deno.test("Request.registerBackground() counts registrations made without awaiti
   await t.step("beyond the limit, the one too many is a RangeError", async () => {
     const logger = new RecordingLogger();
     const ran: string[] = [];
-    const outcome = Promise.withResolvers<PromiseSettledResult<void>[]>();
+    const outcome = Promise.withResolvers<PromiseSettledResult<boolean>[]>();
     const app = appWith([["/", async (request) => {
       outcome.resolve(
         await Promise.allSettled(["a", "b"].map((name) =>

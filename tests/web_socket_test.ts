@@ -530,10 +530,10 @@ Deno.test("WebSocketRequest.registerBackground() rejects options that are not { 
   const client = await WsClient.open(served.url("/s"));
   await client.closed;
   assertEquals(await within(errors.promise, 5000, "the handler"), [
-    'TypeError: Invalid options "mail": pass { name }, e.g. { name: "send-mail" }',
+    'TypeError: Invalid options "mail": pass { name, signal }, e.g. { name: "send-mail" }',
     "TypeError: Invalid name 5: use a string",
     'TypeError: Invalid option "nmae" for registerBackground(): use name',
-    'TypeError: Invalid options null: pass { name }, e.g. { name: "send-mail" }',
+    'TypeError: Invalid options null: pass { name, signal }, e.g. { name: "send-mail" }',
     'TypeError: Invalid background task 42: pass a function, e.g. () => work("argument")',
   ]);
 });
