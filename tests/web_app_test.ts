@@ -433,6 +433,87 @@ Deno.test("Request.signal aborts and receive() yields http.disconnect when the c
   assertEquals([next.status, await next.text()], [200, "ok"]);
 });
 
+Deno.test("App logs a client that left mid-upload or mid-stream as one line, without the signal's stack", async (t) => {
+  // Probe of 2026-11-29 (signals and process exit): every client killed mid-upload or mid-stream
+  // printed the signal's AbortError under the debug line, a stack of _web/exchange.ts only, 7
+  // lines a client under the default console logger. The handler's own error is still logged.
+  type Case = [string, (request: Request, ready: () => void) => Promise<void>, string, number];
+  const cases: Case[] = [
+    [
+      "mid-upload",
+      async (request, ready) => {
+        ready();
+        await request.bytes();
+      },
+      "",
+      0,
+    ],
+    [
+      "mid-stream",
+      async (request, ready) => {
+        async function* chunks() {
+          for (;;) {
+            yield "x";
+            ready();
+            await delay(5);
+          }
+        }
+        await request.respondWith(new Response({ body: chunks() }));
+      },
+      "",
+      0,
+    ],
+    [
+      "mid-upload, the handler failing on its own",
+      async (request, ready) => {
+        ready();
+        await request.bytes().catch(() => {
+          throw new Error("cleanup failed");
+        });
+      },
+      ":",
+      1,
+    ],
+  ];
+  for (const [name, handler, colon, values] of cases) {
+    await t.step(name, async () => {
+      const logger = new RecordingLogger();
+      const started = Promise.withResolvers<void>();
+      const ended = Promise.withResolvers<void>();
+      const watched = async (request: Request) => {
+        try {
+          await handler(request, started.resolve);
+        } finally {
+          ended.resolve();
+        }
+      };
+      await using served = await startServer(appWith([["/x", watched, ["POST"]]], { logger }));
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: served.port });
+      // The uploads stop short of their stated length; the stream's request is whole (an in-process
+      // client leaving a stream with its upload unfinished held the server's shutdown 2 × 3 s).
+      const length = name === "mid-stream" ? 10 : 1000;
+      await conn.write(
+        new TextEncoder().encode(
+          `POST /x HTTP/1.1\r\nhost: x\r\ncontent-length: ${length}\r\n\r\n0123456789`,
+        ),
+      );
+      await withTimeout(started.promise, BOUND_MS, "the handler to start");
+      if (name === "mid-stream") {
+        await withTimeout(conn.read(new Uint8Array(64)), BOUND_MS, "the head");
+      }
+      conn.close();
+      await withTimeout(ended.promise, BOUND_MS, "the handler to end");
+      const line = logger.lines.find((line) => line.text.includes("went away"));
+      assertEquals(
+        line?.text,
+        `Route "/x" on "POST /x" stopped after the client went away${colon}`,
+      );
+      assertEquals(line?.values.length, values);
+      assertEquals(logger.at("error"), []);
+    });
+  }
+});
+
 Deno.test("Request.signal stays unaborted after a complete response", async () => {
   // The bridge reports the end of every exchange as http.disconnect, possibly before the final
   // send() resolves; that must not read as the client going away.
