@@ -794,6 +794,44 @@ Deno.test("serve() [node] closes sockets with 1012 only after the HTTP requests 
   assertEquals(order.slice(1).sort(), ["app saw 1012", "client saw 1012"]);
 });
 
+for (const transport of TRANSPORTS) {
+  // Probe of 2026-11-29 (signals and process exit): on node, a socket still open when an HTTP
+  // request outlasted shutdownTimeout was dropped without a close frame: its client and its
+  // application saw 1006, never the 1012 of a shutdown (deno had sent 1012 as shutdown began).
+  Deno.test(`serve() [${transport}] closes sockets with 1012 when an HTTP request outlasts shutdownTimeout`, async () => {
+    const requestStarted = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const codes: number[] = [];
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type === "http") {
+        requestStarted.resolve();
+        await release.promise;
+      } else if (scope.type === "websocket") {
+        await receive();
+        await send({ type: "websocket.accept" });
+        for (;;) {
+          const message = await receive();
+          if (message.type === "websocket.disconnect") return void codes.push(message.code);
+        }
+      }
+    };
+    const server = await start(app, transport, { shutdownTimeout: 300 });
+    try {
+      const client = await WsClient.open(`ws://127.0.0.1:${server.port}/`);
+      const response = fetch(server.url).then((r) => r.status, () => 0);
+      await within(requestStarted.promise, 5000, "the request");
+      const stopped = server.server.shutdown();
+      const event = await client.closeEvent(3000);
+      assertEquals([event.code, event.reason], [1012, "Service restart"]);
+      assertEquals(await response, 500);
+      await within(stopped, 5000, "shutdown");
+      assertEquals(codes, [1012]);
+    } finally {
+      release.resolve();
+    }
+  });
+}
+
 Deno.test("serve() [node] stops reading from a client whose messages the app does not take", async () => {
   const release = Promise.withResolvers<void>();
   let received = 0;
