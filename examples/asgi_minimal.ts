@@ -33,6 +33,7 @@ import {
 } from "../router.ts";
 import { type HttpScope, type Receive, type Scope, type Send, serve, textBytes } from "../asgi.ts";
 import { listenSettings } from "./_env.ts";
+import { stopOnSignals } from "./_signals.ts";
 
 /** A handler the router dispatches to: path variables first, then the ASGI triple. */
 type LowLevelHandler = (
@@ -196,10 +197,9 @@ export function settings(
 
 if (import.meta.main) {
   const server = serve(app, settings());
-  // `finished` reports a failed shutdown; this promise would only repeat it, unhandled.
-  const stop = (): void => void server.shutdown().catch(() => {});
-  Deno.addSignalListener("SIGINT", stop);
-  Deno.addSignalListener("SIGTERM", stop);
+  // The first SIGINT or SIGTERM stops the server gracefully; a second one exits at once.
+  // `finished` reports a failed shutdown; shutdown()'s promise would only repeat it, unhandled.
+  stopOnSignals(() => void server.shutdown().catch(() => {}));
   try {
     await server.finished;
   } catch (error) {

@@ -4,7 +4,8 @@
  * receives to every connected page. Open http://127.0.0.1:8000/ in two browser windows.
  *
  * Environment: `PORT` (default 8000), `TRANSPORT` (`deno`, the default, or `node`). Ctrl-C
- * (SIGINT) or SIGTERM shuts down gracefully: open pages see close code 1012 and reconnect.
+ * (SIGINT) or SIGTERM shuts down gracefully: open pages see close code 1012 and reconnect. A
+ * second one exits at once.
  *
  * @module
  */
@@ -22,6 +23,7 @@ import {
   type WebSocketRequest,
 } from "../web.ts";
 import { listenSettings } from "./_env.ts";
+import { stopOnSignals } from "./_signals.ts";
 
 /** The app's attributes: the sockets of the open pages. */
 export type ChatAttributes = {
@@ -105,7 +107,7 @@ export function createChatApp(): App<ChatAttributes> & ChatAttributes {
 }
 
 /**
- * Serves the chat on 127.0.0.1 until SIGINT or SIGTERM.
+ * Serves the chat on 127.0.0.1 until SIGINT or SIGTERM (a second one exits at once).
  *
  * @param env Reads `PORT` and `TRANSPORT`.
  * @returns The server.
@@ -124,12 +126,8 @@ export function main(
     onListen: ({ hostname, port }) =>
       console.log(`Chat on http://${hostname}:${port}/ (transport: ${transport})`),
   });
-  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-  const stop = () => controller.abort();
-  for (const signal of signals) Deno.addSignalListener(signal, stop);
-  server.finished.finally(() => {
-    for (const signal of signals) Deno.removeSignalListener(signal, stop);
-  });
+  // The first SIGINT or SIGTERM stops the server gracefully; a second one exits at once.
+  server.finished.finally(stopOnSignals(() => controller.abort()));
   return server;
 }
 

@@ -12,7 +12,8 @@
  *
  * Environment: `PORT` (default 8000), `TRANSPORT` (`deno`, the default, or `node`, which
  * delivers the bodies of GET requests). It listens on 127.0.0.1, logs one line per request and
- * the lifespan events, and shuts down gracefully on Ctrl-C (SIGINT) or SIGTERM.
+ * the lifespan events, and shuts down gracefully on Ctrl-C (SIGINT) or SIGTERM; a second one
+ * exits at once.
  *
  * ```sh
  * deno task example
@@ -37,6 +38,7 @@ import {
   type WebLogger,
 } from "../web.ts";
 import { listenSettings } from "./_env.ts";
+import { stopOnSignals } from "./_signals.ts";
 
 /** The attributes of the example app: the lifespan sets `db` at startup and clears it. */
 export type Attributes = { db: Record<string, unknown> | null };
@@ -195,7 +197,8 @@ export function withAccessLog(app: AsgiApplication, log: (line: string) => void)
 }
 
 /**
- * Serves the example app until SIGINT or SIGTERM, then shuts down gracefully.
+ * Serves the example app until SIGINT or SIGTERM, then shuts down gracefully (a second signal
+ * exits at once).
  *
  * @param env Reads `PORT` and `TRANSPORT`.
  * @returns The server.
@@ -216,20 +219,14 @@ export function main(
     onListen: ({ hostname, port }) =>
       log(`Listening on http://${hostname}:${port}/ (transport: ${transport})`),
   });
-  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-  const stop = (): void => {
-    // Ctrl-C pressed again, or a signal that came twice, leaves the shutdown under way alone.
-    if (controller.signal.aborted) return;
-    log("Shutting down");
-    controller.abort();
-  };
-  for (const signal of signals) Deno.addSignalListener(signal, stop);
+  // The first SIGINT or SIGTERM stops the server gracefully; a second one exits at once.
+  const unlisten = stopOnSignals(() => controller.abort(), { log });
   server.finished.then(() => log("Stopped"), (error) => {
     log(`Stopped with an error: ${error instanceof Error ? error.message : error}`);
     Deno.exitCode = 1;
   }).finally(() => {
     // Listening for signals keeps the process alive; once stopped, let it exit.
-    for (const signal of signals) Deno.removeSignalListener(signal, stop);
+    unlisten();
   });
   return server;
 }

@@ -5,6 +5,9 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { serve } from "../web.ts";
 import { createChatApp } from "../examples/chat.ts";
+import { REPEAT_WINDOW_MS } from "../examples/_signals.ts";
+import { runExampleProgram } from "./fixtures/example_program.ts";
+import { RawSocket } from "./fixtures/raw_socket.ts";
 import { runOnTakenPort } from "./fixtures/taken_port.ts";
 import { WsClient } from "./fixtures/ws_client.ts";
 
@@ -40,3 +43,22 @@ Deno.test("examples/chat.ts on a taken port exits 1 with the bridge's line, no s
   assertStringIncludes(output, `port ${port} is taken; stop what listens there`);
   assertEquals(/Uncaught|\n\s+at /.test(output), false, output);
 });
+
+for (const transport of ["deno", "node"] as const) {
+  Deno.test(`examples/chat.ts [${transport}] exits at once on a second Ctrl-C while a page holds the shutdown`, async () => {
+    // Probe of 2026-11-29 (signals and process exit): a second Ctrl-C did nothing, and a page
+    // that did not answer the 1012 held the chat for the 10 s the server waits for its answer.
+    await using example = await runExampleProgram("examples/chat.ts", transport);
+    const page = await RawSocket.open(example.port, "/chat");
+    try {
+      example.kill("SIGINT");
+      const held = await example.exited(REPEAT_WINDOW_MS + 100);
+      assertEquals(held, undefined, "the page holds the shutdown");
+      example.kill("SIGINT");
+      assertEquals(await example.exited(5000), 130);
+      await example.output(/Received SIGINT again: exiting without waiting/, 1000);
+    } finally {
+      page.close();
+    }
+  });
+}
