@@ -837,6 +837,8 @@ class Server implements AsgiServer {
   async #shutdown(): Promise<void> {
     this.#stopping = true;
     const core = this.#core;
+    // From the call on, answers say the connection closes (deno: see Core.draining).
+    core.draining = true;
     const { shutdownTimeout: timeout, lifespanTimeout } = this.#settings;
     let started: boolean;
     try {

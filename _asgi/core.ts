@@ -471,6 +471,12 @@ export class Core {
    * `serve()` before it listens.
    */
   stallTimeout: number;
+  /**
+   * `serve()`'s shutdown has begun (set as `shutdown()` is called, before the listener closes):
+   * answers say `connection: close`, and the connections close after them. `Deno.serve`'s
+   * shutdown closes them without saying so (see `#connectionFields` in the deno transport).
+   */
+  draining = false;
   /** Stall checks so far: the clock of waits on clients (see `waitBegins`). */
   #tick = 0;
   /** The periodic stall check, while any request may be waiting on its client. */

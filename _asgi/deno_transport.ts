@@ -148,6 +148,9 @@ function bodyInit(body: Uint8Array | null, headers: [string, string][]): BodyIni
   return body as Uint8Array<ArrayBuffer>;
 }
 
+/** The field the answers of a server shutting down carry: see `#connectionFields`. */
+const CLOSE_FIELD: [string, string] = ["connection", "close"];
+
 function isConnectionField(name: string): boolean {
   return name.length === 10 && name.toLowerCase() === "connection";
 }
@@ -381,8 +384,17 @@ class DenoCycle extends HttpCycle {
   #connectionFields(headers: [string, string][]): [string, string][] {
     if (!this.#denoServes) return headers;
     if (this.#body === null && !this.#whole) {
-      if (this.#wholePending && headers.some(([name]) => isConnectionField(name))) {
-        this.#fieldsOnHold = true;
+      if (this.#wholePending) {
+        if (headers.some(([name]) => isConnectionField(name))) this.#fieldsOnHold = true;
+      } else if (
+        this.core.draining && !this.#overHttp2 &&
+        !headers.some(([name]) => isConnectionField(name))
+      ) {
+        // Deno.serve's shutdown closes the connection after this answer without saying so: a
+        // keep-alive client then sent its next request into the close and got no answer (20 of
+        // 20 busy connections, probe of 2026-11-29), as a proxy's pooled POST gets its 502. Not
+        // over HTTP/2, which has no such field (RFC 9113 §8.2.2): Deno's GOAWAY says it there.
+        return [...headers, CLOSE_FIELD];
       }
       return headers;
     }

@@ -557,7 +557,8 @@ class NodeCycle extends HttpCycle {
    */
   #writeHead(status: number, headers: [string, string][], length?: number): void {
     const response = this.#response;
-    if (this.#state.closing) response.shouldKeepAlive = false;
+    // Shutdown has begun (`draining`, from the call on) or the listener is closing.
+    if (this.core.draining || this.#state.closing) response.shouldKeepAlive = false;
     // The core may hand the same list to several responses: extend a copy, never the list.
     const flat: string[] = [];
     const framing = flattenFramed(headers, flat, this.#request.httpVersion !== "1.0");

@@ -133,6 +133,43 @@ for (const transport of TRANSPORTS) {
     assertEquals(events, ["lifespan.startup", "response", "lifespan.shutdown"]);
   });
 
+  Deno.test(name("says connection: close on an answer it finishes during shutdown"), async () => {
+    // Probe of 2026-11-29 (signals and process exit): on deno, an answer finished after
+    // shutdown() said nothing of the connection, which Deno.serve's shutdown then closed: each of
+    // 20 busy keep-alive clients sent its next request into that close and got no answer (node
+    // says connection: close; 0 to 3 of 20 then, the race of an idle connection).
+    const arrived = gate();
+    const release = gate();
+    const server = serve(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await readBody(receive);
+      arrived.open();
+      await release.promise;
+      await reply(send, "done");
+    }, { ...options(new RecordingLogger()), lifespan: "off" });
+    const { port } = await server.addr;
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      await conn.write(bytes("GET / HTTP/1.1\r\nhost: x\r\n\r\n"));
+      await withTimeout(arrived.promise, BOUND_MS, "the request to reach the app");
+      const stopped = server.shutdown();
+      release.open();
+      let head = "";
+      const buffer = new Uint8Array(4096);
+      while (!head.includes("\r\n\r\n")) {
+        const n = await withTimeout(conn.read(buffer), BOUND_MS, "the answer");
+        if (n === null) break;
+        head += new TextDecoder().decode(buffer.subarray(0, n));
+      }
+      assertMatch(head, /^HTTP\/1\.1 200 /);
+      assertMatch(head.toLowerCase(), /\r\nconnection: close\r\n/);
+      await withTimeout(stopped, BOUND_MS, "shutdown");
+    } finally {
+      release.open();
+      conn.close();
+    }
+  });
+
   Deno.test(name("does not start when the app sends lifespan.startup.failed"), async () => {
     const logger = new RecordingLogger();
     let httpCalls = 0;
