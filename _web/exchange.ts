@@ -64,6 +64,7 @@ import {
 } from "./background.ts";
 import type { Deadline, DeadlineQueue } from "./deadline.ts";
 import { describe } from "../_common/describe.ts";
+import { logQuoted } from "../_common/log_text.ts";
 import { seconds } from "./options.ts";
 import {
   EMPTY,
@@ -549,8 +550,12 @@ export class Exchange implements TaskHolder {
     return done.promise;
   }
 
+  /**
+   * How log lines and error messages name the request. Built only when one is written: the
+   * percent-decoded path is client text, rendered by `logQuoted` (see `_common/log_text.ts`).
+   */
   get #label(): string {
-    return `"${this.scope.method} ${this.scope.path}"`;
+    return logQuoted(`${this.scope.method} ${this.scope.path}`);
   }
 
   get #where(): string {

@@ -30,6 +30,7 @@ import {
 } from "./background.ts";
 import { clearableDeadline } from "./deadline.ts";
 import { describe } from "../_common/describe.ts";
+import { logQuoted } from "../_common/log_text.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { checkedField, headerPairs } from "./response.ts";
 import { HANDSHAKE_FIELDS } from "../_asgi/websocket.ts";
@@ -589,8 +590,9 @@ export class WebSocketRequest<App = unknown> {
     return sent;
   }
 
+  /** How log lines and error messages name the socket; the path rendered by `logQuoted`. */
   get #label(): string {
-    return `WebSocket "${this.scope.path}"`;
+    return `WebSocket ${logQuoted(this.scope.path)}`;
   }
 
   get #timedOutReason(): string {

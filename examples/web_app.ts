@@ -37,6 +37,7 @@ import {
   type WebHandler,
   type WebLogger,
 } from "../web.ts";
+import { logQuoted, logText } from "../_common/log_text.ts";
 import { listenSettings } from "./_env.ts";
 import { stopOnSignals } from "./_signals.ts";
 
@@ -120,7 +121,11 @@ export function createApp(options: ExampleOptions = {}): App<Attributes> & Attri
     const text = await request.text();
     // A malformed body throws here: the App answers 500 and keeps serving.
     const payload: unknown = text === "" ? {} : JSON.parse(text);
-    log(`${request.method} ${request.path} context ${JSON.stringify(request.context)}`);
+    // The path and its parameters are client text: escaped and bounded for the log line.
+    const context = Object.entries(request.context).map(([name, value]) =>
+      `${logQuoted(name)}:${logQuoted(String(value))}`
+    );
+    log(`${request.method} ${logText(request.path)} context {${context.join(",")}}`);
     const db = request.app.db;
     if (db !== null) db[request.path] = payload;
     await request.registerBackground((signal) => backgroundTask("some kwarg", signal), {
@@ -191,7 +196,8 @@ export function withAccessLog(app: AsgiApplication, log: (line: string) => void)
       });
     } finally {
       const ms = (performance.now() - started).toFixed(1);
-      log(`${scope.method} ${scope.path} ${status || "-"} ${ms} ms`);
+      // A percent-decoded path may hold a newline or ESC: logText escapes and bounds it.
+      log(`${logText(scope.method)} ${logText(scope.path)} ${status || "-"} ${ms} ms`);
     }
   };
 }
