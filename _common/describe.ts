@@ -44,10 +44,11 @@ export function describe(value: unknown): string {
 
 /**
  * C0 controls, DEL, C1 controls and NBSP: a no-break space printed as it is reads as a plain
- * space, hiding why `"5\u00a0"` was refused where `"5 "` would pass.
+ * space, hiding why `"5\u00a0"` was refused where `"5 "` would pass. U+2028 and U+2029 too: some
+ * log viewers break the line there (client text in log lines: `log_text.ts`).
  */
 // deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u00a0]/g;
+const CONTROL = /[\u0000-\u001f\u007f-\u00a0\u2028\u2029]/g;
 
 /**
  * `text` with its control characters written as escapes (`\n`, `\r`, `\t`, `\u0000`), so that

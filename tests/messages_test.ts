@@ -393,6 +393,8 @@ Deno.test("describe() shows control characters as escapes (regression: a header 
   // Review (2026-11-28): a refused "5\u00a0" read "5 " in the message, as a valid value does.
   assertEquals(describe("5\u00a0\u0085"), '"5\\u00a0\\u0085"');
   assertEquals(describe("é ü"), '"é ü"');
+  // A line separator split a quoted value in two in some log viewers, as LF does (log_text.ts).
+  assertEquals(describe("a\u2028b\u2029"), '"a\\u2028b\\u2029"');
   // Backslashes and quotes stay as written: a quoted regex reads as in the source.
   assertEquals(describe('{id:\\d+}"'), '"{id:\\d+}""');
   const error = assertThrows(() => new Response({ headers: { "x-a": "a\nb" } }), TypeError);
