@@ -70,6 +70,7 @@ Deno.test("logText() never cuts between the halves of a surrogate pair", () => {
 Deno.test("logText() keeps a line: no rendering holds a line break or ESC", () => {
   for (let c = 0; c < 0x10000; c++) {
     const shown = logText(`/${String.fromCharCode(c)}`);
+    // deno-lint-ignore no-control-regex
     if (/[\n\r\x1b\x7f\x85\u2028\u2029]/.test(shown)) {
       throw new Error(`U+${c.toString(16)}: ${shown}`);
     }
@@ -87,6 +88,7 @@ function assertOneLineEach(logger: RecordingLogger): void {
   for (const line of logger.lines) {
     const texts = [line.text, ...line.values.map((v) => v instanceof Error ? v.message : "")];
     for (const text of texts) {
+      // deno-lint-ignore no-control-regex
       if (/[\n\r\x1b\u2028\u2029]/.test(text)) {
         throw new Error(`Unsafe log text: ${JSON.stringify(text)}`);
       }
