@@ -111,6 +111,7 @@ export type {
 
 export { AsgiProtocolError, LifespanError, ResponseCutOffError } from "./_asgi/core.ts";
 export { ClientDisconnected } from "./_asgi/websocket.ts";
+export { LOG_TEXT_MAX, logQuoted, logText } from "./_common/log_text.ts";
 
 /**
  * UTF-8 bytes of a text, for the byte strings of ASGI messages (bodies, header names and values),

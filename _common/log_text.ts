@@ -1,7 +1,8 @@
 // Copyright the stellarator authors. MIT license.
 /**
- * How client text goes into a log line. Private: not exported from `deno.json`. It imports
- * nothing, so every layer may use it.
+ * How client text goes into a log line. It imports nothing, so every layer may use it;
+ * `logText` and `logQuoted` are public through `asgi.ts` (and so `web.ts` and `mod.ts`), for
+ * applications that write their own access logs.
  *
  * A request path is percent-decoded, so a client chooses every character of it: `%0A` put a
  * forged second line in the log, `%1B[2J` cleared an operator's terminal (CWE-117), and an 8 KB
@@ -28,7 +29,17 @@
  * @module
  */
 
-/** The most characters of client text a log line quotes (before the marker of a cut). */
+/**
+ * The most characters of client text a log line quotes (before the marker of a cut).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { LOG_TEXT_MAX, logText } from "@stellarator/stellarator/asgi";
+ *
+ * assertEquals(logText("x".repeat(LOG_TEXT_MAX)).length, LOG_TEXT_MAX);
+ * ```
+ */
 export const LOG_TEXT_MAX = 256;
 
 /**
@@ -41,6 +52,17 @@ const UNSAFE =
 
 /**
  * `text` rendered for a log line by the rules of this module, without quotes.
+ *
+ * @example An access log line that a client cannot split or colour
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { logText } from "@stellarator/stellarator/asgi";
+ *
+ * assertEquals(logText("/users/42"), "/users/42");
+ * // scope.path is percent-decoded: "/a%0Afake%1B[2J" arrives as "/a\nfake\x1b[2J".
+ * assertEquals(logText("/a\nfake\x1b[2J"), "/a\\nfake\\x1b[2J");
+ * assertEquals(logText("/" + "a".repeat(999), 8), "/aaaaaaa…[1000 chars]");
+ * ```
  *
  * @param text Text a client controls.
  * @param max The most characters kept before the marker; `LOG_TEXT_MAX` unless told.
@@ -55,6 +77,16 @@ export function logText(text: string, max: number = LOG_TEXT_MAX): string {
 
 /**
  * `text` in double quotes for a log line, by the rules of this module.
+ *
+ * @example A request named in a log line
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { logQuoted } from "@stellarator/stellarator/asgi";
+ *
+ * assertEquals(logQuoted("GET /a"), '"GET /a"');
+ * assertEquals(logQuoted('GET /"x"'), '"GET /\\"x\\""');
+ * assertEquals(logQuoted("GET /" + "a".repeat(99), 6), '"GET /a…" [104 chars]');
+ * ```
  *
  * @param text Text a client controls.
  * @param max The most characters kept before the marker; `LOG_TEXT_MAX` unless told.

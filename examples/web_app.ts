@@ -30,6 +30,8 @@ import {
   AsgiRouter,
   type AsgiServer,
   type LifespanMessageType,
+  logQuoted,
+  logText,
   type Request,
   Response,
   Route,
@@ -37,7 +39,6 @@ import {
   type WebHandler,
   type WebLogger,
 } from "../web.ts";
-import { logQuoted, logText } from "../_common/log_text.ts";
 import { listenSettings } from "./_env.ts";
 import { stopOnSignals } from "./_signals.ts";
 
