@@ -155,6 +155,11 @@ function isConnectionField(name: string): boolean {
   return name.length === 10 && name.toLowerCase() === "connection";
 }
 
+/** Whether one of the `connection` fields of `headers` holds `close`. */
+function saysClose(headers: [string, string][]): boolean {
+  return headers.some(([name, value]) => isConnectionField(name) && hasToken(value, "close"));
+}
+
 function hasContentLength(headers: [string, string][]): boolean {
   for (let i = 0; i < headers.length; i++) {
     const name = headers[i]![0];
@@ -383,26 +388,29 @@ class DenoCycle extends HttpCycle {
    */
   #connectionFields(headers: [string, string][]): [string, string][] {
     if (!this.#denoServes) return headers;
+    // Deno.serve's shutdown closes the connection after this answer without saying so: a
+    // keep-alive client then sent its next request into the close and got no answer (20 of 20
+    // busy connections, probe of 2026-11-29), as a proxy's pooled POST gets its 502. Not over
+    // HTTP/2, which has no such field (RFC 9113 §8.2.2): Deno's GOAWAY says it there.
+    const draining = this.core.draining && !this.#overHttp2;
     if (this.#body === null && !this.#whole) {
-      if (this.#wholePending) {
-        if (headers.some(([name]) => isConnectionField(name))) this.#fieldsOnHold = true;
-      } else if (
-        this.core.draining && !this.#overHttp2 &&
-        !headers.some(([name]) => isConnectionField(name))
-      ) {
-        // Deno.serve's shutdown closes the connection after this answer without saying so: a
-        // keep-alive client then sent its next request into the close and got no answer (20 of
-        // 20 busy connections, probe of 2026-11-29), as a proxy's pooled POST gets its 502. Not
-        // over HTTP/2, which has no such field (RFC 9113 §8.2.2): Deno's GOAWAY says it there.
-        return [...headers, CLOSE_FIELD];
+      // Beside an application's own field too (its "keep-alive" went out alone, then the
+      // close), as node and uvicorn add theirs.
+      const fields = draining && !saysClose(headers) ? [...headers, CLOSE_FIELD] : headers;
+      if (this.#wholePending && fields.some(([name]) => isConnectionField(name))) {
+        this.#fieldsOnHold = true;
       }
-      return headers;
+      return fields;
     }
     const kept = headers.filter(([name, value]) => {
       if (!isConnectionField(name)) return true;
       if (hasToken(value, "close")) this.#closeAsked = true;
       return false;
     });
+    // A body not read to its end, but all arrived: Deno says nothing of the connection, which
+    // its shutdown then closes (a 401 to an upload, review of 2026-11-29). One still arriving
+    // gets Deno's own field beside this one: the same "close" twice, which says it no less.
+    if (draining) return [...kept, CLOSE_FIELD];
     return kept.length === headers.length ? headers : kept;
   }
 

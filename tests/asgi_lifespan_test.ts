@@ -170,6 +170,80 @@ for (const transport of TRANSPORTS) {
     }
   });
 
+  // Review of 2026-11-29 (V1): on deno the field went only on answers to requests whose body was
+  // read, and only when the application gave no connection field: an ignored POST body (a 401 to
+  // an upload) or the application's own "connection: keep-alive" left the answer silent on the
+  // close that followed, as before the fix above (node said close in every case).
+  Deno.test(
+    name("says connection: close during shutdown whatever the body and the app's fields"),
+    async (t) => {
+      const large = "x".repeat(70 * 1024);
+      const cases: { case: string; request: string; fields?: [string, string][] }[] = [
+        {
+          case: "the app's own connection: keep-alive",
+          request: "GET / HTTP/1.1\r\nhost: x\r\n\r\n",
+          fields: [["Connection", "Keep-Alive"]],
+        },
+        {
+          case: "a small body the app did not read",
+          request: "POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello",
+        },
+        {
+          case: "a large body the app did not read",
+          request: `POST / HTTP/1.1\r\nhost: x\r\ncontent-length: ${large.length}\r\n\r\n${large}`,
+        },
+        {
+          case: "a chunked body the app did not read",
+          request:
+            "POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        },
+      ];
+      for (const { case: what, request, fields = [] } of cases) {
+        await t.step(what, async () => {
+          const arrived = gate();
+          const release = gate();
+          const server = serve(async (scope, _receive, send) => {
+            if (scope.type !== "http") return;
+            arrived.open();
+            await release.promise;
+            const headers = fields.map((
+              [field, value],
+            ): [Uint8Array, Uint8Array] => [bytes(field), bytes(value)]);
+            await send({ type: "http.response.start", status: 200, headers });
+            await send({ type: "http.response.body", body: bytes("done") });
+          }, { ...options(new RecordingLogger()), lifespan: "off" });
+          const { port } = await server.addr;
+          const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+          try {
+            await conn.write(bytes(request));
+            await withTimeout(arrived.promise, BOUND_MS, "the request to reach the app");
+            const stopped = server.shutdown();
+            release.open();
+            let answer = "";
+            const buffer = new Uint8Array(4096);
+            for (;;) {
+              const n = await withTimeout(
+                conn.read(buffer),
+                BOUND_MS,
+                "the close after the answer",
+              );
+              if (n === null) break;
+              answer += new TextDecoder().decode(buffer.subarray(0, n));
+            }
+            const head = answer.split("\r\n\r\n")[0]!.toLowerCase();
+            assertMatch(head, /^http\/1\.1 200 /);
+            const connection = head.split("\r\n").filter((line) => line.startsWith("connection:"));
+            assert(connection.some((line) => /\bclose\b/.test(line)), `no "close" in: ${head}`);
+            await withTimeout(stopped, BOUND_MS, "shutdown");
+          } finally {
+            release.open();
+            conn.close();
+          }
+        });
+      }
+    },
+  );
+
   Deno.test(name("does not start when the app sends lifespan.startup.failed"), async () => {
     const logger = new RecordingLogger();
     let httpCalls = 0;
