@@ -463,7 +463,9 @@ export class WebSocketRequest<App = unknown> {
     if (!wasOpen) {
       // Denied from now on (an accept() made meanwhile must say so), unless the bridge refuses.
       this.#denied = true;
-      if (!await this.#answerWith(message, state)) return;
+      // A client gone meanwhile is answered all the same: its tasks start, as after an accept()
+      // it missed. Left held, each kept its reservation until shutdown (review of 2026-11-29).
+      if (!await this.#answerWith(message, state)) return this.#startTasks();
     } else {
       try {
         await this.#send(message);

@@ -7,6 +7,7 @@
  * @module
  */
 import { assert, assertEquals, assertRejects } from "@std/assert";
+import { type AsgiApplication, ClientDisconnected } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
 import {
   App,
@@ -382,6 +383,50 @@ Deno.test("WebSocketRequest.registerBackground() ends its wait for room when its
   } finally {
     crowded.release();
   }
+});
+
+// Regression (review of 2026-11-29, V1): a handler that registered a task before answering and
+// then denied a handshake whose client had left (the bridge's ClientDisconnected) left the task
+// held with its reservation until shutdown: one slot lost for the app's life, and with
+// backgroundTaskLimit 1 every later registration waited (its 1.5 s signal then gave up).
+Deno.test("WebSocketRequest.close() before accept() starts the held tasks when the client has left", async () => {
+  const ran = Promise.withResolvers<void>();
+  const returned = Promise.withResolvers<void>();
+  const logger = new RecordingLogger();
+  const router = new AsgiRouter<AppHandler>({
+    routes: [
+      socket("/socket", async (socket) => {
+        assertEquals(await socket.registerBackground(() => ran.resolve(), { name: "held" }), true);
+        await socket.close();
+        returned.resolve();
+      }),
+      http("/after", async (request) => {
+        const registered = await request.registerBackground(() => {}, {
+          name: "after",
+          signal: AbortSignal.timeout(BOUND_MS),
+        });
+        await request.respondWith(new Response({ body: String(registered) }));
+      }),
+    ],
+  });
+  const app = new App({ router, logger, backgroundTaskLimit: 1 });
+  // The bridge's answer to a denial whose client has gone: no socket test can time that leaving.
+  const bridge: AsgiApplication = (scope, receive, send) =>
+    app.asgi(
+      scope,
+      receive,
+      (message) =>
+        message.type === "websocket.close"
+          ? Promise.reject(new ClientDisconnected(1006))
+          : send(message),
+    );
+  await using served = await startServer(bridge);
+  const client = new WebSocket(`ws://127.0.0.1:${served.port}/socket`);
+  const closed = new Promise((resolve) => (client.onclose = resolve));
+  await withTimeout(returned.promise, BOUND_MS, "the handler to deny the handshake");
+  await withTimeout(ran.promise, BOUND_MS, "the held task to start");
+  assertEquals(await (await fetch(`${served.base}/after`)).text(), "true");
+  await withTimeout(closed, BOUND_MS, "the client to see the end");
 });
 
 Deno.test("WebSocketRequest.registerBackground() refuses a signal that is not an AbortSignal", async () => {
