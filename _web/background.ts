@@ -15,9 +15,10 @@
  *
  * A registration waits only while someone can still use its task. The wait ends, the task logged
  * as not run and the registration resolving `false`, when the holder is cancelled (its request's
- * signal aborts: time limit, client gone before the response; a handshake's time limit), when
- * the signal given with the task aborts, and at shutdown. A cancelled holder does not start
- * waiting either, though it still takes room that is free at once (its handler may still respond).
+ * signal aborts: time limit, client gone before the response; a handshake's time limit, or its
+ * client gone before the answer), when the signal given with the task aborts, and at shutdown. A
+ * cancelled holder does not start waiting either, though it still takes room that is free at once
+ * (its handler may still respond).
  *
  * Shutdown (`close`) ends every task at once except the running ones: waiting registrations are
  * released (the task is logged as not run), queued tasks and tasks held by requests that have not

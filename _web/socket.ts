@@ -270,7 +270,10 @@ export class WebSocketRequest<App = unknown> {
   #pulling = false;
   #pending: TaskEntry[] = [];
   #holder: TaskHolder | undefined;
-  /** Aborts at the handshake's time limit; made only for a registration waiting for room. */
+  /**
+   * Aborts at the handshake's time limit, or when its client leaves before it is answered; made
+   * only for a registration waiting for room.
+   */
   #cancel: AbortController | undefined;
   /** Messages dropped since the socket closed. */
   #dropped = 0;
@@ -418,7 +421,7 @@ export class WebSocketRequest<App = unknown> {
     if (typeof message !== "string" && !(message instanceof Uint8Array)) {
       throw new TypeError(`Invalid message ${describe(message)}: send a string or a Uint8Array`);
     }
-    if (this.#state === HANDSHAKE) {
+    if (this.#state === HANDSHAKE || !this.#answered) {
       throw new Error(`Cannot send on ${this.#label}: accept() it first`);
     }
     if (this.#state === CLOSED || this.#state === CLOSING) {
@@ -454,6 +457,13 @@ export class WebSocketRequest<App = unknown> {
    *   stays as it was.
    */
   async close(code = 1000, reason = ""): Promise<void> {
+    if (this.#state === CLOSED && !this.#answered) {
+      // The client left before the answer (seen by a registration waiting for room): there is
+      // no one to deny, but the handler did answer, so its tasks start (see below).
+      this.#denied = true;
+      this.#markAnswered();
+      return this.#startTasks();
+    }
     if (this.#state === CLOSED || this.#state === CLOSING || this.#timedOut) return;
     const wasOpen = this.#answered;
     const state = this.#state;
@@ -489,8 +499,8 @@ export class WebSocketRequest<App = unknown> {
    * background task, register without awaiting, for the reason given there.
    *
    * A registration waiting for room ends, its task not run, when the handshake's time limit
-   * passes or `options.signal` aborts; an accepted socket that closes does not end it, as a
-   * complete response does not end a request's.
+   * passes, its client leaves before it is answered, or `options.signal` aborts; an accepted
+   * socket that closes does not end it, as a complete response does not end a request's.
    *
    * @param task The task.
    * @param options The task's name for log lines, and a signal that ends the wait for room.
@@ -531,10 +541,14 @@ export class WebSocketRequest<App = unknown> {
         }
         return true;
       },
-      cancellation: () => this.#timedOut ? this.#timedOutReason : undefined,
+      cancellation: () => this.#cancellation(),
       waitSignal: () => {
         const cancel = this.#cancel ??= new AbortController();
-        if (this.#timedOut) cancel.abort();
+        // Nothing is read before accept(), so a client that left went unnoticed and the handler
+        // waited as long as the slots stayed taken (review of 2026-11-29). Before an answer the
+        // bridge has no message to give but the disconnect.
+        if (!this.#answered) this.#pull();
+        if (this.#cancellation() !== undefined) cancel.abort();
         return cancel.signal;
       },
       tooManyTasks: (held) =>
@@ -544,6 +558,15 @@ export class WebSocketRequest<App = unknown> {
             `first, or raise backgroundTaskLimit`,
         ),
     };
+  }
+
+  /** Why a registration should not wait for room now (`TaskHolder.cancellation`). */
+  #cancellation(): string | undefined {
+    if (this.#timedOut) return this.#timedOutReason;
+    if (!this.#answered && this.#state === CLOSED) {
+      return `the client of ${this.#label} went away before its handshake was answered`;
+    }
+    return undefined;
   }
 
   /** The messages, until the socket closes. */
@@ -653,6 +676,7 @@ export class WebSocketRequest<App = unknown> {
     this.#closeInfo = { code: info.code, reason: info.reason };
     this.#controller.abort(new DOMException(`The WebSocket closed (${info.code})`, "AbortError"));
     for (const reader of this.#readers.splice(0)) reader.resolve(null);
+    if (!this.#answered) this.#cancel?.abort();
     this.#ended.resolve();
   }
 

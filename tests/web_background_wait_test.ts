@@ -429,6 +429,57 @@ Deno.test("WebSocketRequest.close() before accept() starts the held tasks when t
   await withTimeout(closed, BOUND_MS, "the client to see the end");
 });
 
+// Regression (review of 2026-11-29, V1): the wait ended when an HTTP client left, but a
+// handshake's client that left before it was answered went unnoticed (the socket read nothing
+// before accept()): with no request time limit its handler waited as long as the slots stayed
+// taken, still waiting 2 s later on both transports.
+Deno.test("WebSocketRequest.registerBackground() waiting for room before the handshake is answered returns when the client leaves", async (t) => {
+  for (const transport of ["deno", "node"] as const) {
+    await t.step(transport, async () => {
+      let entered = false;
+      const returned = Promise.withResolvers<boolean>();
+      const closed = Promise.withResolvers<void>();
+      const crowded = crowdedApp([socket("/socket", async (socket) => {
+        entered = true;
+        returned.resolve(await socket.registerBackground(mustNotRun, { name: "waiter" }));
+        assert(socket.signal.aborted, "the socket's signal says the client left");
+        await socket.close();
+        closed.resolve();
+      })]);
+      await using served = await startServer(crowded.app, { transport });
+      try {
+        await takeTheSlot(served.base, crowded);
+        const conn = await Deno.connect({ hostname: "127.0.0.1", port: served.port });
+        try {
+          await conn.write(encoder.encode(
+            "GET /socket HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n" +
+              "connection: upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
+              "sec-websocket-version: 13\r\n\r\n",
+          ));
+          await waitFor(() => entered, BOUND_MS, "the handler of /socket to start");
+        } finally {
+          conn.close();
+        }
+        const registered = await withTimeout(
+          returned.promise,
+          BOUND_MS,
+          "the waiting registration to return",
+        );
+        assertEquals(registered, false);
+        assert(crowded.holding, "only the client's leaving can have ended the wait");
+        await withTimeout(closed.promise, BOUND_MS, "close() on a socket whose client left");
+        assertEquals(notRun(crowded.logger, "waiter"), [
+          'Background task "waiter" (#2) not run: the client of WebSocket "/socket" went away ' +
+          "before its handshake was answered",
+        ]);
+        assertEquals(crowded.logger.at("error"), []);
+      } finally {
+        crowded.release();
+      }
+    });
+  }
+});
+
 Deno.test("WebSocketRequest.registerBackground() refuses a signal that is not an AbortSignal", async () => {
   const failed = Promise.withResolvers<unknown>();
   const crowded = crowdedApp([socket("/socket", async (socket) => {
