@@ -25,6 +25,7 @@ export const PROPERTY_FILES = [
   "tests/asgi_websocket_fuzz_test.ts",
   "tests/web_chaos_property_test.ts",
   "tests/asgi_receive_chain_property_test.ts",
+  "tests/web_background_race_property_test.ts",
 ];
 
 /** What a run does: `rounds` rounds on fresh seeds, or one round on `seed`. */
