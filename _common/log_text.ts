@@ -32,7 +32,7 @@
 /**
  * The most characters of client text a log line quotes (before the marker of a cut).
  *
- * @example
+ * @example Text at the bound is kept whole
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import { LOG_TEXT_MAX, logText } from "@stellarator/stellarator/asgi";
