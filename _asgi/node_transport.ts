@@ -95,7 +95,10 @@ class Connections {
    */
   readonly #handedOver = new Set<Socket>();
 
-  /** The last request each connection began, with its response: see `refuseUnreadable`. */
+  /**
+   * The last request each connection began, with its response, while one is in progress: see
+   * `refuseUnreadable`. Dropped once none is (see `end`).
+   */
   readonly #latest = new Map<Socket, [IncomingMessage, ServerResponse]>();
 
   /**
@@ -326,6 +329,10 @@ class Connections {
     const count = busy.get(socket);
     if (count === undefined) return;
     busy.set(socket, count - 1);
+    // Nothing is in progress: `inProgress` has nothing to answer, and the pair, kept, held the
+    // finished request's cycle, scope and last body chunk (6 to 70 KB) for as long as the
+    // connection idled.
+    if (count === 1) this.#latest.delete(socket);
     const waiter = this.#waiters.get(socket);
     if (waiter !== undefined && waiter.left === count - 1) {
       this.#waiters.delete(socket);
