@@ -84,6 +84,23 @@ function notRun(logger: RecordingLogger, name: string): string[] {
   return logger.at("warn").filter((line) => line.includes(`"${name}"`));
 }
 
+/**
+ * Waits for a registration that waited for room to return, and checks it gave up (`false`) while
+ * the slot was still held: only the client's leaving can have ended its wait.
+ */
+async function gaveUpWhileHeld(
+  returned: PromiseWithResolvers<boolean>,
+  crowded: { holding: boolean },
+): Promise<void> {
+  const registered = await withTimeout(
+    returned.promise,
+    BOUND_MS,
+    "the waiting registration to return",
+  );
+  assertEquals(registered, false);
+  assert(crowded.holding, "only the client's leaving can have ended the wait");
+}
+
 function mustNotRun(): never {
   throw new Error("must not run");
 }
@@ -110,13 +127,7 @@ Deno.test("Request.registerBackground() waiting for room before responding retur
           try {
             await takeTheSlot(served.base, crowded);
             await leaveWhen(served.port, "/wait", () => entered);
-            const registered = await withTimeout(
-              returned.promise,
-              BOUND_MS,
-              "the waiting registration to return",
-            );
-            assertEquals(registered, false);
-            assert(crowded.holding, "only the client's leaving can have ended the wait");
+            await gaveUpWhileHeld(returned, crowded);
             assertEquals(notRun(crowded.logger, "waiter"), [
               'Background task "waiter" (#2) not run: the client of its request "GET /wait" ' +
               "went away before room freed",
@@ -460,13 +471,7 @@ Deno.test("WebSocketRequest.registerBackground() waiting for room before the han
         } finally {
           conn.close();
         }
-        const registered = await withTimeout(
-          returned.promise,
-          BOUND_MS,
-          "the waiting registration to return",
-        );
-        assertEquals(registered, false);
-        assert(crowded.holding, "only the client's leaving can have ended the wait");
+        await gaveUpWhileHeld(returned, crowded);
         await withTimeout(closed.promise, BOUND_MS, "close() on a socket whose client left");
         assertEquals(notRun(crowded.logger, "waiter"), [
           'Background task "waiter" (#2) not run: the client of WebSocket "/socket" went away ' +
