@@ -796,6 +796,36 @@ export function textResponse(
 }
 
 /**
+ * A text response after which the connection closes: its head and its text as one chunk, then a
+ * body that fails. For a CONNECT, which `Deno.serve` gives no body whatever its `content-length`
+ * says: the bytes after its head are read as the next request, and Deno keeps a connection
+ * whatever `connection: close` says (docs/asgi.md, "HTTP details"), so a plain 501 let a
+ * CONNECT's body, forwarded as such by a proxy in front, reach the application as a request of
+ * its own (head differential of 2026-11-29). A body that fails is the one way a handler has to
+ * end the connection; one that fails after a stated `content-length` does not (Deno 2.9.6), so
+ * the text goes out chunked and its last chunk never comes.
+ *
+ * @param status The status to send.
+ * @param text Its text, sent before the close.
+ * @returns The response.
+ */
+function closingResponse(status: number, text: string): Response {
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode(text));
+    },
+    // Once Deno has taken the text: failing in start() lost it.
+    pull(controller) {
+      controller.error(new Error("The connection closes after this answer"));
+    },
+  });
+  return new Response(stream, {
+    status,
+    headers: { "content-type": "text/plain; charset=utf-8", connection: "close" },
+  });
+}
+
+/**
  * Serves one Fetch request through the core.
  *
  * @param core The shared state.
@@ -824,7 +854,13 @@ export function handleFetch(
     // CONNECT asks for a tunnel, which ASGI has no way to serve, and Fetch's URL loses its
     // authority-form target: "CONNECT example.com:443" reached the application as path "/", and
     // its 200 told the client a tunnel was open (Deno then held the connection as one).
-    if (method === "CONNECT") return textResponse(method, 501, "Not Implemented", true);
+    // Under Deno.serve the connection must close after it (see closingResponse); a Fetch caller
+    // (createFetchHandler) has no connection to close, and reads the text whole.
+    if (method === "CONNECT") {
+      return denoServes
+        ? closingResponse(501, "Not Implemented")
+        : textResponse(method, 501, "Not Implemented", true);
+    }
   }
   const url = request.url;
   // forEach with a shared callback costs half what for...of does (no iterator, no entry arrays).

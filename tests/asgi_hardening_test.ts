@@ -23,6 +23,7 @@ import { Core } from "../_asgi/core.ts";
 import { handleFetch } from "../_asgi/deno_transport.ts";
 import {
   bytes,
+  dechunk,
   rawRequest,
   readBody,
   RecordingLogger,
@@ -259,6 +260,13 @@ for (const transport of TRANSPORTS) {
     assertEquals(counter.calls, 0);
   });
 
+  /**
+   * The text of a refused CONNECT read until the close: deno sends it chunked and closes before
+   * the last chunk, the one way it has to close a connection (tests/asgi_request_framing_test.ts).
+   */
+  const connectRefusal = (head: string, rest: string): string =>
+    /\r\ntransfer-encoding: chunked(\r\n|$)/i.test(head) ? dechunk(rest) : rest;
+
   // Regression (attack on the HTTP bridge, 2026-11-28): on deno "CONNECT example.com:443" reached
   // the app as path "/", and its 200 told the client a tunnel was open; node closed the
   // connection without an answer.
@@ -269,10 +277,11 @@ for (const transport of TRANSPORTS) {
       await t.step(target, async () => {
         using client = await RawClient.connect(s.port);
         await client.write(`CONNECT ${target} HTTP/1.1\r\nHost: example.com:443\r\n\r\n`);
-        const { head, body } = await client.response();
+        const head = await client.head();
         assertMatch(head, /^HTTP\/1\.1 501 /);
         assertMatch(head, /\r\nconnection: close(\r\n|$)/i);
-        assertEquals(body, "Not Implemented");
+        assert(await client.closedWithin(2000) < 2000, "the connection is still open");
+        assertEquals(connectRefusal(head, client.pending), "Not Implemented");
         assertEquals(counter.calls, 0);
       });
     }
@@ -305,9 +314,10 @@ for (const transport of TRANSPORTS) {
       const first = await client.response();
       assertMatch(first.head, /^HTTP\/1\.1 200 /);
       assertEquals(first.body, "slow");
-      const second = await client.response();
-      assertMatch(second.head, /^HTTP\/1\.1 501 /);
-      assertEquals(second.body, "Not Implemented");
+      const second = await client.head();
+      assertMatch(second, /^HTTP\/1\.1 501 /);
+      assert(await client.closedWithin(2000) < 2000, "the connection is still open");
+      assertEquals(connectRefusal(second, client.pending), "Not Implemented");
     },
   );
 
