@@ -182,8 +182,11 @@ Deno.test({
   ignore: !ready,
   async fn() {
     for (const [what, why] of DIFFERENCES) console.log(`differs from uvicorn: ${what}: ${why}`);
+    // h11, named: where httptools is installed uvicorn's default parser is that one, which keeps
+    // the spaces at the end of a field value (python3-httptools 0.1.1 failed the first request).
     await using uvicorn = await startUvicorn(
       new URL("./fixtures/http_differential/", import.meta.url),
+      ["--http", "h11"],
     );
     await using deno = await start(app, "deno");
     await using node = await start(app, "node");
