@@ -43,6 +43,11 @@ interface ServerState {
   /** `"https"` over TLS. */
   scheme: string;
   connections: Connections;
+  /**
+   * Requests that asked for an Upgrade the transport does not take (see `declineUpgrade`),
+   * made on the first: a connection closes after the answer to one.
+   */
+  declinedUpgrades: WeakSet<IncomingMessage> | null;
 }
 
 /** What serves a request once its turn on the connection has come (see `Connections.begin`). */
@@ -564,8 +569,15 @@ class NodeCycle extends HttpCycle {
    */
   #writeHead(status: number, headers: [string, string][], length?: number): void {
     const response = this.#response;
-    // Shutdown has begun (`draining`, from the call on) or the listener is closing.
-    if (this.core.draining || this.#state.closing) response.shouldKeepAlive = false;
+    // Shutdown has begun (`draining`, from the call on) or the listener is closing, or the
+    // request asked for an Upgrade the transport does not take (see `declineUpgrade`).
+    const state = this.#state;
+    if (
+      this.core.draining || state.closing ||
+      (state.declinedUpgrades !== null && state.declinedUpgrades.has(this.#request))
+    ) {
+      response.shouldKeepAlive = false;
+    }
     // The core may hand the same list to several responses: extend a copy, never the list.
     const flat: string[] = [];
     const framing = flattenFramed(headers, flat, this.#request.httpVersion !== "1.0");
@@ -928,6 +940,23 @@ function refuse(
 }
 
 /**
+ * Notes a request whose Upgrade the transport does not take (`h2c` from `curl --http2`, say),
+ * served as plain HTTP: the connection closes after its answer. Deno's `node:http` (2.9.6) loses
+ * the bytes it read behind such a head, so a request pipelined there was never answered, and the
+ * client, told "keep-alive", waited `keepAliveTimeout` for the close (head differential of
+ * 2026-11-29). A request sent once the answer has come is served, but the transport cannot tell
+ * which the client will do.
+ *
+ * @param state The server's state.
+ * @param request The request.
+ * @returns `false`: no upgrade.
+ */
+function declineUpgrade(state: ServerState, request: IncomingMessage): false {
+  (state.declinedUpgrades ??= new WeakSet()).add(request);
+  return false;
+}
+
+/**
  * Serves one request. `expectsContinue` when it came by the "checkContinue" event: its client
  * waits for `100 Continue`, which is then the cycle's to send (see `NodeCycle.bodyAccepted`).
  */
@@ -1026,6 +1055,7 @@ export async function listenNode(
     closing: false,
     scheme: tls === undefined ? "http" : "https",
     connections: new Connections(),
+    declinedUpgrades: null,
   };
   const { headersTimeout, keepAliveTimeout } = limits;
   const maxConnections = limits.maxConnections ?? defaultMaxConnections(softFdLimit());
@@ -1033,7 +1063,8 @@ export async function listenNode(
     headersTimeout,
     keepAliveTimeout,
     // Any other Upgrade is a plain HTTP request, as on deno (RFC 9110 §7.8), not a 501.
-    shouldUpgradeCallback: isWebSocketUpgrade,
+    shouldUpgradeCallback: (request: IncomingMessage) =>
+      isWebSocketUpgrade(request) || declineUpgrade(state, request),
     // Node's 300 s cap on a whole request would cut long uploads off; uvicorn and the deno
     // transport have none: the application bounds how long it reads.
     requestTimeout: 0,

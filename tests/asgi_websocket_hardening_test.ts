@@ -16,6 +16,7 @@ import { pingTiming } from "../_asgi/node_websocket.ts";
 import { bytes, rawRequest, sleep, start, text, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
 import { RawSocket } from "./fixtures/raw_socket.ts";
+import { RawClient } from "./fixtures/raw_client.ts";
 
 /** Runs `body` with a knob set to `value`, then puts the knob back. */
 async function withTiming<T extends Record<K, number>, K extends keyof T>(
@@ -359,6 +360,43 @@ for (const transport of TRANSPORTS) {
       const request = `GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n` +
         `Upgrade: ${upgrade}\r\n\r\n`;
       assertMatch(await rawRequest(server.port, request), /^HTTP\/1\.1 200 [^]*plain GET$/);
+    }
+  });
+
+  // Head differential of 2026-11-29 (docs/asgi.md, "Request heads against uvicorn"): on node a
+  // request pipelined behind one with an Upgrade it does not take was never answered: Deno's
+  // node:http lost the bytes read behind that head, and the first answer said "keep-alive", so
+  // the client waited for the close, 6 s later (keepAliveTimeout). One sent after the answer was
+  // served. uvicorn (h11) answers 400 to such a request and closes.
+  Deno.test(`serve() [${transport}] answers a request pipelined behind another Upgrade, or says it closes and does`, async () => {
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      await receive();
+      const body = bytes(`plain ${scope.path}`);
+      await send({
+        type: "http.response.start",
+        status: 200,
+        headers: [[bytes("content-length"), bytes(String(body.length))]],
+      });
+      await send({ type: "http.response.body", body });
+    };
+    await using server = await start(app, transport);
+    using client = await RawClient.connect(server.port);
+    await client.write(
+      "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\n" +
+        "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n" +
+        "GET /next HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
+    const first = await client.response();
+    assertEquals(first.body, "plain /x");
+    if (/\r\nconnection: *close/i.test(first.head)) {
+      assert(
+        await client.closedWithin(2000) < 2000,
+        "said close, but the connection is still open",
+      );
+      assertEquals(client.pending, "");
+    } else {
+      assertEquals((await client.response({ timeoutMs: 2000 })).body, "plain /next");
     }
   });
 }
