@@ -221,7 +221,7 @@ function checkOptions(options: ServeOptions): void {
     if (rootPath !== "" && (!rootPath.startsWith("/") || rootPath.endsWith("/"))) {
       throw new RangeError(
         `Invalid rootPath ${
-          JSON.stringify(rootPath)
+          describe(rootPath)
         }: use "" or a path that starts with "/" and does not end with one`,
       );
     }

@@ -36,6 +36,7 @@ import type {
 import { copyBytes, latin1Text, reserve, SLAB_MAX, textBytes } from "./bytes.ts";
 import { unquote } from "./percent.ts";
 import { describe, errorText } from "../_common/describe.ts";
+import { logQuoted, logText } from "../_common/log_text.ts";
 
 /** A `send()` call broke the ASGI protocol. */
 export class AsgiProtocolError extends Error {
@@ -1438,9 +1439,11 @@ export function headerName(bytes: Uint8Array): string {
     const byte = bytes[i]!;
     if (TOKEN[byte] !== 1) {
       throw new AsgiProtocolError(
-        `Invalid header name ${JSON.stringify(latin1Text(bytes))}: byte 0x${
+        // Quoted by logQuoted: the name is the application's (maybe a client's) text, of any
+        // length, and the message is logged.
+        `Invalid header name ${logQuoted(latin1Text(bytes))}: byte 0x${
           byte.toString(16)
-        } is not allowed in a header name`,
+        } is not allowed in a header name; use letters, digits and !#$%&'*+-.^_\`|~ only`,
       );
     }
   }
@@ -1499,7 +1502,9 @@ export function declaredLength(declared: number, value: string, type: string): n
   const length = contentLength(value);
   if (declared !== -1 && length !== declared) {
     throw new AsgiProtocolError(
-      `Invalid header "content-length: ${value}" in "${type}": an earlier content-length says ` +
+      `Invalid header "content-length: ${
+        logText(value)
+      }" in "${type}": an earlier content-length says ` +
         `${declared}; send one length`,
     );
   }

@@ -41,6 +41,7 @@ import {
 } from "./core.ts";
 import { unquote } from "./percent.ts";
 import { describe } from "../_common/describe.ts";
+import { logQuoted } from "../_common/log_text.ts";
 
 /**
  * `send()` was called on a WebSocket whose client has gone (ASGI spec 2.4: a server-specific
@@ -371,6 +372,33 @@ export const HANDSHAKE_FIELDS: ReadonlyMap<string, string> = new Map([
   ["content-length", "remove it: a 101 response has no body"],
   ["transfer-encoding", "remove it: a 101 response has no body"],
 ]);
+
+/** The most offered subprotocols a message lists, and the most characters it quotes of each. */
+const OFFERED_SHOWN = 8;
+const OFFERED_QUOTED = 64;
+
+/**
+ * The error for a `websocket.accept` whose subprotocol the client did not offer. Both the
+ * subprotocol (the application's, maybe the client's) and the offers (the client's, as many as a
+ * handshake holds) are quoted by `logQuoted` and bounded: the message is logged.
+ *
+ * @param subprotocol The subprotocol the application chose.
+ * @param offered The scope's `subprotocols`.
+ * @returns The error, e.g. `Invalid "subprotocol" "zz" in "websocket.accept": the client
+ *   offered "a", "b"; pick one of them or null`.
+ */
+export function unofferedSubprotocol(
+  subprotocol: string,
+  offered: readonly string[],
+): AsgiProtocolError {
+  const shown = offered.slice(0, OFFERED_SHOWN).map((p) => logQuoted(p, OFFERED_QUOTED));
+  const more = offered.length - shown.length;
+  return new AsgiProtocolError(
+    `Invalid "subprotocol" ${logQuoted(subprotocol, OFFERED_QUOTED)} in "websocket.accept": ` +
+      `the client offered ${shown.join(", ") || "none"}${more > 0 ? ` and ${more} more` : ""}; ` +
+      `pick one of them or null`,
+  );
+}
 
 function validateHeaders(
   raw: unknown,
@@ -793,14 +821,7 @@ export abstract class WebSocketCycle {
         );
       }
       if (!this.scope.subprotocols.includes(subprotocol)) {
-        throw new AsgiProtocolError(
-          `Invalid "subprotocol" ${
-            JSON.stringify(subprotocol)
-          } in "websocket.accept": the client ` +
-            `offered ${
-              this.scope.subprotocols.map((p) => JSON.stringify(p)).join(", ") || "none"
-            }; pick one of them or null`,
-        );
+        throw unofferedSubprotocol(subprotocol, this.scope.subprotocols);
       }
     }
     const headers = validateHeaders(message.headers, "websocket.accept", HANDSHAKE_FIELDS);
