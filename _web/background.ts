@@ -33,6 +33,7 @@
  */
 import { describe } from "../_common/describe.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
+import { logQuoted } from "../_common/log_text.ts";
 import { clearableDeadline, DeadlineQueue } from "./deadline.ts";
 import { seconds } from "./options.ts";
 
@@ -208,9 +209,12 @@ export class TaskEntry {
     this.task = task;
   }
 
-  /** How log lines name the task. */
+  /**
+   * How log lines name the task. The name is the application's, often built from a client's
+   * data (`mail to ${address}`): quoted by `logQuoted`, so that it cannot forge a line.
+   */
   get label(): string {
-    return `Background task "${this.name}" (#${this.id})`;
+    return `Background task ${logQuoted(this.name)} (#${this.id})`;
   }
 }
 

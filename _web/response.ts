@@ -9,6 +9,7 @@ import { textBytes } from "../_asgi/bytes.ts";
 import type { Send } from "../_asgi/types.ts";
 import { describe, shorten } from "../_common/describe.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
+import { logText } from "../_common/log_text.ts";
 
 /**
  * Options of {@linkcode Response}.
@@ -229,7 +230,9 @@ export class Response {
           // fields, and clients pick either.
           if (typeGiven !== undefined) {
             throw new TypeError(
-              `Invalid header "content-type: ${value}" after "content-type: ${typeGiven}": ` +
+              `Invalid header "content-type: ${logText(value)}" after "content-type: ${
+                logText(typeGiven)
+              }": ` +
                 `give the content type once`,
             );
           }
@@ -237,26 +240,30 @@ export class Response {
         } else if (name === "content-length") {
           if (lengthGiven !== undefined) {
             throw new TypeError(
-              `Invalid header "content-length: ${value}" after "content-length: ` +
-                `${lengthGiven}": give the length once, or leave it out for a fixed body`,
+              `Invalid header "content-length: ${logText(value)}" after "content-length: ` +
+                `${logText(lengthGiven)}": give the length once, or leave it out for a fixed body`,
             );
           }
           if (status === 204) {
             throw new TypeError(
-              `Invalid header "content-length: ${value}" for status 204: a 204 response ` +
+              `Invalid header "content-length: ${logText(value)}" for status 204: a 204 response ` +
                 `carries no length (RFC 9110, section 8.6); leave the header out`,
             );
           }
           if (!/^[0-9]+$/.test(value)) {
             throw new TypeError(
-              `Invalid header "content-length: ${value}": use the body's length in bytes, in ` +
+              `Invalid header "content-length: ${
+                logText(value)
+              }": use the body's length in bytes, in ` +
                 `decimal digits`,
             );
           }
           lengthGiven = value;
         } else if (name === "transfer-encoding") {
           throw new TypeError(
-            `Invalid header "transfer-encoding: ${value}": the server chooses the framing ` +
+            `Invalid header "transfer-encoding: ${
+              logText(value)
+            }": the server chooses the framing ` +
               `(a streamed body without a content-length goes out chunked); leave it out`,
           );
         }
@@ -266,7 +273,7 @@ export class Response {
     if (contentType !== undefined) {
       if (typeGiven !== undefined) {
         throw new TypeError(
-          `Invalid contentType "${contentType}" beside a "content-type" header: give ` +
+          `Invalid contentType ${describe(contentType)} beside a "content-type" header: give ` +
             `one of them`,
         );
       }
@@ -279,7 +286,9 @@ export class Response {
       if (lengthGiven === undefined) fields.push(["content-length", length]);
       else if (lengthGiven !== length) {
         throw new TypeError(
-          `Invalid header "content-length: ${lengthGiven}" for a body of ${length} bytes: ` +
+          `Invalid header "content-length: ${
+            logText(lengthGiven)
+          }" for a body of ${length} bytes: ` +
             `leave the header out, it is computed`,
         );
       }

@@ -129,6 +129,16 @@ Deno.test("Background task errors are logged with the task's name", async (t) =>
       (request) => request.registerBackground(() => Promise.reject(new Error("nameless"))),
       'Background task "anonymous" (#1) failed after',
     ],
+    // Sweep of every error the library raises, 2026-11-29: a name built from a client's data
+    // went into the line raw, so a newline in it forged a second log line.
+    [
+      "name with a newline and a quote, escaped",
+      (request) =>
+        request.registerBackground(() => Promise.reject(new Error("bounced")), {
+          name: 'mail to "a"\n2026-11-29 ERROR forged',
+        }),
+      'Background task "mail to \\"a\\"\\n2026-11-29 ERROR forged" (#1) failed after',
+    ],
   ];
   for (const [name, register, start] of cases) {
     await t.step(name, async () => {
