@@ -1020,7 +1020,17 @@ function sendData(message: WebSocketSendMessage): string | Uint8Array {
   return bytes;
 }
 
-function closeArguments(message: WebSocketCloseMessage): { code: number; reason: string } {
+/**
+ * The code and reason of a `websocket.close`, checked.
+ *
+ * @param message The message.
+ * @returns Its code (1000 when left out) and reason ("" when left out).
+ * @throws {AsgiProtocolError} For a code an endpoint may not send, or a reason that is no
+ *   string or longer than 123 bytes of UTF-8.
+ */
+export function closeArguments(
+  message: WebSocketCloseMessage,
+): { code: number; reason: string } {
   const code = message.code ?? 1000;
   if (typeof code !== "number" || !Number.isInteger(code) || !sendableCode(code)) {
     throw new AsgiProtocolError(

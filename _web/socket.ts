@@ -33,7 +33,7 @@ import { describe } from "../_common/describe.ts";
 import { logQuoted } from "../_common/log_text.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { checkedField, headerPairs } from "./response.ts";
-import { HANDSHAKE_FIELDS } from "../_asgi/websocket.ts";
+import { closeArguments, HANDSHAKE_FIELDS } from "../_asgi/websocket.ts";
 import { seconds } from "./options.ts";
 
 /** Where socket handlers' failures are logged; the App's logger fits. */
@@ -453,10 +453,13 @@ export class WebSocketRequest<App = unknown> {
    *   1007-1014); or 3000 to 4999 for the application's own codes. Optional: defaults to `1000`.
    * @param reason At most 123 bytes of UTF-8. Optional: defaults to `""` (no reason).
    * @returns Resolves once the close is under way.
-   * @throws {AsgiProtocolError} For a code or reason the protocol does not allow; the socket
-   *   stays as it was.
+   * @throws {AsgiProtocolError} For a code or reason the protocol does not allow, whether the
+   *   socket is open, closing or closed; the socket stays as it was.
    */
   async close(code = 1000, reason = ""): Promise<void> {
+    // Checked first: the bridge checks only a close it is sent, so on a socket the client had
+    // left, or after a first close(), a bad code resolved silently.
+    closeArguments({ type: "websocket.close", code, reason });
     if (this.#state === CLOSED && !this.#answered) {
       // The client left before the answer (seen by a registration waiting for room): there is
       // no one to deny, but the handler did answer, so its tasks start (see below).

@@ -704,3 +704,44 @@ Deno.test("WebSocketRequest.registerBackground() waiting for room returns at the
     gate.resolve();
   }
 });
+
+// Sweep of every error the library raises, 2026-11-29: a code or reason the protocol does not
+// allow was refused only while the socket was open; once the client had gone, or after a first
+// close(), the same mistake resolved silently, so whether it was seen hung on the client's timing.
+Deno.test("WebSocketRequest.close() refuses a bad code or reason whether or not the socket is still open", async () => {
+  const results = Promise.withResolvers<string[]>();
+  const handler: SocketHandler = async (socket) => {
+    await socket.accept();
+    await socket.receive(); // null: the client has closed.
+    const seen: string[] = [];
+    for (
+      const misuse of [
+        () => socket.close(999),
+        () => socket.close(1000, "r".repeat(124)),
+        () => socket.close(1000.5 as number),
+      ]
+    ) {
+      try {
+        await misuse();
+        seen.push("resolved");
+      } catch (error) {
+        seen.push(`${(error as Error).name}: ${(error as Error).message}`);
+      }
+    }
+    await socket.close(4000, "fine");
+    seen.push("valid close resolved");
+    results.resolve(seen);
+  };
+  await using served = await serveApp([socketRoute("/late", handler)]);
+  const client = await WsClient.open(served.url("/late"));
+  client.socket.close(1000);
+  assertEquals(await within(results.promise, 2000, "the handler's closes"), [
+    'AsgiProtocolError: Invalid "code" 999 in "websocket.close": use 1000, 1001 to 1003, 1007 to ' +
+    "1014 or 3000 to 4999",
+    'AsgiProtocolError: Invalid "reason" of 124 bytes in "websocket.close": use at most 123 ' +
+    "bytes of UTF-8",
+    'AsgiProtocolError: Invalid "code" 1000.5 in "websocket.close": use 1000, 1001 to 1003, 1007 ' +
+    "to 1014 or 3000 to 4999",
+    "valid close resolved",
+  ]);
+});
