@@ -185,6 +185,7 @@ import {
 } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
 import { describe, shorten } from "./_common/describe.ts";
+import { logQuoted } from "./_common/log_text.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
 
@@ -442,7 +443,9 @@ export class RouterError extends Error {
 }
 
 /**
- * No route matches the path (404).
+ * No route matches the path (404). The message quotes the path as a log line would
+ * (`logQuoted()`: controls escaped, cut past 256 characters), since the path is the client's;
+ * `path` holds it as given.
  *
  * @example A miss
  * ```ts
@@ -475,7 +478,7 @@ export class UnknownEndpoint extends RouterError {
   ) {
     super(
       reason !== "path-too-long"
-        ? `No route matches "${shorten(path)}"`
+        ? `No route matches ${logQuoted(path)}`
         : `Path of ${path.length} characters is longer than maxPathLength ` +
           `(${maxPathLength ?? DEFAULT_MAX_PATH_LENGTH}), so no route matches it; raise ` +
           `maxPathLength if such paths are legitimate`,
@@ -486,7 +489,8 @@ export class UnknownEndpoint extends RouterError {
 }
 
 /**
- * A route matches the path but none serves the method (405).
+ * A route matches the path but none serves the method (405). The message quotes the method as a
+ * log line would (`logQuoted()`), since it is the client's; `method` holds it as given.
  *
  * @example The wrong method
  * ```ts
@@ -513,7 +517,9 @@ export class MethodNotAllowed extends RouterError {
    */
   constructor(method: string, allowed: readonly string[], pattern?: string) {
     super(
-      `Method "${method}" is not allowed${pattern ? ` on route "${pattern}"` : ""}; ` +
+      `Method ${logQuoted(method)} is not allowed${
+        pattern ? ` on route ${quotePattern(pattern)}` : ""
+      }; ` +
         `use one of ${allowed.join(", ")}`,
     );
     this.method = method;
@@ -567,10 +573,13 @@ export class RouteConflict extends RouterError {
   ) {
     super(
       variable === undefined
-        ? `Cannot add route "${route.path}" for ${methods.join(", ")}: it conflicts with ` +
-          `"${conflictsWith.path}", which already serves ${methods.length > 1 ? "them" : "it"}; ` +
+        ? `Cannot add route ${quotePattern(route.path)} for ${methods.join(", ")}: it ` +
+          `conflicts with ${quotePattern(conflictsWith.path)}, which already serves ${
+            methods.length > 1 ? "them" : "it"
+          }; ` +
           `give one of them other methods or another path`
-        : `Cannot add route "${route.path}": it has the shape of "${conflictsWith.path}", ` +
+        : `Cannot add route ${quotePattern(route.path)}: it has the shape of ` +
+          `${quotePattern(conflictsWith.path)}, ` +
           `whose routes share one context, but puts the variable "${variable}" in another ` +
           `place, so one of them would read the other's value; use the same names in the same ` +
           `places, or names the other route does not use`,
@@ -759,7 +768,10 @@ function makeEndpointHandler<H extends AnyHandler>(
     if (!isPlainObject(options) || typeof options.method !== "string") {
       throw new TypeError(
         `Invalid last argument ${describe(options)} for the handler of route ` +
-          `"${endpoint.routes[0]?.path}": pass the request method as { method }, e.g. ` +
+          `${
+            quotePattern(endpoint.routes[0]?.path ?? "")
+          }: pass the request method as { method }, ` +
+          `e.g. ` +
           `handler(context, scope, receive, send, { method: scope.method })`,
       );
     }

@@ -11,9 +11,11 @@ import {
   AsgiRouter,
   type AsgiRouterOptions,
   InvalidRoutePattern,
+  MethodNotAllowed,
   Route,
   RouteConflict,
   RouterError,
+  UnknownEndpoint,
 } from "../router.ts";
 
 function noop(): void {}
@@ -671,4 +673,77 @@ Deno.test("new Route() refuses a regex nested deeper than the router can analyse
       invalid(() => new Route(nested("(?:", depth), { handler: noop }));
     }
   });
+});
+
+// Sweep of every error the library raises, 2026-11-29: UnknownEndpoint quoted the client's path
+// with its control characters as they were (an ASGI app that lets it escape has it logged: a
+// "%0A" in the path forged a log line), MethodNotAllowed quoted the method whole, and the messages
+// naming a registered route quoted a pattern of any length whole. Client text is now quoted by
+// logQuoted() (_common/log_text.ts), patterns as InvalidRoutePattern quotes them.
+Deno.test("router errors quote client text escaped and bounded, and long patterns by their head", async (t) => {
+  const longPattern = "/p/{x:" + "a".repeat(3000) + "}";
+  const router = new AsgiRouter({
+    routes: [
+      new Route("/a", { handler: noop, methods: ["POST"] }),
+      new Route(longPattern, { handler: noop, methods: ["POST"] }),
+    ],
+    // The long regex is only long: the guard refuses it for the states it would have to check.
+    allowUnsafeRegex: true,
+  });
+  const cases: [string, () => unknown, new (...args: never[]) => RouterError, string[]][] = [
+    [
+      "UnknownEndpoint escapes a newline in the path",
+      () => router.getRoute("/x\n2026-11-29 ERROR forged"),
+      UnknownEndpoint,
+      ['No route matches "/x\\n2026-11-29 ERROR forged"'],
+    ],
+    [
+      "UnknownEndpoint escapes a quote and an escape character",
+      () => router.getRoute('/x"\x1b[2J'),
+      UnknownEndpoint,
+      ['No route matches "/x\\"\\x1b[2J"'],
+    ],
+    [
+      "UnknownEndpoint bounds a long path, with its length",
+      () => router.getRoute("/" + "b".repeat(5000)),
+      UnknownEndpoint,
+      [`No route matches "/${"b".repeat(255)}…" [5001 chars]`],
+    ],
+    [
+      "MethodNotAllowed bounds a long method, with its length",
+      () => router.getRoute("/a")[0]({ method: "M".repeat(5000) }),
+      MethodNotAllowed,
+      [`Method "${"M".repeat(256)}…" [5000 chars] is not allowed on route "/a"; use one of POST`],
+    ],
+    [
+      "MethodNotAllowed quotes a long pattern by its head",
+      () => router.getRoute("/p/" + "a".repeat(3000))[0]({ method: "GET" }),
+      MethodNotAllowed,
+      [`on route "/p/{x:aaa`, `…" (${longPattern.length} UTF-16 code units); use one of POST`],
+    ],
+    [
+      "RouteConflict quotes long patterns by their head",
+      () =>
+        router.addRoute(
+          new Route(longPattern.replace("{x:", "{y:"), { handler: noop, methods: ["POST"] }),
+        ),
+      RouteConflict,
+      [`(${longPattern.length} UTF-16 code units) for POST: it conflicts with "/p/{x:aaa`],
+    ],
+  ];
+  for (const [name, raise, errorClass, includes] of cases) {
+    await t.step(name, async () => {
+      let error: unknown;
+      try {
+        await raise();
+      } catch (caught) {
+        error = caught;
+      }
+      assertInstanceOf(error, errorClass);
+      const { message } = error as Error;
+      for (const text of includes) assertStringIncludes(message, text);
+      assert(message.length < 1_000, `${message.length} characters: ${message.slice(0, 300)}`);
+      assert(!/[\n\r\x1b]/.test(message), `a control character: ${JSON.stringify(message)}`);
+    });
+  }
 });
