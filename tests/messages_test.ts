@@ -466,3 +466,43 @@ Deno.test("bad-argument messages: every handshake field refused in an accept nam
     assertMatch(`Invalid header "${name}" for accept(): ${why}`, TEMPLATE);
   }
 });
+
+// Sweep of every error the library raises, 2026-11-29: the domain error classes, one row each,
+// as every public face exports them.
+Deno.test("every error class is exported by each face, named after itself, and an Error", async (t) => {
+  const router = await import("../router.ts");
+  const asgi = await import("../asgi.ts");
+  const web = await import("../web.ts");
+  const mod = await import("../mod.ts");
+  const route = new router.Route("/a", { handler: noop });
+  const cause = new Error("underlying");
+  const rows: [string, Error, Record<string, unknown>][] = [
+    ["RouterError", new router.RouterError("x"), {}],
+    ["UnknownEndpoint", new router.UnknownEndpoint("/x"), { path: "/x", reason: "no-route" }],
+    ["MethodNotAllowed", new router.MethodNotAllowed("PUT", ["GET"]), { method: "PUT" }],
+    ["RouteConflict", new router.RouteConflict(route, route, ["GET"]), { conflictsWith: route }],
+    ["InvalidRoutePattern", new router.InvalidRoutePattern("/a{", 2, "why"), { position: 2 }],
+    ["AsgiProtocolError", new asgi.AsgiProtocolError("x"), {}],
+    ["ResponseCutOffError", new asgi.ResponseCutOffError("x", { cause }), { cause }],
+    ["LifespanError", new asgi.LifespanError("startup", "x", { cause }), {
+      phase: "startup",
+      cause,
+    }],
+    ["ClientDisconnected", new asgi.ClientDisconnected(1006), { code: 1006 }],
+  ];
+  for (const [name, error, fields] of rows) {
+    await t.step(name, () => {
+      assertEquals(error.name, name);
+      assertInstanceOf(error, Error);
+      assert(String(error).startsWith(`${name}: `), String(error));
+      for (const [key, value] of Object.entries(fields)) {
+        assertEquals((error as unknown as Record<string, unknown>)[key], value, key);
+      }
+      for (const face of [web, mod, name in router ? router : asgi]) {
+        const exported = (face as Record<string, unknown>)[name] as ErrorConstructor;
+        assertInstanceOf(error, exported);
+      }
+      if (name !== "RouterError" && name in router) assertInstanceOf(error, router.RouterError);
+    });
+  }
+});
