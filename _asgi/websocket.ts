@@ -707,7 +707,13 @@ export abstract class WebSocketCycle {
       );
     }
     const ended = this.#serverClose ?? this.#disconnect;
-    if (ended !== null) throw new ClientDisconnected(ended.code);
+    if (ended !== null) {
+      // A malformed message is the application's mistake whether or not its client is still
+      // there: checked first, it no longer shows only when the client happens to stay.
+      if (type === "websocket.send") sendData(message as WebSocketSendMessage);
+      else if (type === "websocket.close") closeArguments(message as WebSocketCloseMessage);
+      throw new ClientDisconnected(ended.code);
+    }
     if (this.#state === CONNECTING) {
       if (type === "websocket.accept") return this.#accept(message as WebSocketAcceptMessage);
       if (type === "websocket.close") {

@@ -414,6 +414,42 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Sweep of every error the library raises, 2026-11-29: the client's departure was checked
+  // before the message, so a malformed send or close after it raised ClientDisconnected and the
+  // application's mistake showed only when the client happened to stay.
+  Deno.test(
+    `serve() [${transport}] refuses a malformed send or close after the client left as a protocol error`,
+    async () => {
+      const probe = new Probe();
+      const late: unknown[] = [];
+      const app = probe.app(async (_scope, receive, send) => {
+        await receive();
+        await send({ type: "websocket.accept" });
+        await receive();
+        for (
+          const message of [
+            { type: "websocket.close", code: 999 },
+            { type: "websocket.send", text: 42 as unknown as string },
+            { type: "websocket.send" },
+            { type: "websocket.send", text: "well-formed" },
+          ] as const
+        ) late.push(await send(message).catch((error) => error));
+      });
+      await using server = await start(app, transport);
+      const client = await WsClient.open(ws(server.port));
+      client.socket.close(4002);
+      await probe.finished();
+      assertEquals(late.map((error) => `${(error as Error).name}: ${(error as Error).message}`), [
+        'AsgiProtocolError: Invalid "code" 999 in "websocket.close": use 1000, 1001 to 1003, ' +
+        "1007 to 1014 or 3000 to 4999",
+        'AsgiProtocolError: Invalid "text" 42 in "websocket.send": use a string',
+        'AsgiProtocolError: Invalid "websocket.send" with neither of "text" and "bytes": give ' +
+        "exactly one of them",
+        "ClientDisconnected: Cannot send on a closed WebSocket: the client disconnected (code 4002)",
+      ]);
+    },
+  );
+
   Deno.test(`serve() [${transport}] closes with 1009 over maxMessageSize`, async () => {
     const probe = new Probe();
     await using server = await start(echo(probe), transport, { maxMessageSize: 1000 });
