@@ -712,6 +712,7 @@ export abstract class WebSocketCycle {
       // there: checked first, it no longer shows only when the client happens to stay.
       if (type === "websocket.send") sendData(message as WebSocketSendMessage);
       else if (type === "websocket.close") closeArguments(message as WebSocketCloseMessage);
+      else if (type === "websocket.accept") this.#subprotocol(message as WebSocketAcceptMessage);
       throw new ClientDisconnected(ended.code);
     }
     if (this.#state === CONNECTING) {
@@ -769,6 +770,24 @@ export abstract class WebSocketCycle {
     );
   }
 
+  /** The subprotocol of a `websocket.accept`, checked: null, or one the client offered. */
+  #subprotocol(message: WebSocketAcceptMessage): string | null {
+    const subprotocol = message.subprotocol ?? null;
+    if (subprotocol !== null) {
+      if (typeof subprotocol !== "string") {
+        throw new AsgiProtocolError(
+          `Invalid "subprotocol" ${
+            describe(subprotocol)
+          } in "websocket.accept": use a string or null`,
+        );
+      }
+      if (!this.scope.subprotocols.includes(subprotocol)) {
+        throw unofferedSubprotocol(subprotocol, this.scope.subprotocols);
+      }
+    }
+    return subprotocol;
+  }
+
   /**
    * A send's wait for the transport to take its message (a slow reader). It resolves when the
    * transport has taken it; when the connection ends first, `closed` rejects it with
@@ -817,19 +836,7 @@ export abstract class WebSocketCycle {
   }
 
   #accept(message: WebSocketAcceptMessage): undefined {
-    const subprotocol = message.subprotocol ?? null;
-    if (subprotocol !== null) {
-      if (typeof subprotocol !== "string") {
-        throw new AsgiProtocolError(
-          `Invalid "subprotocol" ${
-            describe(subprotocol)
-          } in "websocket.accept": use a string or null`,
-        );
-      }
-      if (!this.scope.subprotocols.includes(subprotocol)) {
-        throw unofferedSubprotocol(subprotocol, this.scope.subprotocols);
-      }
-    }
+    const subprotocol = this.#subprotocol(message);
     const headers = validateHeaders(message.headers, "websocket.accept", HANDSHAKE_FIELDS);
     this.#state = OPENING;
     this.#opened = Promise.withResolvers();

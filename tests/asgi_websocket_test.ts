@@ -450,6 +450,33 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Sweep of every error the library raises, 2026-11-29: as for a send, an accept with a
+  // subprotocol the client did not offer raised ClientDisconnected once the client had gone.
+  Deno.test(
+    `serve() [${transport}] refuses an unoffered subprotocol after the client left as a protocol error`,
+    async () => {
+      const probe = new Probe();
+      const late: unknown[] = [];
+      const app = probe.app(async (_scope, receive, send) => {
+        await receive();
+        const gone = await receive();
+        assertEquals(gone.type, "websocket.disconnect");
+        for (const subprotocol of ["zz", 42 as unknown as string, null]) {
+          late.push(await send({ type: "websocket.accept", subprotocol }).catch((error) => error));
+        }
+      });
+      await using server = await start(app, transport);
+      await rawRequest(server.port, handshake("/"), 200);
+      await probe.finished();
+      assertEquals(late.map((error) => (error as Error).message), [
+        'Invalid "subprotocol" "zz" in "websocket.accept": the client offered none; pick one of ' +
+        "them or null",
+        'Invalid "subprotocol" 42 in "websocket.accept": use a string or null',
+        late[2] instanceof ClientDisconnected ? (late[2] as Error).message : "ClientDisconnected",
+      ]);
+    },
+  );
+
   Deno.test(`serve() [${transport}] closes with 1009 over maxMessageSize`, async () => {
     const probe = new Probe();
     await using server = await start(echo(probe), transport, { maxMessageSize: 1000 });
