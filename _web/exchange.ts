@@ -618,7 +618,11 @@ export class Exchange implements TaskHolder {
       return DISCONNECT;
     }
     if (message.type !== "http.request") {
-      throw new TypeError(`Unexpected "${message.type}" message in an HTTP scope`);
+      throw new TypeError(
+        `Unexpected ${
+          describe((message as { type: unknown }).type)
+        } message in an HTTP scope: expected "http.request" or "http.disconnect"`,
+      );
     }
     if (!message.more_body) this.#bodyRead = true;
     return message;
