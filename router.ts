@@ -184,7 +184,7 @@ import {
   stickySource,
 } from "./_router/node.ts";
 import { drawTree } from "./_router/print.ts";
-import { describe, shorten } from "./_common/describe.ts";
+import { describe, shorten, visible } from "./_common/describe.ts";
 import { logQuoted } from "./_common/log_text.ts";
 import { checkMethods, GET_ONLY, sharedList } from "./_router/methods.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
@@ -634,8 +634,10 @@ export class InvalidRoutePattern extends RouterError {
  * its head, which is enough to recognise it: a whole quote made messages of hundreds of KB.
  */
 function quotePattern(pattern: string): string {
-  if (pattern.length <= MAX_PATTERN_LEVELS) return `"${pattern}"`;
-  return `"${shorten(pattern, QUOTED_HEAD)}" (${pattern.length} UTF-16 code units)`;
+  // Control characters escaped (`visible`), as every quoted value: a newline in a pattern split
+  // the message in two.
+  if (pattern.length <= MAX_PATTERN_LEVELS) return `"${visible(pattern)}"`;
+  return `"${visible(shorten(pattern, QUOTED_HEAD))}" (${pattern.length} UTF-16 code units)`;
 }
 const QUOTED_HEAD = 80;
 

@@ -54,8 +54,11 @@ const CONTROL = /[\u0000-\u001f\u007f-\u00a0\u2028\u2029]/g;
  * `text` with its control characters written as escapes (`\n`, `\r`, `\t`, `\u0000`), so that
  * a quoted value stays on one line and the character a message complains about can be seen.
  * Backslashes and quotes stay as they are: a quoted regex reads as it was written.
+ *
+ * @param text The text.
+ * @returns `text` itself when it holds no such character.
  */
-function visible(text: string): string {
+export function visible(text: string): string {
   return text.replace(
     CONTROL,
     (c) =>

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { shorten } from "../_common/describe.ts";
+import { describe, shorten } from "../_common/describe.ts";
 import { findRisk, type RegexFacts } from "./redos.ts";
 import {
   ANY,
@@ -167,7 +167,9 @@ export function parsePattern(pattern: string): Token[] {
     }
     if (!NAME.test(name)) {
       throw new PatternError(
-        `invalid variable name "${name}"; use letters, digits and "_", not starting with a digit`,
+        `invalid variable name ${
+          describe(name)
+        }; use letters, digits and "_", not starting with a digit`,
         open + 1,
       );
     }

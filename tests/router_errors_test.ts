@@ -722,6 +722,18 @@ Deno.test("router errors quote client text escaped and bounded, and long pattern
       [`on route "/p/{x:aaa`, `…" (${longPattern.length} UTF-16 code units); use one of POST`],
     ],
     [
+      "InvalidRoutePattern quotes a long invalid variable name bounded",
+      () => new Route("/a/{" + "-".repeat(5000) + "}", { handler: noop }),
+      InvalidRoutePattern,
+      [`at position 4: invalid variable name "${"-".repeat(200)}…"; use letters`],
+    ],
+    [
+      "InvalidRoutePattern escapes a newline in an invalid variable name",
+      () => new Route("/a/{x\ny}", { handler: noop }),
+      InvalidRoutePattern,
+      ['invalid variable name "x\\ny"; use letters'],
+    ],
+    [
       "RouteConflict quotes long patterns by their head",
       () =>
         router.addRoute(
