@@ -8,6 +8,7 @@ import {
   assertInstanceOf,
   assertMatch,
   assertRejects,
+  assertStrictEquals,
   assertStringIncludes,
 } from "@std/assert";
 import {
@@ -314,6 +315,34 @@ for (const transport of TRANSPORTS) {
       "Application startup failed: Exception in lifespan startup: config missing",
     );
   });
+
+  // Sweep of every error the library raises, 2026-11-29: the shutdown half of the test above had
+  // no test of its message, nor of the cause it keeps.
+  Deno.test(
+    name("rejects shutdown() when the app raises on shutdown, keeping the cause"),
+    async () => {
+      const logger = new RecordingLogger();
+      const failure = new Error("flush failed");
+      const server = serve(async (scope, receive, send) => {
+        if (scope.type !== "lifespan") return;
+        await receive();
+        await send({ type: "lifespan.startup.complete" });
+        await receive();
+        throw failure;
+      }, { ...options(logger), lifespan: "on" });
+      await server.addr;
+      const error = await failedShutdown(server, "shutdown() after the app raised on shutdown");
+      assertEquals(error.message, "Exception in lifespan shutdown: flush failed");
+      assertEquals([error.name, error.phase], ["LifespanError", "shutdown"]);
+      assertStrictEquals(error.cause, failure);
+      assert(
+        logger.lines("error").includes(
+          "Application shutdown failed: Exception in lifespan shutdown: flush failed",
+        ),
+        logger.lines("error").join("\n"),
+      );
+    },
+  );
 
   Deno.test(name("serves without lifespan when the app raises on it in auto mode"), async () => {
     const logger = new RecordingLogger();

@@ -3,8 +3,14 @@
 // bounded and escaped, so that a megabyte of it, or a control character in it, can neither blow
 // up the log line the message ends in (a handler that fails is logged with its error) nor forge a
 // second one. Sweep of every error the library raises, 2026-11-29.
-import { assert, assertInstanceOf, assertStringIncludes, assertThrows } from "@std/assert";
-import { Response } from "../web.ts";
+import {
+  assert,
+  assertInstanceOf,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
+import { App, type AppHandler, AsgiRouter, Response } from "../web.ts";
 
 const HUGE = 100_000;
 const MESSAGE_MAX = 1_000;
@@ -73,6 +79,30 @@ Deno.test("new Response() quotes a header value it refuses bounded and escaped, 
         `${message.length} characters: ${message.slice(0, 300)}`,
       );
       assert(!/[\n\r\t]/.test(message), `a control character: ${JSON.stringify(message)}`);
+    });
+  }
+});
+
+Deno.test("App.asgi() refuses a scope of another protocol, naming its type and the ones it serves", async (t) => {
+  const app = new App({ router: new AsgiRouter<AppHandler>() });
+  const rows: [unknown, string][] = [
+    [
+      "http2",
+      'Cannot serve a "http2" scope: an App serves "http", "websocket" and "lifespan" scopes',
+    ],
+    [
+      undefined,
+      'Cannot serve a undefined scope: an App serves "http", "websocket" and "lifespan" scopes',
+    ],
+  ];
+  for (const [type, message] of rows) {
+    await t.step(String(type), async () => {
+      await assertRejects(
+        () =>
+          app.asgi({ type } as never, () => Promise.resolve({} as never), () => Promise.resolve()),
+        TypeError,
+        message,
+      );
     });
   }
 });

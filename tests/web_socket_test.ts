@@ -745,3 +745,25 @@ Deno.test("WebSocketRequest.close() refuses a bad code or reason whether or not 
     "valid close resolved",
   ]);
 });
+
+// Sweep of every error the library raises, 2026-11-29: these two messages had no test.
+Deno.test("WebSocketRequest.receive() and send() before accept() name the socket and the fix", async () => {
+  const seen = Promise.withResolvers<string[]>();
+  const early: SocketHandler = async (socket) => {
+    const messages: string[] = [];
+    for (const misuse of [() => socket.receive(), () => socket.send("x")]) {
+      await misuse().then(
+        () => messages.push("resolved"),
+        (error) => messages.push(`${error.constructor.name}: ${error.message}`),
+      );
+    }
+    seen.resolve(messages);
+    await socket.close();
+  };
+  await using served = await serveApp([socketRoute("/early", early)]);
+  await rawRequest(served.port, handshake("/early"), 100);
+  assertEquals(await within(seen.promise, 2000, "the handler"), [
+    'Error: Cannot receive on WebSocket "/early": accept() it first',
+    'Error: Cannot send on WebSocket "/early": accept() it first',
+  ]);
+});
