@@ -755,6 +755,7 @@ Deno.test("router errors quote client text escaped and bounded, and long pattern
       const { message } = error as Error;
       for (const text of includes) assertStringIncludes(message, text);
       assert(message.length < 1_000, `${message.length} characters: ${message.slice(0, 300)}`);
+      // deno-lint-ignore no-control-regex
       assert(!/[\n\r\x1b]/.test(message), `a control character: ${JSON.stringify(message)}`);
     });
   }
