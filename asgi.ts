@@ -329,8 +329,8 @@ function createCore(
  * runs its own lifespan), or with any runtime that speaks Fetch.
  *
  * Lifespan startup runs on the first request unless `startup()` was awaited before; requests get
- * 503 when it fails, and once `shutdown()` has been called. Nothing runs lifespan shutdown by itself: call `shutdown()` (from a signal
- * listener, say) when the host stops. The scope's `server` is `null`: a Fetch handler cannot see
+ * 503 when it fails, and once `shutdown()` has been called. Nothing runs lifespan shutdown by
+ * itself: call `shutdown()` (from a signal listener, say) when the host stops. The scope's `server` is `null`: a Fetch handler cannot see
  * the listening socket.
  *
  * @param app The application, or an object with an `asgi` method.
@@ -412,14 +412,16 @@ export function createFetchHandler(
  *   from, so only the entries a trusted proxy wrote are facts, and what a client sends ahead of
  *   them (`attacker, proxy`) is ignored. `"*"` trusts every peer but names no proxy, so with it
  *   alone the rightmost entry is taken, the one the peer wrote (uvicorn takes the leftmost, which
- *   the client chose). Several fields are one list, in order; entries are trimmed and empty ones skipped.
+ *   the client chose). Several fields are one list, in order; entries are trimmed and empty
+ *   ones skipped.
  *   When the entry that decides is no IP address (`unknown`, `_hidden`, `1.2.3.4:80`, an IPv6
  *   zone other than an interface name of up to 32 letters, digits and `-._~`, as in
  *   `fe80::1%<b>`), or the list is empty, `client` stays as it was (uvicorn would take that text
  *   as the host);
  * - `scheme` follows `X-Forwarded-Proto` when it holds one of `http`, `https`, `ws`, `wss` in any
  *   case: `http`/`https` in an `http` scope, `ws`/`wss` in a `websocket` scope, by whether it was
- *   secure. Anything else, a list (`https, http`) or a value over 64 bytes included, leaves `scheme` as it was.
+ *   secure. Anything else, a list (`https, http`) or a value over 64 bytes included, leaves
+ *   `scheme` as it was.
  *
  * Other scopes (`lifespan`) go to the application untouched. `Forwarded` (RFC 7239) and the
  * other `X-Forwarded-*` headers are not read; all of them stay in `headers`.

@@ -90,8 +90,8 @@
  *    `path`).
  * 8. **Length cap.** Paths longer than `maxPathLength` (default 8192 UTF-16 code units) match
  *    nothing, so no hostile path can keep a regex busy for long.
- * 9. **Context objects.** A match's context is a plain object, fresh for every match, with one own key per
- *    variable. Any name works as a plain key: `__proto__` becomes an own property (it never
+ * 9. **Context objects.** A match's context is a plain object, fresh for every match, with one own
+ *    key per variable. Any name works as a plain key: `__proto__` becomes an own property (it never
  *    changes the prototype), and `constructor` or `toString` shadow the inherited members for
  *    that route. Test keys with `Object.hasOwn`, since a route without a `constructor`
  *    variable still inherits `ctx.constructor`. Routes of one shape share an endpoint whose

@@ -529,7 +529,9 @@ export interface AppOptions<A extends object = Record<never, never>> {
    */
   backgroundTaskTimeLimit?: number;
   /**
-   * How many background tasks may run at once; registrations beyond it wait for room.
+   * How many background tasks may be registered and unfinished at once, counting those still
+   * held until their request's response as well as those running; a registration beyond it waits
+   * for room.
    *
    * @default {1000}
    */
@@ -1331,8 +1333,8 @@ export class App<A extends object = Record<never, never>> {
    * Its own limit, not what the drain left: a task that ignores its signal uses up the drain's
    * whole period, and the lifespan function (closing a database, flushing a log) would then get
    * none, for no fault of its own. Nor the grace period itself: `shutdownGracePeriod: 0` once
-   * failed every lifespan function that awaited anything (a review found it). Hypercorn bounds lifespan shutdown separately too (its
-   * `shutdown_timeout`). Running out of time is a failure (`lifespan.shutdown.failed`, exit code
+   * failed every lifespan function that awaited anything. Hypercorn bounds lifespan shutdown
+   * separately too (its `shutdown_timeout`). Running out of time is a failure (`lifespan.shutdown.failed`, exit code
    * 1 after a signal), as in Hypercorn: the shutdown cannot tell whether the work got done.
    *
    * @throws {DOMException} A `TimeoutError` when the function has not settled within the period.

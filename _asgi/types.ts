@@ -654,7 +654,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * yourself. `Infinity`: no limit. Applies to `transport: "node"` only (Node's
    * `server.maxConnections`), as `headersTimeout`.
    *
-   * @default {the soft fd limit minus 200 on Linux, else Infinity}
+   * @default {the soft fd limit minus 200 on Linux with every permission granted, else Infinity}
    */
   maxConnections?: number;
   /**
