@@ -57,6 +57,7 @@ import {
 } from "./_asgi/core.ts";
 import { handleFetch, listenDeno, textResponse } from "./_asgi/deno_transport.ts";
 import { forwardedApp } from "./_asgi/proxy_headers.ts";
+import { fetchHandlerMark, markFetchHandler } from "./_common/fetch_mark.ts";
 import { trackShutdown } from "./_asgi/shutdowns.ts";
 import { checkTls } from "./_asgi/tls.ts";
 import {
@@ -166,6 +167,13 @@ const DEFAULT_KEEP_ALIVE_TIMEOUT = 5_000;
 const MIN_KEEP_ALIVE_TIMEOUT = 1_000;
 
 function resolveApp(app: AsgiApplication | { asgi: AsgiApplication }): AsgiApplication {
+  const instead = fetchHandlerMark(app);
+  if (instead !== undefined) {
+    throw new TypeError(
+      `Invalid application: a Fetch handler (request, info), not an ASGI application (scope, ` +
+        `receive, send); pass ${instead}`,
+    );
+  }
   if (typeof app === "function") return app;
   if (typeof app === "object" && app !== null && typeof app.asgi === "function") {
     return app.asgi.bind(app);
@@ -378,14 +386,14 @@ export function createFetchHandler(
     return textResponse(method, 503, "Service Unavailable");
   };
   return {
-    fetch(request: Request, info?: FetchInfo): Promise<Response> {
+    fetch: markFetchHandler(function fetch(request: Request, info?: FetchInfo): Promise<Response> {
       if (closing) return Promise.resolve(textResponse(request.method, 503, "Service Unavailable"));
       if (lifespan.ready) return Promise.resolve(handleFetch(core, request, info, null));
       return lifespan.startup().then(
         () => handleFetch(core, request, info, null),
         (error) => unavailable(request.method, error),
       );
-    },
+    }, "the ASGI application given to createFetchHandler()"),
     startup: () => lifespan.startup(),
     shutdown: () => {
       closing = true;

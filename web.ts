@@ -120,6 +120,7 @@ import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
 import { countOption, seconds, secondsOption } from "./_web/options.ts";
 import { describe, errorText } from "./_common/describe.ts";
+import { markFetchHandler } from "./_common/fetch_mark.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
 import { guardLogger } from "./_common/logger.ts";
 import { shutdownsDone } from "./_asgi/shutdowns.ts";
@@ -1012,7 +1013,7 @@ export class App<A extends object = Record<never, never>> {
    * @returns The response.
    */
   readonly fetch: (request: globalThis.Request, info?: FetchInfo) => Promise<globalThis.Response> =
-    (request, info) => {
+    markFetchHandler((request, info) => {
       if (info !== undefined) {
         if (!this.#signalsWatched) this.#watchSignals();
         if (this.#handleSignals) this.#track(info);
@@ -1021,7 +1022,7 @@ export class App<A extends object = Record<never, never>> {
         ...this.#fetchOptions,
         logger: this.#log,
       })).fetch(request, info);
-    };
+    }, "the App itself (serve(app)) or app.asgi");
 
   #lifespan: Lifespan<A> | undefined;
   #fetchOptions: AppFetchOptions | undefined;
@@ -1197,12 +1198,14 @@ export class App<A extends object = Record<never, never>> {
       if (this.#closing) return denySocket(receive, send, 503);
       return handleSocket(this.#self, scope, match!.context, route, receive, send, this.#host);
     }
-    return Promise.reject(
-      new TypeError(
-        `Cannot serve a ${describe((scope as { type?: unknown }).type)} scope: an App serves ` +
-          `"http", "websocket" and "lifespan" scopes`,
-      ),
-    );
+    // Deno.serve(app.asgi) calls it with a Fetch Request: say which handler that server takes.
+    const message = typeof globalThis.Request === "function" &&
+        (scope as unknown) instanceof globalThis.Request
+      ? `Cannot serve a Fetch Request: app.asgi is an ASGI application (scope, receive, send); ` +
+        `pass app.fetch to Deno.serve, or the App itself to serve()`
+      : `Cannot serve a ${describe((scope as { type?: unknown }).type)} scope: an App serves ` +
+        `"http", "websocket" and "lifespan" scopes`;
+    return Promise.reject(new TypeError(message));
   }
 
   #http(scope: HttpScope, receive: Receive, send: Send): Promise<void> {
