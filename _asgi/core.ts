@@ -38,7 +38,31 @@ import { unquote } from "./percent.ts";
 import { describe, errorText } from "../_common/describe.ts";
 import { logQuoted, logText } from "../_common/log_text.ts";
 
-/** A `send()` call broke the ASGI protocol. */
+/**
+ * A `send()` call broke the ASGI protocol: the application's mistake, raised by that `send()`,
+ * with the message it sent and the fix in its text. If the application lets it escape, the
+ * request ends as for any exception (a 500 when nothing was sent yet) and it is logged.
+ *
+ * @example A body sent before the response's start
+ * ```ts
+ * import { AsgiProtocolError, createFetchHandler } from "@stellarator/stellarator/asgi";
+ * import { assertEquals, assertInstanceOf } from "@std/assert";
+ *
+ * let raised: unknown;
+ * const handler = createFetchHandler(async (scope, _receive, send) => {
+ *   if (scope.type !== "http") return;
+ *   try {
+ *     await send({ type: "http.response.body", body: new Uint8Array() });
+ *   } catch (error) {
+ *     raised = error;
+ *     throw error;
+ *   }
+ * }, { lifespan: "off", logger: { error() {}, warn() {}, info() {} } });
+ * const response = await handler.fetch(new Request("http://localhost/"));
+ * assertEquals(response.status, 500);
+ * assertInstanceOf(raised, AsgiProtocolError);
+ * ```
+ */
 export class AsgiProtocolError extends Error {
   /**
    * Creates the error.
@@ -87,7 +111,21 @@ export class ResponseCutOffError extends Error {
   }
 }
 
-/** Lifespan startup or shutdown failed: the application said so, or raised with lifespan `"on"`. */
+/**
+ * Lifespan startup or shutdown failed: the application said so, or raised with lifespan `"on"`.
+ * `serve()`'s `addr` and `finished` reject with it when startup fails; `phase` says which.
+ *
+ * @example Telling a failed startup from a port that is taken
+ * ```ts
+ * import { LifespanError } from "@stellarator/stellarator/asgi";
+ *
+ * function explain(error: unknown): string {
+ *   if (error instanceof LifespanError) return `lifespan ${error.phase} failed: ${error.message}`;
+ *   return `could not serve: ${error}`;
+ * }
+ * console.assert(explain(new LifespanError("startup", "no database")).startsWith("lifespan"));
+ * ```
+ */
 export class LifespanError extends Error {
   /** The phase that failed. */
   readonly phase: "startup" | "shutdown";

@@ -47,6 +47,23 @@ import { logQuoted } from "../_common/log_text.ts";
  * `send()` was called on a WebSocket whose client has gone (ASGI spec 2.4: a server-specific
  * error, like uvicorn's `ClientDisconnected`). The bridge does not log it when the application
  * lets it escape.
+ *
+ * @example A broadcast that drops the sockets whose clients left
+ * ```ts
+ * import { ClientDisconnected, type Send } from "@stellarator/stellarator/asgi";
+ *
+ * async function broadcast(sockets: Set<Send>, text: string): Promise<void> {
+ *   for (const send of sockets) {
+ *     try {
+ *       await send({ type: "websocket.send", text, bytes: null });
+ *     } catch (error) {
+ *       if (!(error instanceof ClientDisconnected)) throw error;
+ *       sockets.delete(send);
+ *     }
+ *   }
+ * }
+ * await broadcast(new Set(), "hello");
+ * ```
  */
 export class ClientDisconnected extends Error {
   /** The close code the connection ended with. */

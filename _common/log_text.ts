@@ -11,20 +11,7 @@
  * `logText` or `logQuoted` wherever a log line or a logged error message quotes it. Values handed
  * to the application (`scope`, `request.path`) stay as received.
  *
- * The rules, the one place they are written down:
- *
- * - Text made of printable characters only, and no longer than `LOG_TEXT_MAX` (256) UTF-16 code
- *   units, is written as it is: an ordinary path reads as it always did.
- * - C0 controls, DEL and C1 controls are escaped: `\n`, `\r`, `\t` by name, the others as `\xHH`
- *   (`\x1b`, `\x7f`, `\x85`). U+2028 and U+2029 (line breaks to some viewers), the bidi
- *   controls (U+200E, U+200F, U+202A–U+202E, U+2066–U+2069, which reorder what a terminal shows)
- *   and lone surrogate halves (printed as U+FFFD, hiding which) are escaped as `\uHHHH`.
- * - `"` and `\` are escaped (`\"`, `\\`), so a quoted value ends where it seems to, and `\n` in
- *   a line was a newline, never a backslash and an `n`.
- * - Longer text is cut once its rendering reaches `LOG_TEXT_MAX` characters (never inside an
- *   escape or a surrogate pair), and marked with `…` and the length the client sent:
- *   `/aaaa…[8001 chars]`, or for a quoted value `"GET /aaaa…" [8001 chars]`, the marker outside
- *   the quotes so that a client cannot forge it.
+ * The rules are written down once, in `logText`'s documentation (which `deno doc` shows).
  *
  * @module
  */
@@ -51,7 +38,20 @@ const UNSAFE =
   /[\u0000-\u001f\u007f-\u009f"\\\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
- * `text` rendered for a log line by the rules of this module, without quotes.
+ * `text` rendered for a log line, without quotes. The rules (for `logQuoted` too):
+ *
+ * - Text made of printable characters only, and no longer than `LOG_TEXT_MAX` (256) UTF-16 code
+ *   units, is written as it is: an ordinary path reads as it always did.
+ * - C0 controls, DEL and C1 controls are escaped: `\n`, `\r`, `\t` by name, the others as `\xHH`
+ *   (`\x1b`, `\x7f`, `\x85`). U+2028 and U+2029 (line breaks to some viewers), the bidi
+ *   controls (U+200E, U+200F, U+202A–U+202E, U+2066–U+2069, which reorder what a terminal shows)
+ *   and lone surrogate halves (printed as U+FFFD, hiding which) are escaped as `\uHHHH`.
+ * - `"` and `\` are escaped (`\"`, `\\`), so a quoted value ends where it seems to, and `\n` in
+ *   a line was a newline, never a backslash and an `n`.
+ * - Longer text is cut once its rendering reaches `LOG_TEXT_MAX` characters (never inside an
+ *   escape or a surrogate pair), and marked with `…` and the length the client sent:
+ *   `/aaaa…[8001 chars]`, or for a quoted value `"GET /aaaa…" [8001 chars]`, the marker outside
+ *   the quotes so that a client cannot forge it.
  *
  * @example An access log line that a client cannot split or colour
  * ```ts
@@ -76,7 +76,8 @@ export function logText(text: string, max: number = LOG_TEXT_MAX): string {
 }
 
 /**
- * `text` in double quotes for a log line, by the rules of this module.
+ * `text` in double quotes for a log line, by the rules of {@linkcode logText}; a cut's marker
+ * goes outside the quotes.
  *
  * @example A request named in a log line
  * ```ts
