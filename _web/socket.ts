@@ -488,6 +488,8 @@ export class WebSocketRequest<App = unknown> {
         if (this.#state === CLOSING) this.#state = state;
         throw error;
       }
+      // The read-ahead may have stopped with the handler's unread messages: read on to the end.
+      this.#pull();
     }
     if (!wasOpen) {
       this.#startTasks();
@@ -635,9 +637,13 @@ export class WebSocketRequest<App = unknown> {
    * reads (it only pushes) missed the close of a client that had sent it one message.
    */
   #pull(): void {
+    if (this.#pulling || this.#state === CLOSED) return;
+    // Once the handler has closed, the end of the closing handshake must come through, behind
+    // whatever the bridge still holds: that is bounded already (no message is taken after the
+    // close). Held to the read-ahead, a socket closed with 16 messages unread never saw its end.
     if (
-      this.#pulling || this.#state === CLOSED || this.#buffered.length >= READ_AHEAD_MESSAGES ||
-      this.#bufferedSize >= READ_AHEAD_SIZE
+      this.#state !== CLOSING &&
+      (this.#buffered.length >= READ_AHEAD_MESSAGES || this.#bufferedSize >= READ_AHEAD_SIZE)
     ) {
       return;
     }

@@ -447,6 +447,63 @@ Deno.test("WebSocketRequest.signal aborts when a client that sent unread message
   assertEquals(await within(stopped.promise, 2000, "the handler to see the close"), 4001);
 });
 
+/** A client frame (masked with a zero key) of up to 125 bytes. */
+function clientFrame(opcode: number, text: string): Uint8Array {
+  const payload = new TextEncoder().encode(text);
+  const frame = new Uint8Array(6 + payload.length);
+  frame[0] = 0x80 | opcode;
+  frame[1] = 0x80 | payload.length;
+  frame.set(payload, 6);
+  return frame;
+}
+
+for (const transport of ["deno", "node"] as const) {
+  // Regression (WebSocket abuse probe, 2026-11-29): with its read-ahead full (16 messages the
+  // handler had not read), a socket the handler closed read nothing more, so the end of the
+  // closing handshake never reached it: `signal` never aborted, `closed` stayed undefined for
+  // good, and the App's shutdown waited its whole grace period for the socket.
+  Deno.test(`WebSocketRequest.close() [${transport}] with the read-ahead full still sees the socket end`, async () => {
+    const full = Promise.withResolvers<void>();
+    const ended = Promise.withResolvers<unknown>();
+    const closer: SocketHandler = async (socket) => {
+      await socket.accept();
+      await full.promise;
+      await socket.close(4000, "done");
+      if (!socket.signal.aborted) {
+        await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+      }
+      ended.resolve(socket.closed);
+    };
+    const logger = new Logs();
+    const app = new App({
+      router: new AsgiRouter<Handler>({ routes: [socketRoute("/closer", closer)] }),
+      logger,
+    });
+    await using server = serve(app, { port: 0, onListen() {}, logger, transport });
+    const client = await RawSocket.open((await server.addr).port, "/closer");
+    try {
+      const unread = [];
+      for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+      // The pong says the server has read the messages before the ping.
+      await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
+      assertEquals((await client.frame())?.opcode, 0xa);
+      full.resolve();
+      const close = await client.frame();
+      assertEquals(close?.opcode, 0x8);
+      assertEquals(new TextDecoder().decode(close?.payload.subarray(2)), "done");
+      await client.writeClose(4000);
+      assert(await client.ended(2000), "the server ends the connection");
+      client.close();
+      assertEquals(await within(ended.promise, 2000, "the handler to see the end"), {
+        code: 4000,
+        reason: "done",
+      });
+    } finally {
+      client.close();
+    }
+  });
+}
+
 // Regression (review, 2026-11-25): while the App shut down, HTTP requests got 503 but a new
 // handshake was accepted, got no 1012 and was dropped with the process.
 Deno.test("App denies handshakes with 503 while it shuts down", async () => {
