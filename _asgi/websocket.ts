@@ -508,6 +508,7 @@ export abstract class WebSocketCycle {
     this.core = core;
     this.scope = scope;
     this.maxMessageSize = socketsOf(core).maxMessageSize;
+    cyclesByReceive.set(this.receive, this);
   }
 
   /** Completes the handshake (101) with the chosen subprotocol and extra headers. */
@@ -1011,6 +1012,19 @@ export abstract class WebSocketCycle {
     this.#finished = true;
     socketsOf(this.core).remove(this);
   }
+}
+
+/** Each cycle by its `receive` callable, for `connectionEnded`. */
+const cyclesByReceive = new WeakMap<() => Promise<ReceiveMessage>, WebSocketCycle>();
+
+/**
+ * Resolves once the connection of the socket whose ASGI `receive` callable this is has ended
+ * (its `websocket.disconnect` is due, behind the messages the application has not received);
+ * `undefined` for a callable the bridge did not make. For the web layer, which reads a bounded
+ * number of messages ahead of its handler and must still see a socket end behind more.
+ */
+export function connectionEnded(receive: unknown): Promise<void> | undefined {
+  return cyclesByReceive.get(receive as () => Promise<ReceiveMessage>)?.ended;
 }
 
 /** A send waiting for the transport to take its message (see `WebSocketCycle.#watchTaken`). */

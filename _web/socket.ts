@@ -33,7 +33,7 @@ import { describe } from "../_common/describe.ts";
 import { logQuoted } from "../_common/log_text.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { checkedField, headerPairs } from "./response.ts";
-import { closeArguments, HANDSHAKE_FIELDS } from "../_asgi/websocket.ts";
+import { closeArguments, connectionEnded, HANDSHAKE_FIELDS } from "../_asgi/websocket.ts";
 import { seconds } from "./options.ts";
 
 /** Where socket handlers' failures are logged; the App's logger fits. */
@@ -211,8 +211,9 @@ let closeSocket: (socket: WebSocketRequest<unknown>) => Promise<void>;
  *
  * Messages from the client are read ahead of the handler (up to 16 messages or about 64 KiB), so a
  * close is noticed (and `signal` aborts) even while the handler only sends; what the handler does
- * not read beyond that waits in the transport (see docs/asgi.md, "WebSocket", on back-pressure),
- * and a send to a client that is gone closes the socket all the same (the send is dropped).
+ * not read beyond that waits in the transport (see docs/asgi.md, "WebSocket", on back-pressure)
+ * until the connection ends: the socket then reads on to its end, so `signal` aborts however many
+ * messages the handler left unread.
  *
  * @typeParam App The App, e.g. `App<{ rooms: Map<string, Set<WebSocketRequest>> }>`.
  *
@@ -277,6 +278,13 @@ export class WebSocketRequest<App = unknown> {
   #cancel: AbortController | undefined;
   /** Messages dropped since the socket closed. */
   #dropped = 0;
+  /**
+   * The bridge says the connection has ended: `#pull` reads on past the read-ahead's bound, to
+   * the disconnect behind the handler's unread messages. Without it, 16 messages unread hid the
+   * end of the socket for good when the server closed it (the handler's `close()`, shutdown):
+   * `signal` never aborted, and the shutdown waited its whole time limit for the handler.
+   */
+  #connectionEnded = false;
   /** `close()` answered the handshake: the client got 403. */
   #denied = false;
   #ended = Promise.withResolvers<void>();
@@ -297,6 +305,11 @@ export class WebSocketRequest<App = unknown> {
     this.#receive = receive;
     this.#send = send;
     this.#host = host;
+    void connectionEnded(receive)?.then(() => {
+      this.#connectionEnded = true;
+      // Before the answer the handshake's own paths see a client that left.
+      if (this.#answered) this.#pull();
+    });
   }
 
   /** The request path, percent-decoded (`scope.path`). */
@@ -488,8 +501,6 @@ export class WebSocketRequest<App = unknown> {
         if (this.#state === CLOSING) this.#state = state;
         throw error;
       }
-      // The read-ahead may have stopped with the handler's unread messages: read on to the end.
-      this.#pull();
     }
     if (!wasOpen) {
       this.#startTasks();
@@ -638,11 +649,11 @@ export class WebSocketRequest<App = unknown> {
    */
   #pull(): void {
     if (this.#pulling || this.#state === CLOSED) return;
-    // Once the handler has closed, the end of the closing handshake must come through, behind
-    // whatever the bridge still holds: that is bounded already (no message is taken after the
-    // close). Held to the read-ahead, a socket closed with 16 messages unread never saw its end.
+    // Once the connection has ended, the bridge takes no more messages: reading on to its
+    // disconnect costs nothing more, and without it a socket with the read-ahead full never
+    // saw its end (see `#connectionEnded`).
     if (
-      this.#state !== CLOSING &&
+      !this.#connectionEnded &&
       (this.#buffered.length >= READ_AHEAD_MESSAGES || this.#bufferedSize >= READ_AHEAD_SIZE)
     ) {
       return;

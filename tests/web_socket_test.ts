@@ -502,7 +502,117 @@ for (const transport of ["deno", "node"] as const) {
       client.close();
     }
   });
+
+  // Regression (WebSocket abuse probe, 2026-11-29): under serve(app) the server closes its sockets
+  // with 1012 first; a handler waiting for its signal with 16 messages unread never saw that end,
+  // and held the shutdown for its whole shutdownTimeout (3 s here, then cut).
+  Deno.test(`App [${transport}] under serve() shuts down a socket with the read-ahead full at once`, async () => {
+    const full = Promise.withResolvers<void>();
+    const ended = Promise.withResolvers<unknown>();
+    const idle: SocketHandler = async (socket) => {
+      await socket.accept();
+      full.resolve();
+      if (!socket.signal.aborted) {
+        await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+      }
+      ended.resolve(socket.closed);
+    };
+    const logger = new Logs();
+    const app = new App({
+      router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
+      logger,
+    });
+    const server = serve(app, { port: 0, onListen() {}, logger, transport, shutdownTimeout: 3000 });
+    const client = await RawSocket.open((await server.addr).port, "/idle");
+    try {
+      await full.promise;
+      const unread = [];
+      for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+      await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
+      assertEquals((await client.frame())?.opcode, 0xa);
+      const started = performance.now();
+      const stopped = server.shutdown();
+      assertEquals((await client.frame())?.opcode, 0x8);
+      await client.writeClose(1012);
+      assert(await client.ended(2000), "the server ends the connection");
+      client.close();
+      await stopped;
+      const took = performance.now() - started;
+      assert(took < 2000, `shutdown took ${Math.round(took)} ms`);
+      assertEquals(await ended.promise, { code: 1012, reason: "Service restart" });
+      assertEquals(logger.lines("warn"), []);
+    } finally {
+      client.close();
+      await server.shutdown();
+    }
+  });
 }
+
+// The same mechanism (WebSocket abuse probe, 2026-11-29): a client that sent more than the
+// read-ahead and left was noticed only at the handler's next send; now when its connection ends.
+Deno.test("WebSocketRequest.signal aborts when a client that sent more than the read-ahead leaves", async () => {
+  const ended = Promise.withResolvers<unknown>();
+  const idle: SocketHandler = async (socket) => {
+    await socket.accept();
+    if (!socket.signal.aborted) {
+      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+    }
+    ended.resolve([socket.closed, (await socket.receive()) === "unread 0"]);
+  };
+  await using served = await serveApp([socketRoute("/idle", idle)]);
+  const client = await RawSocket.open(served.port, "/idle");
+  const unread = [];
+  for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+  await client.write(new Uint8Array(unread));
+  client.close();
+  assertEquals(await within(ended.promise, 2000, "the handler to see the end"), [
+    { code: 1006, reason: "" },
+    true,
+  ]);
+});
+
+// Regression (WebSocket abuse probe, 2026-11-29): the same at the App's shutdown, whose 1012 went
+// out but whose wait for the socket's end lasted the whole grace period (under a fetch handler;
+// under serve(app) see docs/web.md, WebSocket routes).
+Deno.test("App shutdown closes a socket with the read-ahead full without waiting its grace period", async () => {
+  const full = Promise.withResolvers<void>();
+  const ended = Promise.withResolvers<unknown>();
+  const idle: SocketHandler = async (socket) => {
+    await socket.accept();
+    full.resolve();
+    if (!socket.signal.aborted) {
+      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+    }
+    ended.resolve(socket.closed);
+  };
+  const logger = new Logs();
+  const app = new App({
+    router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
+    logger,
+    shutdownGracePeriod: 10,
+  });
+  const handler = createFetchHandler(app, { logger });
+  const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
+  const client = await RawSocket.open(httpServer.addr.port, "/idle");
+  try {
+    await full.promise;
+    const unread = [];
+    for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+    await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
+    assertEquals((await client.frame())?.opcode, 0xa);
+    const stopped = handler.shutdown();
+    assertEquals((await client.frame())?.opcode, 0x8);
+    await client.writeClose(1012);
+    assert(await client.ended(2000), "the server ends the connection");
+    client.close();
+    await within(stopped, 5000, "the shutdown");
+    assertEquals(await ended.promise, { code: 1012, reason: "Service restart" });
+    assertEquals(logger.lines("warn"), []);
+  } finally {
+    client.close();
+    await httpServer.shutdown();
+  }
+});
 
 // Regression (review, 2026-11-25): while the App shut down, HTTP requests got 503 but a new
 // handshake was accepted, got no 1012 and was dropped with the process.
