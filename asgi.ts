@@ -48,13 +48,9 @@ import { describe, errorText } from "./_common/describe.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
 import { guardLogger } from "./_common/logger.ts";
 import { MAX_TIMER_MS } from "./_common/timers.ts";
-import {
-  type ConnectionLimits,
-  Core,
-  LifespanError,
-  type Listener,
-  withResolvers,
-} from "./_asgi/core.ts";
+import { type ConnectionLimits, Core, type Listener } from "./_asgi/core.ts";
+import { LifespanError } from "./_asgi/errors.ts";
+import { withResolvers } from "./_asgi/promises.ts";
 import { handleFetch, listenDeno, textResponse } from "./_asgi/deno_transport.ts";
 import { forwardedApp } from "./_asgi/proxy_headers.ts";
 import { fetchHandlerMark, markFetchHandler } from "./_common/fetch_mark.ts";
@@ -110,7 +106,7 @@ export type {
   WebSocketSendMessage,
 } from "./_asgi/types.ts";
 
-export { AsgiProtocolError, LifespanError, ResponseCutOffError } from "./_asgi/core.ts";
+export { AsgiProtocolError, LifespanError, ResponseCutOffError } from "./_asgi/errors.ts";
 export { ClientDisconnected } from "./_asgi/websocket.ts";
 export { LOG_TEXT_MAX, logQuoted, logText } from "./_common/log_text.ts";
 

@@ -114,3 +114,6 @@ export function latin1Text(bytes: Uint8Array): string {
   }
   return text;
 }
+
+/** A zero-length array; safe to share because it holds nothing to mutate. */
+export const EMPTY: Uint8Array = new Uint8Array(0);

@@ -6,19 +6,10 @@
  * @module
  */
 import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
-import {
-  AsgiProtocolError,
-  authorityEnd,
-  type Core,
-  drainTiming,
-  hasToken,
-  HttpCycle,
-  httpScope,
-  isChunkedOnly,
-  isNullBodyStatus,
-  type Listener,
-  parseContentLength,
-} from "./core.ts";
+import { type Core, drainTiming, HttpCycle, type Listener } from "./core.ts";
+import { AsgiProtocolError } from "./errors.ts";
+import { hasToken, isChunkedOnly, isNullBodyStatus, parseContentLength } from "./fields.ts";
+import { authorityEnd, httpScope } from "./scope.ts";
 import { serveWebSocket } from "./deno_websocket.ts";
 import { describe, errorText } from "../_common/describe.ts";
 import { closeWebSockets, isUpgrade } from "./websocket.ts";

@@ -12,21 +12,11 @@ import { createServer as createTlsServer } from "node:https";
 import { type AddressInfo, connect, Server as NetServer, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { HttpScope } from "./types.ts";
-import {
-  type ConnectionLimits,
-  type Core,
-  drainTiming,
-  EMPTY,
-  hasToken,
-  HttpCycle,
-  httpScope,
-  isChunkedOnly,
-  type Listener,
-  originForm,
-  parseContentLength,
-  withResolvers,
-} from "./core.ts";
-import { copyBytes } from "./bytes.ts";
+import { type ConnectionLimits, type Core, drainTiming, HttpCycle, type Listener } from "./core.ts";
+import { hasToken, isChunkedOnly, parseContentLength } from "./fields.ts";
+import { withResolvers } from "./promises.ts";
+import { httpScope, originForm } from "./scope.ts";
+import { copyBytes, EMPTY } from "./bytes.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
 import {
   isWebSocketUpgrade,

@@ -8,7 +8,8 @@
  */
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { type Core, originForm } from "./core.ts";
+import type { Core } from "./core.ts";
+import { originForm } from "./scope.ts";
 import {
   checkHandshake,
   ClientDisconnected,

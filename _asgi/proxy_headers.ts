@@ -15,7 +15,7 @@
 import { describe } from "../_common/describe.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { latin1Text } from "./bytes.ts";
-import { trimOws } from "./core.ts";
+import { trimOws } from "./fields.ts";
 import type {
   AsgiApplication,
   HttpScope,

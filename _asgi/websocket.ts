@@ -22,23 +22,23 @@ import type {
   WebSocketScope,
   WebSocketSendMessage,
 } from "./types.ts";
+import { EMPTY } from "./bytes.ts";
+import type { Core } from "./core.ts";
+import { AsgiProtocolError } from "./errors.ts";
 import {
-  AsgiProtocolError,
   checkDeclaredLength,
   checkStatus,
-  type Core,
   declaredLength,
-  EMPTY,
   hasToken,
   headerName,
   headerValue,
   isNullBodyStatus,
   isToken,
   noContentHeaders,
-  type RequestHead,
   resetContentHeaders,
   trimOws,
-} from "./core.ts";
+} from "./fields.ts";
+import type { RequestHead } from "./scope.ts";
 import { unquote } from "./percent.ts";
 import { describe } from "../_common/describe.ts";
 import { logQuoted } from "../_common/log_text.ts";

@@ -51,7 +51,7 @@ import type {
   SendMessage,
 } from "../_asgi/types.ts";
 import { ResponseCutOffError } from "../asgi.ts";
-import { ACCEPTED } from "../_asgi/core.ts";
+import { ACCEPTED } from "../_asgi/promises.ts";
 import {
   type BackgroundRunner,
   failure,

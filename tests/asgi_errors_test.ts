@@ -12,7 +12,7 @@ import {
   assertThrows,
 } from "@std/assert";
 import { AsgiProtocolError, createFetchHandler } from "../asgi.ts";
-import { declaredLength, headerName } from "../_asgi/core.ts";
+import { declaredLength, headerName } from "../_asgi/fields.ts";
 import { unofferedSubprotocol } from "../_asgi/websocket.ts";
 
 const encoder = new TextEncoder();
