@@ -845,13 +845,11 @@ export function handleFetch(
     // CONNECT asks for a tunnel, which ASGI has no way to serve, and Fetch's URL loses its
     // authority-form target: "CONNECT example.com:443" reached the application as path "/", and
     // its 200 told the client a tunnel was open (Deno then held the connection as one).
-    // Under Deno.serve the connection must close after it (see closingResponse); a Fetch caller
-    // (createFetchHandler) has no connection to close, and reads the text whole.
-    if (method === "CONNECT") {
-      return denoServes
-        ? closingResponse(501, "Not Implemented")
-        : textResponse(method, 501, "Not Implemented", true);
-    }
+    // The connection must close after it (see closingResponse), under createFetchHandler too:
+    // a CONNECT comes from a server only (Fetch's Request refuses the method), and the handler
+    // is meant for Deno.serve(handler.fetch), where a plain 501 let the bytes after the head
+    // reach the application (review of 9c10a2c).
+    if (method === "CONNECT") return closingResponse(501, "Not Implemented");
   }
   const url = request.url;
   // forEach with a shared callback costs half what for...of does (no iterator, no entry arrays).
