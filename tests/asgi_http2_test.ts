@@ -330,3 +330,28 @@ Deno.test("serve() [deno] over HTTP/2 resets the stream of an upload the applica
     });
   }
 });
+
+// Review of 9c10a2c (2026-11-29): the 501 to a CONNECT became a body that fails, so that Deno
+// closes an HTTP/1.1 connection after it; over HTTP/2 the failure reset the stream at once, and
+// the reset went out alone: no 501, no text, RST_STREAM INTERNAL_ERROR. Deno tells the bridge
+// neither the version nor, for a CONNECT, anything that differs from an HTTP/1.1 one without a
+// Host, so the 501 goes out first and the reset follows (over TLS with ALPN h2 alike).
+Deno.test("serve() [deno] over HTTP/2 answers 501 to CONNECT before it resets the stream", async () => {
+  const { served, scopes } = await recording();
+  await using _ = served;
+  const client = await H2cClient.connect(served.port);
+  try {
+    const connect = await client.request(
+      [[":method", "CONNECT"], [":authority", "example.com:443"]],
+      false,
+    );
+    assertEquals(await client.status(connect, 2000), 501);
+    const data = await client.frame(connect, 0x0);
+    assertEquals(new TextDecoder().decode(data?.payload), "Not Implemented");
+    // Only the stream ends: the connection serves on.
+    assertEquals(await client.status(await client.request(get("a.example"))), 200);
+    assertEquals(scopes.length, 1);
+  } finally {
+    await client.close();
+  }
+});
