@@ -447,6 +447,21 @@ Deno.test("WebSocketRequest.signal aborts when a client that sent unread message
   assertEquals(await within(stopped.promise, 2000, "the handler to see the close"), 4001);
 });
 
+/** `count` text frames from the client, `unread 0`, `unread 1`…, more than the read-ahead holds. */
+function unreadFrames(count: number): Uint8Array {
+  const frames: number[] = [];
+  for (let i = 0; i < count; i++) frames.push(...clientFrame(0x1, `unread ${i}`));
+  return new Uint8Array(frames);
+}
+
+/** Resolves once `signal` has aborted (at once if it has). */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) =>
+    signal.addEventListener("abort", () => resolve(), { once: true })
+  );
+}
+
 /** A client frame (masked with a zero key) of up to 125 bytes. */
 function clientFrame(opcode: number, text: string): Uint8Array {
   const payload = new TextEncoder().encode(text);
@@ -469,9 +484,7 @@ for (const transport of ["deno", "node"] as const) {
       await socket.accept();
       await full.promise;
       await socket.close(4000, "done");
-      if (!socket.signal.aborted) {
-        await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
-      }
+      await aborted(socket.signal);
       ended.resolve(socket.closed);
     };
     const logger = new Logs();
@@ -482,8 +495,7 @@ for (const transport of ["deno", "node"] as const) {
     await using server = serve(app, { port: 0, onListen() {}, logger, transport });
     const client = await RawSocket.open((await server.addr).port, "/closer");
     try {
-      const unread = [];
-      for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+      const unread = unreadFrames(20);
       // The pong says the server has read the messages before the ping.
       await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
       assertEquals((await client.frame())?.opcode, 0xa);
@@ -512,9 +524,7 @@ for (const transport of ["deno", "node"] as const) {
     const idle: SocketHandler = async (socket) => {
       await socket.accept();
       full.resolve();
-      if (!socket.signal.aborted) {
-        await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
-      }
+      await aborted(socket.signal);
       ended.resolve(socket.closed);
     };
     const logger = new Logs();
@@ -526,8 +536,7 @@ for (const transport of ["deno", "node"] as const) {
     const client = await RawSocket.open((await server.addr).port, "/idle");
     try {
       await full.promise;
-      const unread = [];
-      for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+      const unread = unreadFrames(20);
       await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
       assertEquals((await client.frame())?.opcode, 0xa);
       const started = performance.now();
@@ -554,16 +563,13 @@ Deno.test("WebSocketRequest.signal aborts when a client that sent more than the 
   const ended = Promise.withResolvers<unknown>();
   const idle: SocketHandler = async (socket) => {
     await socket.accept();
-    if (!socket.signal.aborted) {
-      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
-    }
+    await aborted(socket.signal);
     ended.resolve([socket.closed, (await socket.receive()) === "unread 0"]);
   };
   await using served = await serveApp([socketRoute("/idle", idle)]);
   const client = await RawSocket.open(served.port, "/idle");
-  const unread = [];
-  for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
-  await client.write(new Uint8Array(unread));
+  const unread = unreadFrames(20);
+  await client.write(unread);
   client.close();
   assertEquals(await within(ended.promise, 2000, "the handler to see the end"), [
     { code: 1006, reason: "" },
@@ -580,9 +586,7 @@ Deno.test("App shutdown closes a socket with the read-ahead full without waiting
   const idle: SocketHandler = async (socket) => {
     await socket.accept();
     full.resolve();
-    if (!socket.signal.aborted) {
-      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
-    }
+    await aborted(socket.signal);
     ended.resolve(socket.closed);
   };
   const logger = new Logs();
@@ -596,8 +600,7 @@ Deno.test("App shutdown closes a socket with the read-ahead full without waiting
   const client = await RawSocket.open(httpServer.addr.port, "/idle");
   try {
     await full.promise;
-    const unread = [];
-    for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+    const unread = unreadFrames(20);
     await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
     assertEquals((await client.frame())?.opcode, 0xa);
     const stopped = handler.shutdown();
