@@ -279,12 +279,15 @@ export class WebSocketRequest<App = unknown> {
   /** Messages dropped since the socket closed. */
   #dropped = 0;
   /**
-   * The bridge says the connection has ended: `#pull` reads on past the read-ahead's bound, to
-   * the disconnect behind the handler's unread messages. Without it, 16 messages unread hid the
-   * end of the socket for good when the server closed it (the handler's `close()`, shutdown):
-   * `signal` never aborted, and the shutdown waited its whole time limit for the handler.
+   * `#pull` reads on past the read-ahead's bound, to the disconnect behind the handler's unread
+   * messages: the bridge says the connection has ended, or this side has sent its close (the
+   * handler's `close()`, the App's shutdown), after which the bridge takes no message. Without
+   * it, 16 messages unread hid the end of the socket for good when the server closed it:
+   * `signal` never aborted, and the shutdown waited its whole time limit for the handler. The
+   * close is its own reason because `connectionEnded()` knows only the bridge's own `receive`,
+   * not one that ASGI middleware wraps (review of 2026-11-29).
    */
-  #connectionEnded = false;
+  #readToEnd = false;
   /** `close()` answered the handshake: the client got 403. */
   #denied = false;
   #ended = Promise.withResolvers<void>();
@@ -306,7 +309,7 @@ export class WebSocketRequest<App = unknown> {
     this.#send = send;
     this.#host = host;
     void connectionEnded(receive)?.then(() => {
-      this.#connectionEnded = true;
+      this.#readToEnd = true;
       // Before the answer the handshake's own paths see a client that left.
       if (this.#answered) this.#pull();
     });
@@ -501,6 +504,8 @@ export class WebSocketRequest<App = unknown> {
         if (this.#state === CLOSING) this.#state = state;
         throw error;
       }
+      this.#readToEnd = true;
+      this.#pull();
     }
     if (!wasOpen) {
       this.#startTasks();
@@ -649,11 +654,11 @@ export class WebSocketRequest<App = unknown> {
    */
   #pull(): void {
     if (this.#pulling || this.#state === CLOSED) return;
-    // Once the connection has ended, the bridge takes no more messages: reading on to its
-    // disconnect costs nothing more, and without it a socket with the read-ahead full never
-    // saw its end (see `#connectionEnded`).
+    // Once the connection has ended, or this side has closed, the bridge takes no more
+    // messages: reading on to its disconnect costs nothing more, and without it a socket with
+    // the read-ahead full never saw its end (see `#readToEnd`).
     if (
-      !this.#connectionEnded &&
+      !this.#readToEnd &&
       (this.#buffered.length >= READ_AHEAD_MESSAGES || this.#bufferedSize >= READ_AHEAD_SIZE)
     ) {
       return;
@@ -813,6 +818,8 @@ export class WebSocketRequest<App = unknown> {
     if (this.#state === OPEN) {
       await this.#send({ type: "websocket.close", code: 1012, reason: "Service restart" })
         .catch(() => {});
+      this.#readToEnd = true;
+      this.#pull();
     }
     await this.#ended.promise;
   }

@@ -17,6 +17,7 @@ import {
   type WebHandler,
   type WebSocketRequest,
 } from "../web.ts";
+import type { AsgiApplication } from "../asgi.ts";
 import { RecordingLogger } from "./fixtures/asgi_harness.ts";
 import { rawRequest } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
@@ -515,6 +516,50 @@ for (const transport of ["deno", "node"] as const) {
     }
   });
 
+  // Regression (fresh-eyes review of 2026-11-29): the close() fix above had become one case of
+  // `connectionEnded(receive)`, which knows only the bridge's own `receive`. Behind ASGI middleware
+  // that wraps `receive`, a socket the handler closed with 16 messages unread again never saw the
+  // end of the closing handshake: `signal` never aborted, `closed` stayed undefined.
+  Deno.test(`WebSocketRequest.close() [${transport}] with the read-ahead full sees the socket end behind middleware that wraps receive`, async () => {
+    const full = Promise.withResolvers<void>();
+    const ended = Promise.withResolvers<unknown>();
+    const closer: SocketHandler = async (socket) => {
+      await socket.accept();
+      await full.promise;
+      await socket.close(4000, "done");
+      if (!socket.signal.aborted) {
+        await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+      }
+      ended.resolve(socket.closed);
+    };
+    const logger = new Logs();
+    const app = new App({
+      router: new AsgiRouter<Handler>({ routes: [socketRoute("/closer", closer)] }),
+      logger,
+    });
+    const wrapped: AsgiApplication = (scope, receive, send) =>
+      app.asgi(scope, () => receive(), send);
+    await using server = serve(wrapped, { port: 0, onListen() {}, logger, transport });
+    const client = await RawSocket.open((await server.addr).port, "/closer");
+    try {
+      const unread = [];
+      for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+      await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
+      assertEquals((await client.frame())?.opcode, 0xa);
+      full.resolve();
+      assertEquals((await client.frame())?.opcode, 0x8);
+      await client.writeClose(4000);
+      assert(await client.ended(2000), "the server ends the connection");
+      client.close();
+      assertEquals(await within(ended.promise, 2000, "the handler to see the end"), {
+        code: 4000,
+        reason: "done",
+      });
+    } finally {
+      client.close();
+    }
+  });
+
   // Regression (WebSocket abuse probe, 2026-11-29): under serve(app) the server closes its sockets
   // with 1012 first; a handler waiting for its signal with 16 messages unread never saw that end,
   // and held the shutdown for its whole shutdownTimeout (3 s here, then cut).
@@ -601,6 +646,50 @@ Deno.test("App shutdown closes a socket with the read-ahead full without waiting
   try {
     await full.promise;
     const unread = unreadFrames(20);
+    await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
+    assertEquals((await client.frame())?.opcode, 0xa);
+    const stopped = handler.shutdown();
+    assertEquals((await client.frame())?.opcode, 0x8);
+    await client.writeClose(1012);
+    assert(await client.ended(2000), "the server ends the connection");
+    client.close();
+    await within(stopped, 5000, "the shutdown");
+    assertEquals(await ended.promise, { code: 1012, reason: "Service restart" });
+    assertEquals(logger.lines("warn"), []);
+  } finally {
+    client.close();
+    await httpServer.shutdown();
+  }
+});
+
+// Regression (fresh-eyes review of 2026-11-29): the same behind ASGI middleware that wraps
+// `receive`, which `connectionEnded()` does not know: the App's 1012 went out, then its shutdown
+// waited for the socket its whole grace period and warned.
+Deno.test("App shutdown closes a socket with the read-ahead full without waiting its grace period behind middleware that wraps receive", async () => {
+  const full = Promise.withResolvers<void>();
+  const ended = Promise.withResolvers<unknown>();
+  const idle: SocketHandler = async (socket) => {
+    await socket.accept();
+    full.resolve();
+    if (!socket.signal.aborted) {
+      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
+    }
+    ended.resolve(socket.closed);
+  };
+  const logger = new Logs();
+  const app = new App({
+    router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
+    logger,
+    shutdownGracePeriod: 10,
+  });
+  const wrapped: AsgiApplication = (scope, receive, send) => app.asgi(scope, () => receive(), send);
+  const handler = createFetchHandler(wrapped, { logger });
+  const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
+  const client = await RawSocket.open(httpServer.addr.port, "/idle");
+  try {
+    await full.promise;
+    const unread = [];
+    for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
     await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
     assertEquals((await client.frame())?.opcode, 0xa);
     const stopped = handler.shutdown();
