@@ -527,9 +527,7 @@ for (const transport of ["deno", "node"] as const) {
       await socket.accept();
       await full.promise;
       await socket.close(4000, "done");
-      if (!socket.signal.aborted) {
-        await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
-      }
+      await aborted(socket.signal);
       ended.resolve(socket.closed);
     };
     const logger = new Logs();
@@ -542,8 +540,7 @@ for (const transport of ["deno", "node"] as const) {
     await using server = serve(wrapped, { port: 0, onListen() {}, logger, transport });
     const client = await RawSocket.open((await server.addr).port, "/closer");
     try {
-      const unread = [];
-      for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+      const unread = unreadFrames(20);
       await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
       assertEquals((await client.frame())?.opcode, 0xa);
       full.resolve();
@@ -671,9 +668,7 @@ Deno.test("App shutdown closes a socket with the read-ahead full without waiting
   const idle: SocketHandler = async (socket) => {
     await socket.accept();
     full.resolve();
-    if (!socket.signal.aborted) {
-      await new Promise((resolve) => socket.signal.addEventListener("abort", resolve));
-    }
+    await aborted(socket.signal);
     ended.resolve(socket.closed);
   };
   const logger = new Logs();
@@ -688,8 +683,7 @@ Deno.test("App shutdown closes a socket with the read-ahead full without waiting
   const client = await RawSocket.open(httpServer.addr.port, "/idle");
   try {
     await full.promise;
-    const unread = [];
-    for (let i = 0; i < 20; i++) unread.push(...clientFrame(0x1, `unread ${i}`));
+    const unread = unreadFrames(20);
     await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
     assertEquals((await client.frame())?.opcode, 0xa);
     const stopped = handler.shutdown();
