@@ -621,84 +621,54 @@ Deno.test("WebSocketRequest.signal aborts when a client that sent more than the 
 
 // Regression (WebSocket abuse probe, 2026-11-29): the same at the App's shutdown, whose 1012 went
 // out but whose wait for the socket's end lasted the whole grace period (under a fetch handler;
-// under serve(app) see docs/web.md, WebSocket routes).
-Deno.test("App shutdown closes a socket with the read-ahead full without waiting its grace period", async () => {
-  const full = Promise.withResolvers<void>();
-  const ended = Promise.withResolvers<unknown>();
-  const idle: SocketHandler = async (socket) => {
-    await socket.accept();
-    full.resolve();
-    await aborted(socket.signal);
-    ended.resolve(socket.closed);
-  };
-  const logger = new Logs();
-  const app = new App({
-    router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
-    logger,
-    shutdownGracePeriod: 10,
+// under serve(app) see docs/web.md, WebSocket routes). Regression (fresh-eyes review of
+// 2026-11-29): the same behind ASGI middleware that wraps `receive`, which `connectionEnded()`
+// does not know: the App's 1012 went out, then its shutdown waited its whole grace period and
+// warned.
+const SHUTDOWN_WRAPS: readonly [label: string, wrap: (app: App) => AsgiApplication][] = [
+  ["", (app) => app.asgi],
+  [
+    " behind middleware that wraps receive",
+    (app) => (scope, receive, send) => app.asgi(scope, () => receive(), send),
+  ],
+];
+for (const [label, wrap] of SHUTDOWN_WRAPS) {
+  Deno.test(`App shutdown closes a socket with the read-ahead full without waiting its grace period${label}`, async () => {
+    const full = Promise.withResolvers<void>();
+    const ended = Promise.withResolvers<unknown>();
+    const idle: SocketHandler = async (socket) => {
+      await socket.accept();
+      full.resolve();
+      await aborted(socket.signal);
+      ended.resolve(socket.closed);
+    };
+    const logger = new Logs();
+    const app = new App({
+      router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
+      logger,
+      shutdownGracePeriod: 10,
+    });
+    const handler = createFetchHandler(wrap(app), { logger });
+    const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
+    const client = await RawSocket.open(httpServer.addr.port, "/idle");
+    try {
+      await full.promise;
+      await client.write(new Uint8Array([...unreadFrames(20), ...clientFrame(0x9, "sync")]));
+      assertEquals((await client.frame())?.opcode, 0xa);
+      const stopped = handler.shutdown();
+      assertEquals((await client.frame())?.opcode, 0x8);
+      await client.writeClose(1012);
+      assert(await client.ended(2000), "the server ends the connection");
+      client.close();
+      await within(stopped, 5000, "the shutdown");
+      assertEquals(await ended.promise, { code: 1012, reason: "Service restart" });
+      assertEquals(logger.lines("warn"), []);
+    } finally {
+      client.close();
+      await httpServer.shutdown();
+    }
   });
-  const handler = createFetchHandler(app, { logger });
-  const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
-  const client = await RawSocket.open(httpServer.addr.port, "/idle");
-  try {
-    await full.promise;
-    const unread = unreadFrames(20);
-    await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
-    assertEquals((await client.frame())?.opcode, 0xa);
-    const stopped = handler.shutdown();
-    assertEquals((await client.frame())?.opcode, 0x8);
-    await client.writeClose(1012);
-    assert(await client.ended(2000), "the server ends the connection");
-    client.close();
-    await within(stopped, 5000, "the shutdown");
-    assertEquals(await ended.promise, { code: 1012, reason: "Service restart" });
-    assertEquals(logger.lines("warn"), []);
-  } finally {
-    client.close();
-    await httpServer.shutdown();
-  }
-});
-
-// Regression (fresh-eyes review of 2026-11-29): the same behind ASGI middleware that wraps
-// `receive`, which `connectionEnded()` does not know: the App's 1012 went out, then its shutdown
-// waited for the socket its whole grace period and warned.
-Deno.test("App shutdown closes a socket with the read-ahead full without waiting its grace period behind middleware that wraps receive", async () => {
-  const full = Promise.withResolvers<void>();
-  const ended = Promise.withResolvers<unknown>();
-  const idle: SocketHandler = async (socket) => {
-    await socket.accept();
-    full.resolve();
-    await aborted(socket.signal);
-    ended.resolve(socket.closed);
-  };
-  const logger = new Logs();
-  const app = new App({
-    router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
-    logger,
-    shutdownGracePeriod: 10,
-  });
-  const wrapped: AsgiApplication = (scope, receive, send) => app.asgi(scope, () => receive(), send);
-  const handler = createFetchHandler(wrapped, { logger });
-  const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
-  const client = await RawSocket.open(httpServer.addr.port, "/idle");
-  try {
-    await full.promise;
-    const unread = unreadFrames(20);
-    await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
-    assertEquals((await client.frame())?.opcode, 0xa);
-    const stopped = handler.shutdown();
-    assertEquals((await client.frame())?.opcode, 0x8);
-    await client.writeClose(1012);
-    assert(await client.ended(2000), "the server ends the connection");
-    client.close();
-    await within(stopped, 5000, "the shutdown");
-    assertEquals(await ended.promise, { code: 1012, reason: "Service restart" });
-    assertEquals(logger.lines("warn"), []);
-  } finally {
-    client.close();
-    await httpServer.shutdown();
-  }
-});
+}
 
 // Regression (review, 2026-11-25): while the App shut down, HTTP requests got 503 but a new
 // handshake was accepted, got no 1012 and was dropped with the process.
