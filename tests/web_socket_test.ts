@@ -473,89 +473,61 @@ function clientFrame(opcode: number, text: string): Uint8Array {
   return frame;
 }
 
+/** How the tests below hand the App to the server: itself, or behind middleware that wraps `receive`. */
+const APP_WRAPS: readonly [label: string, wrap: (app: App) => AsgiApplication][] = [
+  ["", (app) => app.asgi],
+  [
+    " behind middleware that wraps receive",
+    (app) => (scope, receive, send) => app.asgi(scope, () => receive(), send),
+  ],
+];
+
 for (const transport of ["deno", "node"] as const) {
   // Regression (WebSocket abuse probe, 2026-11-29): with its read-ahead full (16 messages the
   // handler had not read), a socket the handler closed read nothing more, so the end of the
   // closing handshake never reached it: `signal` never aborted, `closed` stayed undefined for
-  // good, and the App's shutdown waited its whole grace period for the socket.
-  Deno.test(`WebSocketRequest.close() [${transport}] with the read-ahead full still sees the socket end`, async () => {
-    const full = Promise.withResolvers<void>();
-    const ended = Promise.withResolvers<unknown>();
-    const closer: SocketHandler = async (socket) => {
-      await socket.accept();
-      await full.promise;
-      await socket.close(4000, "done");
-      await aborted(socket.signal);
-      ended.resolve(socket.closed);
-    };
-    const logger = new Logs();
-    const app = new App({
-      router: new AsgiRouter<Handler>({ routes: [socketRoute("/closer", closer)] }),
-      logger,
-    });
-    await using server = serve(app, { port: 0, onListen() {}, logger, transport });
-    const client = await RawSocket.open((await server.addr).port, "/closer");
-    try {
-      const unread = unreadFrames(20);
-      // The pong says the server has read the messages before the ping.
-      await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
-      assertEquals((await client.frame())?.opcode, 0xa);
-      full.resolve();
-      const close = await client.frame();
-      assertEquals(close?.opcode, 0x8);
-      assertEquals(new TextDecoder().decode(close?.payload.subarray(2)), "done");
-      await client.writeClose(4000);
-      assert(await client.ended(2000), "the server ends the connection");
-      client.close();
-      assertEquals(await within(ended.promise, 2000, "the handler to see the end"), {
-        code: 4000,
-        reason: "done",
+  // good, and the App's shutdown waited its whole grace period for the socket. Regression
+  // (fresh-eyes review of 2026-11-29): the fix had become one case of `connectionEnded(receive)`,
+  // which knows only the bridge's own `receive`, so behind middleware that wraps `receive` the
+  // same socket again never saw the end.
+  for (const [label, wrap] of APP_WRAPS) {
+    Deno.test(`WebSocketRequest.close() [${transport}] with the read-ahead full sees the socket end${label}`, async () => {
+      const full = Promise.withResolvers<void>();
+      const ended = Promise.withResolvers<unknown>();
+      const closer: SocketHandler = async (socket) => {
+        await socket.accept();
+        await full.promise;
+        await socket.close(4000, "done");
+        await aborted(socket.signal);
+        ended.resolve(socket.closed);
+      };
+      const logger = new Logs();
+      const app = new App({
+        router: new AsgiRouter<Handler>({ routes: [socketRoute("/closer", closer)] }),
+        logger,
       });
-    } finally {
-      client.close();
-    }
-  });
-
-  // Regression (fresh-eyes review of 2026-11-29): the close() fix above had become one case of
-  // `connectionEnded(receive)`, which knows only the bridge's own `receive`. Behind ASGI middleware
-  // that wraps `receive`, a socket the handler closed with 16 messages unread again never saw the
-  // end of the closing handshake: `signal` never aborted, `closed` stayed undefined.
-  Deno.test(`WebSocketRequest.close() [${transport}] with the read-ahead full sees the socket end behind middleware that wraps receive`, async () => {
-    const full = Promise.withResolvers<void>();
-    const ended = Promise.withResolvers<unknown>();
-    const closer: SocketHandler = async (socket) => {
-      await socket.accept();
-      await full.promise;
-      await socket.close(4000, "done");
-      await aborted(socket.signal);
-      ended.resolve(socket.closed);
-    };
-    const logger = new Logs();
-    const app = new App({
-      router: new AsgiRouter<Handler>({ routes: [socketRoute("/closer", closer)] }),
-      logger,
+      await using server = serve(wrap(app), { port: 0, onListen() {}, logger, transport });
+      const client = await RawSocket.open((await server.addr).port, "/closer");
+      try {
+        // The pong says the server has read the messages before the ping.
+        await client.write(new Uint8Array([...unreadFrames(20), ...clientFrame(0x9, "sync")]));
+        assertEquals((await client.frame())?.opcode, 0xa);
+        full.resolve();
+        const close = await client.frame();
+        assertEquals(close?.opcode, 0x8);
+        assertEquals(new TextDecoder().decode(close?.payload.subarray(2)), "done");
+        await client.writeClose(4000);
+        assert(await client.ended(2000), "the server ends the connection");
+        client.close();
+        assertEquals(await within(ended.promise, 2000, "the handler to see the end"), {
+          code: 4000,
+          reason: "done",
+        });
+      } finally {
+        client.close();
+      }
     });
-    const wrapped: AsgiApplication = (scope, receive, send) =>
-      app.asgi(scope, () => receive(), send);
-    await using server = serve(wrapped, { port: 0, onListen() {}, logger, transport });
-    const client = await RawSocket.open((await server.addr).port, "/closer");
-    try {
-      const unread = unreadFrames(20);
-      await client.write(new Uint8Array([...unread, ...clientFrame(0x9, "sync")]));
-      assertEquals((await client.frame())?.opcode, 0xa);
-      full.resolve();
-      assertEquals((await client.frame())?.opcode, 0x8);
-      await client.writeClose(4000);
-      assert(await client.ended(2000), "the server ends the connection");
-      client.close();
-      assertEquals(await within(ended.promise, 2000, "the handler to see the end"), {
-        code: 4000,
-        reason: "done",
-      });
-    } finally {
-      client.close();
-    }
-  });
+  }
 
   // Regression (WebSocket abuse probe, 2026-11-29): under serve(app) the server closes its sockets
   // with 1012 first; a handler waiting for its signal with 16 messages unread never saw that end,
@@ -625,14 +597,7 @@ Deno.test("WebSocketRequest.signal aborts when a client that sent more than the 
 // 2026-11-29): the same behind ASGI middleware that wraps `receive`, which `connectionEnded()`
 // does not know: the App's 1012 went out, then its shutdown waited its whole grace period and
 // warned.
-const SHUTDOWN_WRAPS: readonly [label: string, wrap: (app: App) => AsgiApplication][] = [
-  ["", (app) => app.asgi],
-  [
-    " behind middleware that wraps receive",
-    (app) => (scope, receive, send) => app.asgi(scope, () => receive(), send),
-  ],
-];
-for (const [label, wrap] of SHUTDOWN_WRAPS) {
+for (const [label, wrap] of APP_WRAPS) {
   Deno.test(`App shutdown closes a socket with the read-ahead full without waiting its grace period${label}`, async () => {
     const full = Promise.withResolvers<void>();
     const ended = Promise.withResolvers<unknown>();
