@@ -38,17 +38,19 @@ import type {
   AsgiFetchHandler,
   AsgiServer,
   AsgiServerAddr,
+  AsgiUnixAddr,
   FetchHandlerOptions,
   FetchInfo,
   ProxyHeadersOptions,
   ServeOptions,
+  UnixServeOptions,
 } from "./_asgi/types.ts";
 import { textBytes as sharedTextBytes } from "./_asgi/bytes.ts";
 import { describe, errorText } from "./_common/describe.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
 import { guardLogger } from "./_common/logger.ts";
 import { MAX_TIMER_MS } from "./_common/timers.ts";
-import { type ConnectionLimits, Core, type Listener } from "./_asgi/core.ts";
+import { type ConnectionLimits, Core, type ListenAddress, type Listener } from "./_asgi/core.ts";
 import { LifespanError } from "./_asgi/errors.ts";
 import { withResolvers } from "./_asgi/promises.ts";
 import { handleFetch, listenDeno, textResponse } from "./_asgi/deno_transport.ts";
@@ -56,6 +58,7 @@ import { forwardedApp } from "./_asgi/proxy_headers.ts";
 import { fetchHandlerMark, markFetchHandler } from "./_common/fetch_mark.ts";
 import { trackShutdown } from "./_asgi/shutdowns.ts";
 import { checkTls } from "./_asgi/tls.ts";
+import type { SocketFileState } from "./_asgi/unix_socket.ts";
 import {
   abortWebSockets,
   closeWebSockets,
@@ -71,6 +74,7 @@ export type {
   AsgiLogger,
   AsgiServer,
   AsgiServerAddr,
+  AsgiUnixAddr,
   FetchHandlerOptions,
   FetchInfo,
   HttpAsgiVersions,
@@ -94,6 +98,7 @@ export type {
   Send,
   SendMessage,
   ServeOptions,
+  UnixServeOptions,
   WebSocketAcceptMessage,
   WebSocketAsgiVersions,
   WebSocketCloseMessage,
@@ -109,6 +114,7 @@ export type {
 export { AsgiProtocolError, LifespanError, ResponseCutOffError } from "./_asgi/errors.ts";
 export { ClientDisconnected } from "./_asgi/websocket.ts";
 export { LOG_TEXT_MAX, logQuoted, logText } from "./_common/log_text.ts";
+import { logQuoted } from "./_common/log_text.ts";
 
 /**
  * UTF-8 bytes of a text, for the byte strings of ASGI messages (bodies, header names and values),
@@ -206,6 +212,7 @@ const SERVE_KEYS: readonly string[] = [
   "stallTimeout",
   "cert",
   "key",
+  "path",
 ];
 
 function checkOptions(options: ServeOptions): void {
@@ -490,6 +497,46 @@ export function proxyHeaders(
 }
 
 /**
+ * Serves an ASGI application over HTTP/1.1 on a Unix domain socket, as behind a reverse proxy on
+ * the same machine (uvicorn's `--uds`): `path` in place of `port` and `hostname`, no TLS. Scopes
+ * say `server: [path, null]` and `client: null` (a Unix socket's peer has no address), and
+ * `scheme` `"http"` or `"ws"`; `addr` resolves with `{ transport: "unix", path }`. A socket file
+ * left by a server that died is removed before listening (one a live server listens on is not),
+ * and the file is removed at shutdown. Everything else is as on TCP: see the other overload and
+ * {@linkcode UnixServeOptions}.
+ *
+ * @param app The application, or an object with an `asgi` method.
+ * @param options The socket's path, transport, lifespan and limits.
+ * @returns The running server: `addr` resolves with the socket's address.
+ * @throws {TypeError} When `app` is not an application, an option has the wrong type, `path` is
+ *   empty or holds a NUL, or `port`, `hostname`, `cert` or `key` is given with `path`.
+ * @throws {RangeError} When an option is out of range, or `path` is over 107 bytes in UTF-8.
+ *
+ * @example Serving on a Unix socket
+ * ```ts
+ * import { serve, type Scope, type Receive, type Send } from "@stellarator/stellarator/asgi";
+ * import { assertEquals } from "@std/assert";
+ *
+ * async function app(scope: Scope, _receive: Receive, send: Send): Promise<void> {
+ *   if (scope.type !== "http") return;
+ *   await send({ type: "http.response.start", status: 200 });
+ *   await send({ type: "http.response.body", body: new TextEncoder().encode(`${scope.client}`) });
+ * }
+ *
+ * const dir = await Deno.makeTempDir();
+ * await using server = serve(app, { path: `${dir}/app.sock`, lifespan: "off", onListen() {} });
+ * const { path } = await server.addr;
+ * const client = Deno.createHttpClient({ proxy: { transport: "unix", path } });
+ * const response = await fetch("http://localhost/", { client });
+ * assertEquals(await response.text(), "null");
+ * client.close();
+ * ```
+ */
+export function serve(
+  app: AsgiApplication | { asgi: AsgiApplication },
+  options: UnixServeOptions,
+): AsgiServer<AsgiUnixAddr>;
+/**
  * Serves an ASGI application over HTTP/1.1, on 127.0.0.1:8000 unless told otherwise.
  *
  * Lifespan startup runs first; only then does the server listen. When startup fails
@@ -536,12 +583,18 @@ export function proxyHeaders(
 export function serve(
   app: AsgiApplication | { asgi: AsgiApplication },
   options?: ServeOptions,
-): AsgiServer {
-  if (options === undefined) options = {};
+): AsgiServer;
+export function serve(
+  app: AsgiApplication | { asgi: AsgiApplication },
+  givenOptions?: ServeOptions | UnixServeOptions,
+): AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
+  // Checked as what a caller without types may pass: `path` beside `port`, say.
+  const options = (givenOptions ?? {}) as ServeOptions & { path?: unknown };
   const core = createCore(app, options);
   // Deno.serve's own options (reusePort, handler) are not taken either: say so, not ignore them.
   rejectUnknownKeys(options, SERVE_KEYS, "serve()");
   const { port = DEFAULT_PORT, hostname = DEFAULT_HOSTNAME, transport = "deno" } = options;
+  const path = checkPath(options);
   if (typeof port !== "number") {
     throw new TypeError(`Invalid port ${describe(port)}: use a number from 0 to 65535`);
   }
@@ -601,6 +654,7 @@ export function serve(
   return new Server(core, {
     port,
     hostname,
+    path,
     transport,
     tls,
     shutdownTimeout: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
@@ -611,13 +665,75 @@ export function serve(
       keepAliveTimeout: noLimitAsZero(options.keepAliveTimeout ?? DEFAULT_KEEP_ALIVE_TIMEOUT),
       maxConnections: options.maxConnections,
     },
-    onListen: options.onListen ??
+    onListen: (options.onListen as ((addr: AsgiServerAddr | AsgiUnixAddr) => void) | undefined) ??
       ((addr) =>
         core.logger.info(
-          `Listening on ${tls ? "https" : "http"}://${hostForUrl(addr.hostname)}:${addr.port}/`,
+          addr.transport === "unix"
+            ? `Listening on unix:${addr.path}`
+            : `Listening on ${tls ? "https" : "http"}://${hostForUrl(addr.hostname)}:${addr.port}/`,
         )),
     signal: options.signal,
   });
+}
+
+/**
+ * The most bytes of a Unix socket's path: Linux's `sun_path` holds 108, its terminating NUL
+ * included. Deno says only "path must be shorter than SUN_LEN", node "EINVAL" (Deno 2.9.6).
+ */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * Checks the `path` option and that nothing given beside it is meant for TCP: a port or host
+ * name has no meaning on a Unix socket, and `Deno.serve` ignores a certificate given with a path
+ * (it served plain HTTP with `cert: "x"`), so TLS is refused on both transports alike.
+ *
+ * @returns The path, or `undefined` when the server listens on TCP.
+ */
+function checkPath(options: ServeOptions & { path?: unknown }): string | undefined {
+  const { path } = options;
+  if (path === undefined) return undefined;
+  if (typeof path !== "string") {
+    throw new TypeError(
+      `Invalid path ${
+        describe(path)
+      }: use the path of a socket file as a string, e.g. "/run/app.sock"`,
+    );
+  }
+  if (path === "") {
+    throw new TypeError('Invalid path "": use the path of a socket file, e.g. "/run/app.sock"');
+  }
+  if (path.includes("\0")) {
+    throw new TypeError(
+      `Invalid path ${
+        describe(path)
+      }: it holds a NUL; use a file path (abstract sockets are not offered)`,
+    );
+  }
+  const bytes = new TextEncoder().encode(path).length;
+  if (bytes > MAX_SOCKET_PATH_BYTES) {
+    throw new RangeError(
+      `Invalid path ${
+        describe(path)
+      }: it is ${bytes} bytes long, and a Unix socket's path holds at most ${MAX_SOCKET_PATH_BYTES}; use a shorter one (a relative path counts from the working directory)`,
+    );
+  }
+  for (const name of ["port", "hostname"] as const) {
+    if (options[name] !== undefined) {
+      throw new TypeError(
+        `Invalid ${name} ${describe(options[name])} with path ${
+          describe(path)
+        }: a Unix socket has no ${name}; leave out ${name}, or path to listen on TCP`,
+      );
+    }
+  }
+  if (options.cert !== undefined || options.key !== undefined) {
+    throw new TypeError(
+      `Invalid ${options.cert !== undefined ? "cert" : "key"} with path ${
+        describe(path)
+      }: TLS is not offered on a Unix socket (the proxy in front terminates it); leave out cert and key, or path to listen on TCP`,
+    );
+  }
+  return path;
 }
 
 function noLimitAsZero(ms: number): number {
@@ -653,18 +769,20 @@ function hostForUrl(hostname: string): string {
 interface ServerSettings {
   port: number;
   hostname: string;
+  /** A Unix socket's path, in place of `port` and `hostname`. */
+  path: string | undefined;
   transport: "deno" | "node";
   tls: { cert: string; key: string } | undefined;
   shutdownTimeout: number;
   lifespanTimeout: number;
   limits: ConnectionLimits;
-  onListen: (addr: AsgiServerAddr) => void;
+  onListen: (addr: AsgiServerAddr | AsgiUnixAddr) => void;
   signal: AbortSignal | undefined;
 }
 
-class Server implements AsgiServer {
-  readonly #addr: Promise<AsgiServerAddr>;
-  readonly #listening = withResolvers<AsgiServerAddr>();
+class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
+  readonly #addr: Promise<AsgiServerAddr | AsgiUnixAddr>;
+  readonly #listening = withResolvers<AsgiServerAddr | AsgiUnixAddr>();
   readonly #core: Core;
   readonly #settings: ServerSettings;
   readonly #done = withResolvers<void>();
@@ -713,7 +831,7 @@ class Server implements AsgiServer {
     if (signal?.aborted) this.#shutdownOnce().catch(() => {});
   }
 
-  get addr(): Promise<AsgiServerAddr> {
+  get addr(): Promise<AsgiServerAddr | AsgiUnixAddr> {
     this.#addrRead = true;
     return this.#addr;
   }
@@ -746,7 +864,7 @@ class Server implements AsgiServer {
     if (!seen) reportError(error);
   }
 
-  async #start(): Promise<AsgiServerAddr> {
+  async #start(): Promise<AsgiServerAddr | AsgiUnixAddr> {
     const core = this.#core;
     const lifespan = core.lifespan;
     // Nothing else keeps the process alive before the listener exists: a startup waiting on
@@ -765,21 +883,35 @@ class Server implements AsgiServer {
       clearInterval(this.#keepAlive);
     }
     if (this.#stopping) return await this.#stopBeforeListening();
-    const { hostname, port, transport, tls } = this.#settings;
+    const { hostname, port, path, transport, tls } = this.#settings;
     let listener: Listener;
+    // Loaded only for a Unix socket: it imports node:net, which the deno transport does without.
+    const unix = path === undefined ? null : await import("./_asgi/unix_socket.ts");
+    let found: SocketFileState = "absent";
     try {
+      if (unix !== null) {
+        found = await unix.clearStaleSocket(path!);
+        if (found === "removed") {
+          core.logger.info(
+            `Removed the socket file ${
+              logQuoted(path!)
+            } of a server that is gone (nothing listened on it)`,
+          );
+        }
+      }
+      const where: ListenAddress = path === undefined ? { hostname, port } : { path };
       listener = transport === "node"
         ? await (await import("./_asgi/node_transport.ts")).listenNode(
           core,
-          hostname,
-          port,
+          where,
           this.#settings.limits,
           tls,
         )
-        : listenDeno(core, hostname, port, tls);
+        : listenDeno(core, where, tls);
     } catch (error) {
-      const hint = listenHint(error, port);
-      core.logger.error(`Cannot listen on ${hostname}:${port}: ${errorText(error)}${hint}`);
+      const hint = unix === null ? listenHint(error, port) : unix.socketHint(found, path!);
+      const place = path === undefined ? `${hostname}:${port}` : `unix:${path}`;
+      core.logger.error(`Cannot listen on ${place}: ${errorText(error)}${hint}`);
       // A taken port: the stack runs through Deno's and this module's internals only, so when
       // the error is reported as uncaught (nothing reads `addr` or `finished`), the line above and
       // the error's own are the whole story.

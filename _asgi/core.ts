@@ -25,6 +25,7 @@ import type {
   AsgiApplication,
   AsgiLogger,
   AsgiServerAddr,
+  AsgiUnixAddr,
   HttpDisconnectMessage,
   HttpRequestMessage,
   HttpResponseBodyMessage,
@@ -85,10 +86,13 @@ export interface ConnectionLimits {
   maxConnections: number | undefined;
 }
 
+/** Where a transport listens: an interface and port, or a Unix socket's path. */
+export type ListenAddress = { hostname: string; port: number } | { path: string };
+
 /** A listening transport, as `serve` drives it. */
 export interface Listener {
   /** The bound address. */
-  readonly addr: AsgiServerAddr;
+  readonly addr: AsgiServerAddr | AsgiUnixAddr;
   /** Stops accepting; resolves once the responses in flight are done. */
   close(): Promise<void>;
   /** Drops the connections that are left (after `Core.abortAll`). */

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { AsgiServerAddr, FetchInfo, HttpScope } from "./types.ts";
-import { type Core, drainTiming, HttpCycle, type Listener } from "./core.ts";
+import type { AsgiServerAddr, AsgiUnixAddr, FetchInfo, HttpScope } from "./types.ts";
+import { type Core, drainTiming, HttpCycle, type ListenAddress, type Listener } from "./core.ts";
 import { AsgiProtocolError } from "./errors.ts";
 import { hasToken, isChunkedOnly, isNullBodyStatus, parseContentLength } from "./fields.ts";
 import { authorityEnd, httpScope } from "./scope.ts";
@@ -724,19 +724,36 @@ function hasLowerCase(text: string): boolean {
  * @param url The request's URL.
  * @param start Where its authority starts.
  * @param end Where it ends.
- * @param server The listener's address, when known.
+ * @param server The listener's address, when known (`[path, null]` on a Unix socket).
  * @param tls Whether the listener speaks TLS.
  */
 function isMadeUpHost(
   url: string,
   start: number,
   end: number,
-  server: [string, number] | null,
+  server: [string, number | null] | null,
   tls: boolean,
 ): boolean {
   const authority = url.slice(start, end);
   if (server === null) return /^localhost(?::\d+)?$/.test(authority);
+  if (server[1] === null) return authority === unixFallbackHost(server[0]);
   return authority === fallbackHost(server[0], server[1], tls);
+}
+
+/**
+ * The authority Deno (2.9) gives a request without a Host on a Unix socket: the socket's path
+ * with every byte but ASCII letters and digits percent-encoded (`http+unix://%2Frun%2Fapp%2Esock/`).
+ */
+function unixFallbackHost(path: string): string {
+  let encoded = "";
+  for (const byte of new TextEncoder().encode(path)) {
+    const alphanumeric = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) ||
+      (byte >= 0x61 && byte <= 0x7a);
+    encoded += alphanumeric
+      ? String.fromCharCode(byte)
+      : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return encoded;
 }
 
 /**
@@ -842,7 +859,7 @@ export function handleFetch(
   core: Core,
   request: Request,
   info: FetchInfo | undefined,
-  server: [string, number] | null,
+  server: [string, number | null] | null,
   denoServes = false,
   tls?: boolean,
 ): Response | Promise<Response> {
@@ -1009,43 +1026,50 @@ function isPermanent(error: unknown): boolean {
  *
  * Deno.serve (2.9) has no header-read or keep-alive timeout: idle connections are not bounded.
  *
+ * On a Unix socket (`where.path`), each request's `client` is `null`: Deno gives the listening
+ * socket's own path as the peer's address, which names no client.
+ *
  * @param core The shared state.
- * @param hostname The interface.
- * @param port The port.
- * @param tls The certificate chain and key (PEM), for HTTPS.
+ * @param where The interface and port, or the path of a Unix socket.
+ * @param tls The certificate chain and key (PEM), for HTTPS (TCP only).
  * @returns The listener.
  */
 export function listenDeno(
   core: Core,
-  hostname: string,
-  port: number,
+  where: ListenAddress,
   tls?: { cert: string; key: string },
 ): Listener {
-  let server: [string, number] | null = null;
+  const path = "path" in where ? where.path : undefined;
+  const hostname = path === undefined ? (where as { hostname: string }).hostname : "";
+  let server: [string, number | null] | null = null;
   const secure = tls !== undefined;
-  const servers = new Set<Deno.HttpServer<Deno.NetAddr>>();
+  const servers = new Set<Deno.HttpServer<Deno.Addr>>();
   const failed = Promise.withResolvers<unknown>();
   let closing = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
   let lastLogged = -Infinity;
   let unlogged = 0;
 
-  const open = (port: number): Deno.HttpServer<Deno.NetAddr> => {
-    const httpServer = Deno.serve(
-      {
-        hostname,
-        port,
-        ...tls,
-        onListen() {},
-        // Only errored response streams get here (the handler never throws), and the cycle has
-        // logged why already; Deno would print the error a second time.
-        onError: () => new Response(null, { status: 500 }),
-      },
-      (request, info) =>
-        closing
-          ? textResponse(request.method, 503, "Service Unavailable", true)
-          : handleFetch(core, request, info, server, true, secure),
-    );
+  // Only errored response streams get here (the handler never throws), and the cycle has
+  // logged why already; Deno would print the error a second time.
+  const onError = () => new Response(null, { status: 500 });
+  const open = (port: number): Deno.HttpServer<Deno.Addr> => {
+    const httpServer: Deno.HttpServer<Deno.Addr> = path === undefined
+      ? Deno.serve(
+        { hostname, port, ...tls, onListen() {}, onError },
+        (request, info) =>
+          closing
+            ? textResponse(request.method, 503, "Service Unavailable", true)
+            : handleFetch(core, request, info, server, true, secure),
+      )
+      : Deno.serve(
+        { path, onListen() {}, onError },
+        // A handler of its own, so that the TCP one does no more per request.
+        (request) =>
+          closing
+            ? textResponse(request.method, 503, "Service Unavailable", true)
+            : handleFetch(core, request, undefined, server, true, false),
+      );
     servers.add(httpServer);
     httpServer.finished.then(() => servers.delete(httpServer), (error) => {
       servers.delete(httpServer);
@@ -1059,7 +1083,7 @@ export function listenDeno(
     if (now - lastLogged >= RELISTEN_LOG_INTERVAL) {
       const more = unlogged === 0 ? "" : ` (${unlogged} more failures since the last warning)`;
       core.logger.warn(
-        `Listener on ${hostForLog(hostname)}:${addr.port} failed: ${
+        `Listener on ${place} failed: ${
           errorText(error)
         }; listening again every ${RELISTEN_DELAY} ms${more}`,
       );
@@ -1075,11 +1099,11 @@ export function listenDeno(
     retry = undefined;
     if (closing) return;
     try {
-      open(addr.port);
+      open(relistenPort);
     } catch (error) {
       if (isPermanent(error)) {
         core.logger.error(
-          `Listener on ${hostForLog(hostname)}:${addr.port} is gone: ${errorText(error)}`,
+          `Listener on ${place} is gone: ${errorText(error)}`,
         );
         failed.resolve(error);
       } else {
@@ -1088,13 +1112,21 @@ export function listenDeno(
     }
   };
 
-  const first = open(port);
-  const addr: AsgiServerAddr = {
-    transport: "tcp",
-    hostname: first.addr.hostname,
-    port: first.addr.port,
-  };
-  server = Object.freeze([addr.hostname, addr.port]) as [string, number];
+  const first = open(path === undefined ? (where as { port: number }).port : 0);
+  let addr: AsgiServerAddr | AsgiUnixAddr;
+  let place: string;
+  let relistenPort = 0;
+  if (path === undefined) {
+    const bound = first.addr as Deno.NetAddr;
+    addr = { transport: "tcp", hostname: bound.hostname, port: bound.port };
+    server = Object.freeze([bound.hostname, bound.port]) as [string, number];
+    place = `${hostForLog(hostname)}:${bound.port}`;
+    relistenPort = bound.port;
+  } else {
+    addr = { transport: "unix", path };
+    server = Object.freeze([path, null]) as [string, null];
+    place = `unix:${path}`;
+  }
   return {
     addr,
     // Deno.serve's shutdown closes upgraded sockets at once with 1001 (going away), even those

@@ -12,7 +12,14 @@ import { createServer as createTlsServer } from "node:https";
 import { type AddressInfo, connect, Server as NetServer, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { HttpScope } from "./types.ts";
-import { type ConnectionLimits, type Core, drainTiming, HttpCycle, type Listener } from "./core.ts";
+import {
+  type ConnectionLimits,
+  type Core,
+  drainTiming,
+  HttpCycle,
+  type ListenAddress,
+  type Listener,
+} from "./core.ts";
 import { hasToken, isChunkedOnly, parseContentLength } from "./fields.ts";
 import { withResolvers } from "./promises.ts";
 import { httpScope, originForm } from "./scope.ts";
@@ -38,6 +45,8 @@ interface ServerState {
    * made on the first: a connection closes after the answer to one.
    */
   declinedUpgrades: WeakSet<IncomingMessage> | null;
+  /** The scopes' `server` on a Unix socket, `[path, null]`: its ends have no address. */
+  unixServer: [string, null] | null;
 }
 
 /** What serves a request once its turn on the connection has come (see `Connections.begin`). */
@@ -1014,7 +1023,7 @@ function handleNode(
     fields,
     fields.length,
     socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
-    socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
+    socket.localAddress === undefined ? state.unixServer : [socket.localAddress, socket.localPort!],
   );
   new NodeCycle(core, request, response, state, scope, hasBody, expectedLength, expectsContinue)
     .run();
@@ -1027,8 +1036,7 @@ const MIN_HANDSHAKE_TIMEOUT = 1_000;
  * Starts a `node:http` server for the core.
  *
  * @param core The shared state.
- * @param hostname The interface.
- * @param port The port.
+ * @param where The interface and port, or the path of a Unix socket.
  * @param limits How long a connection may take to send its request head and stay idle
  *   between requests, in milliseconds (0: no limit), and how many are served at once.
  * @param tls The certificate chain and key (PEM), for HTTPS through `node:https`.
@@ -1036,16 +1044,18 @@ const MIN_HANDSHAKE_TIMEOUT = 1_000;
  */
 export async function listenNode(
   core: Core,
-  hostname: string,
-  port: number,
+  where: ListenAddress,
   limits: ConnectionLimits,
   tls?: { cert: string; key: string },
 ): Promise<Listener> {
+  const path = "path" in where ? where.path : undefined;
+  const unixServer = path === undefined ? null : Object.freeze([path, null]) as [string, null];
   const state: ServerState = {
     closing: false,
     scheme: tls === undefined ? "http" : "https",
     connections: new Connections(),
     declinedUpgrades: null,
+    unixServer,
   };
   const { headersTimeout, keepAliveTimeout } = limits;
   const maxConnections = limits.maxConnections ?? defaultMaxConnections(softFdLimit());
@@ -1109,7 +1119,12 @@ export async function listenNode(
       backlog.watch(socket);
     });
   }
-  const upgrade = await nodeUpgradeHandler(core, maxMessageSize, tls === undefined ? "ws" : "wss");
+  const upgrade = await nodeUpgradeHandler(
+    core,
+    maxMessageSize,
+    tls === undefined ? "ws" : "wss",
+    unixServer,
+  );
   // node:http hands the socket of an upgrade or a CONNECT over as soon as it has parsed its head,
   // while requests a client pipelined before it may still be unanswered: their responses go
   // first, as on deno, or the 101 or 501 went out as the answer to a GET before it, whose own
@@ -1142,26 +1157,33 @@ export async function listenNode(
   if (maxConnections !== Infinity) server.maxConnections = maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, hostname, () => {
+    const listening = () => {
       server.off("error", reject);
       resolve();
-    });
+    };
+    if ("path" in where) server.listen(where.path, listening);
+    else server.listen(where.port, where.hostname, listening);
   });
   // An accept error (EMFILE under an fd limit) must never end the process: log it; the server
   // keeps listening, and the timeouts free the fds of idle connections.
-  const info = server.address() as AddressInfo;
+  const info = path === undefined ? server.address() as AddressInfo : null;
+  const place = info === null ? `unix:${path}` : `${info.address}:${info.port}`;
   let lastLogged = -Infinity;
   server.on("error", (error: Error) => {
     const now = performance.now();
     if (now - lastLogged < 1000) return;
     lastLogged = now;
-    core.logger.error(
-      `Cannot accept a connection on ${info.address}:${info.port}: ${error.message}`,
-    );
+    core.logger.error(`Cannot accept a connection on ${place}: ${error.message}`);
   });
-  const watchdog = watchListener(core, server, info, maxConnections, softFdLimit());
+  // On a Unix socket the watchdog cannot tell its own check's connection from a client's (it
+  // knows it by its local port, which a Unix socket has none of): only the cap guards there.
+  const watchdog = info === null
+    ? { stop() {} }
+    : watchListener(core, server, info, maxConnections, softFdLimit());
   return {
-    addr: { transport: "tcp", hostname: info.address, port: info.port },
+    addr: info === null
+      ? { transport: "unix", path: path! }
+      : { transport: "tcp", hostname: info.address, port: info.port },
     close: () =>
       new Promise<void>((resolve) => {
         state.closing = true;

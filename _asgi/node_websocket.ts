@@ -316,8 +316,15 @@ export const MAX_HEADER_FIELDS = 1000;
 /** Takes the `upgrade` requests of one node-transport server. */
 export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Uint8Array) => void;
 
-/** The scope's parts of an upgrade request (the HTTP side reads its requests the same way). */
-function handshakeHead(request: IncomingMessage, scheme: string): HandshakeHead {
+/**
+ * The scope's parts of an upgrade request (the HTTP side reads its requests the same way).
+ * `unixServer` is the scope's `server` on a Unix socket, whose ends have no address.
+ */
+function handshakeHead(
+  request: IncomingMessage,
+  scheme: string,
+  unixServer: [string, null] | null,
+): HandshakeHead {
   const target = originForm(request.url ?? "/");
   const queryStart = target.indexOf("?");
   const raw = request.rawHeaders;
@@ -330,7 +337,9 @@ function handshakeHead(request: IncomingMessage, scheme: string): HandshakeHead 
     query: queryStart === -1 ? "" : target.slice(queryStart + 1),
     fields,
     client: socket.remoteAddress === undefined ? null : [socket.remoteAddress, socket.remotePort!],
-    server: socket.localAddress === undefined ? null : [socket.localAddress, socket.localPort!],
+    server: socket.localAddress === undefined
+      ? unixServer
+      : [socket.localAddress, socket.localPort!],
   };
 }
 
@@ -395,12 +404,15 @@ function endAndClose(socket: Duplex, data: string | Uint8Array): void {
  *
  * @param core The shared state.
  * @param maxMessageSize `ws`'s `maxPayload`.
+ * @param scheme `"ws"`, or `"wss"` over TLS.
+ * @param unixServer The scopes' `server` on a Unix socket (`[path, null]`), else `null`.
  * @returns The upgrade handler.
  */
 export async function nodeUpgradeHandler(
   core: Core,
   maxMessageSize: number,
   scheme: string,
+  unixServer: [string, null] | null = null,
 ): Promise<UpgradeHandler> {
   let module: WsModule;
   try {
@@ -442,7 +454,7 @@ export async function nodeUpgradeHandler(
     if (request.rawHeaders.length > 2 * MAX_HEADER_FIELDS) {
       return refuse(socket, 431, "Too many header fields");
     }
-    const handshake = handshakeHead(request, scheme);
+    const handshake = handshakeHead(request, scheme, unixServer);
     let hosts = 0;
     for (let i = 0; i < handshake.fields.length; i += 2) {
       if (handshake.fields[i] === "host") hosts++;

@@ -158,7 +158,7 @@ export interface RequestHead {
   /** The client's address. */
   client: [string, number] | null;
   /** The listening address. */
-  server: [string, number] | null;
+  server: [string, number | null] | null;
 }
 
 /**
@@ -217,7 +217,7 @@ export function httpScope(
   fields: string[],
   count: number,
   client: [string, number] | null,
-  server: [string, number] | null,
+  server: [string, number | null] | null,
 ): HttpScope {
   const root = core.rootPathBytes;
   let size = root.length + rawPath.length + query.length;

@@ -109,13 +109,17 @@ export interface HttpScope {
    * `set-cookie`); the `node` transport keeps the fields in order and apart.
    */
   headers: [Uint8Array, Uint8Array][];
-  /** `[host, port]` of the client, or `null` when the host does not say. */
+  /**
+   * `[host, port]` of the client; `null` when the host does not say, and on a Unix socket,
+   * whose peers have no address.
+   */
   client: [string, number] | null;
   /**
    * `[host, port]` of the listening socket on `deno` (`0.0.0.0` for one bound to every
-   * interface), of the connection's local end on `node`; `null` under `createFetchHandler`.
+   * interface), of the connection's local end on `node`; `[path, null]` on a Unix socket (the
+   * `path` option of `serve()`); `null` under `createFetchHandler`.
    */
-  server: [string, number] | null;
+  server: [string, number | null] | null;
   /** A shallow copy of the lifespan scope's `state`, made for each request. */
   state: Record<string, unknown>;
   /** Protocol extensions the server supports: none, so `{}`. */
@@ -734,7 +738,71 @@ export interface ServeOptions extends FetchHandlerOptions {
 }
 
 /**
- * A running server returned by {@linkcode serve}.
+ * The Unix domain socket a server listens on (the shape of `Deno.UnixAddr`): what `addr`
+ * resolves with, and `onListen` is given, for a server started with the `path` option.
+ *
+ * @example Talking to the server over its socket
+ * ```ts
+ * import type { AsgiUnixAddr } from "@stellarator/stellarator/asgi";
+ * const connect = (addr: AsgiUnixAddr) => Deno.connect({ transport: "unix", path: addr.path });
+ * ```
+ */
+export interface AsgiUnixAddr {
+  /** Always `"unix"`. */
+  transport: "unix";
+  /** The socket file's path, as given in the `path` option. */
+  path: string;
+}
+
+/**
+ * Options of {@linkcode serve} on a Unix domain socket, as behind a reverse proxy on the same
+ * machine (nginx's `proxy_pass http://unix:/run/app.sock`): `path` in place of `port` and
+ * `hostname`. TLS is not offered (`cert` and `key` are refused): nothing but the processes of
+ * the machine can reach the socket, and the proxy in front terminates TLS; `Deno.serve` ignores
+ * a certificate given with `path`. Every other option of {@linkcode ServeOptions} applies, the
+ * connection limits of `transport: "node"` included. See the Unix socket section of
+ * `docs/asgi.md` for the scope, the socket file's lifecycle and its mode.
+ *
+ * @example Serving on a socket
+ * ```ts
+ * import type { UnixServeOptions } from "@stellarator/stellarator/asgi";
+ * const options: UnixServeOptions = { path: "/run/app/app.sock", transport: "node" };
+ * ```
+ */
+export interface UnixServeOptions
+  extends Omit<ServeOptions, "port" | "hostname" | "cert" | "key" | "onListen"> {
+  /**
+   * The socket file to listen on: a non-empty path of at most 107 bytes in UTF-8 (the
+   * `sun_path` of Linux's `sockaddr_un` holds 108, its terminating NUL included). The file is
+   * made when the server listens, with the mode the process umask leaves (`0o755` under the
+   * usual `022`: only its owner may connect), and removed at shutdown. A socket file left by a
+   * server that died is removed first; one a live server listens on, or a file that is no
+   * socket, is left alone and the server does not start.
+   *
+   * @example Behind nginx on the same machine
+   * ```ts
+   * import { serve, type Scope } from "@stellarator/stellarator/asgi";
+   *
+   * async function app(_scope: Scope): Promise<void> {}
+   *
+   * const path = await Deno.makeTempFile({ suffix: ".sock" });
+   * await Deno.remove(path); // a regular file there would be refused
+   * await using server = serve(app, { path, lifespan: "off", onListen() {} });
+   * console.log((await server.addr).path === path); // true
+   * ```
+   */
+  path: string;
+  /**
+   * Called once the server listens, with the socket's address; as `ServeOptions.onListen`.
+   *
+   * @default {logs "Listening on unix:<path>" at info level}
+   */
+  onListen?: (addr: AsgiUnixAddr) => void;
+}
+
+/**
+ * A running server returned by {@linkcode serve}: `A` is what `addr` resolves with, an
+ * {@linkcode AsgiUnixAddr} for a server on a Unix socket.
  *
  * @example Stopping a server
  * ```ts
@@ -746,7 +814,8 @@ export interface ServeOptions extends FetchHandlerOptions {
  * await server.finished;
  * ```
  */
-export interface AsgiServer extends AsyncDisposable {
+export interface AsgiServer<A extends AsgiServerAddr | AsgiUnixAddr = AsgiServerAddr>
+  extends AsyncDisposable {
   /**
    * Resolves with the bound address once lifespan startup is complete and the server listens
    * (the server only listens after startup). Rejects with {@linkcode LifespanError} when startup
@@ -754,7 +823,7 @@ export interface AsgiServer extends AsyncDisposable {
    * `Error` whose `code` is `"EADDRINUSE"` on `node`; the logged line says to free the port or
    * pass another), and with an `AbortError` when the server was shut down before it listened.
    */
-  readonly addr: Promise<AsgiServerAddr>;
+  readonly addr: Promise<A>;
   /**
    * Settles when the server has stopped and lifespan shutdown has run; rejects when startup,
    * listening or lifespan shutdown failed or did not complete within `lifespanTimeout`, or when
@@ -860,13 +929,17 @@ export interface WebSocketScope {
   root_path: string;
   /** Handshake request headers as `[name, value]` byte pairs, names lower case. */
   headers: [Uint8Array, Uint8Array][];
-  /** `[host, port]` of the client, or `null` when the host does not say. */
+  /**
+   * `[host, port]` of the client; `null` when the host does not say, and on a Unix socket,
+   * whose peers have no address.
+   */
   client: [string, number] | null;
   /**
    * `[host, port]` of the listening socket on `deno` (`0.0.0.0` for one bound to every
-   * interface), of the connection's local end on `node`; `null` under `createFetchHandler`.
+   * interface), of the connection's local end on `node`; `[path, null]` on a Unix socket (the
+   * `path` option of `serve()`); `null` under `createFetchHandler`.
    */
-  server: [string, number] | null;
+  server: [string, number | null] | null;
   /** The subprotocols the client offered (`sec-websocket-protocol`), in its order. */
   subprotocols: string[];
   /** A shallow copy of the lifespan scope's `state`, made for each connection. */

@@ -1,0 +1,101 @@
+/**
+ * The `path` option of `serve()`: its checks, and the socket file a server that died left behind.
+ *
+ * Neither `Deno.serve` nor `node:http` listens on a path that exists (both fail with "address in
+ * use", Deno 2.9.6), and a server killed before its shutdown leaves its socket file there, so a
+ * restart after a crash would fail until someone removes it. uvicorn (through asyncio) removes
+ * any socket file at the path, a live server's too, which then goes on running unreachable. Here
+ * a socket file is removed only when nothing accepts a connection on it; a file that is no socket
+ * is never removed.
+ *
+ * Written with `node:fs` and `node:net`, so that it works under the node transport on Node.js
+ * too; loaded only when `path` is given.
+ *
+ * @module
+ */
+import { lstat, unlink } from "node:fs/promises";
+import { connect } from "node:net";
+
+/** What was at the path before listening. */
+export type SocketFileState =
+  /** Nothing: the listener makes the file. */
+  | "absent"
+  /** A socket file nothing listened on: removed. */
+  | "removed"
+  /** A socket file a server accepts connections on: left alone. */
+  | "live"
+  /** A file that is no socket (a regular file, a directory): left alone. */
+  | "not-socket"
+  /** A socket whose state could not be learned (no permission to connect): left alone. */
+  | "unknown";
+
+/**
+ * How long a connection to an existing socket file may take to be accepted. A live server
+ * accepts at once (the kernel does, into its backlog); a stale file refuses at once.
+ */
+const PROBE_TIMEOUT_MS = 1_000;
+
+/**
+ * Removes the socket file at `path` if no server listens on it, and says what was there.
+ *
+ * Between the check and the listen another process could take the path: the listen then fails
+ * with "address in use", as without the check.
+ *
+ * @param path The socket's path.
+ * @returns What was at the path.
+ */
+export async function clearStaleSocket(path: string): Promise<SocketFileState> {
+  let isSocket: boolean;
+  try {
+    isSocket = (await lstat(path)).isSocket();
+  } catch (error) {
+    return (error as { code?: unknown }).code === "ENOENT" ? "absent" : "unknown";
+  }
+  if (!isSocket) return "not-socket";
+  const state = await probe(path);
+  if (state !== "stale") return state;
+  try {
+    await unlink(path);
+  } catch (error) {
+    // Removed meanwhile (by a server that stopped): what was wanted.
+    if ((error as { code?: unknown }).code !== "ENOENT") return "unknown";
+  }
+  return "removed";
+}
+
+/** Whether a server accepts connections on the socket file at `path`. */
+function probe(path: string): Promise<"live" | "stale" | "unknown"> {
+  return new Promise((resolve) => {
+    const socket = connect({ path });
+    const settle = (state: "live" | "stale" | "unknown") => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(state);
+    };
+    const timer = setTimeout(() => settle("live"), PROBE_TIMEOUT_MS);
+    socket.once("connect", () => settle("live"));
+    socket.once("error", (error: Error & { code?: string }) => {
+      // Refused: no listening socket behind the file. Anything else (EACCES): not known.
+      settle(error.code === "ECONNREFUSED" ? "stale" : "unknown");
+    });
+  });
+}
+
+/**
+ * The fix for a listen error on a Unix socket, from what was at the path, or `""`.
+ *
+ * @param state What `clearStaleSocket` found.
+ * @param path The socket's path.
+ */
+export function socketHint(state: SocketFileState, path: string): string {
+  const quoted = JSON.stringify(path);
+  switch (state) {
+    case "live":
+      return `: a server listens on ${quoted} already; stop it, or pass another path`;
+    case "not-socket":
+      return `: ${quoted} exists and is no socket, so it was left alone; remove it, or pass ` +
+        "another path";
+    default:
+      return "";
+  }
+}
