@@ -415,7 +415,8 @@ export function createFetchHandler(
  * its `scheme` the listener's.
  *
  * The headers are believed only on a connection whose peer (the scope's `client` host) is in
- * `trusted`; anyone else could send them. Then the application gets a new scope (the server's is
+ * `trusted`, or, with `"unix"` in it (the default), that came over a Unix socket (`serve()`'s
+ * `path`: `client` null, `server` `[path, null]`); anyone else could send them. Then the application gets a new scope (the server's is
  * left as it was) in which:
  * - `client` is `[host, 0]` (the proxy does not pass the client's port), where `host` is, as
  *   written, the rightmost `X-Forwarded-For` entry that is not in a `trusted` address or
@@ -438,7 +439,8 @@ export function createFetchHandler(
  * other `X-Forwarded-*` headers are not read; all of them stay in `headers`.
  *
  * @param app The application, or an object with an `asgi` method (an `App` of the web layer).
- * @param options `trusted`: who may set the headers; by default the loopback addresses.
+ * @param options `trusted`: who may set the headers; by default the loopback addresses and the
+ *   peers of a Unix socket.
  * @returns The wrapped application, for {@linkcode serve} or {@linkcode createFetchHandler}.
  * @throws {TypeError} When `app` is not an application, an option has the wrong type, or a
  *   `trusted` entry is not an address (a host name, say), holds several, or is the unspecified

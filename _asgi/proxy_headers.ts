@@ -27,8 +27,13 @@ import type {
 /** Every key of `ProxyHeadersOptions`. */
 const OPTION_KEYS: readonly string[] = ["trusted"];
 
-/** uvicorn's `--forwarded-allow-ips` default, with IPv6's loopback beside IPv4's. */
-const DEFAULT_TRUSTED: readonly string[] = ["127.0.0.1", "::1"];
+/**
+ * uvicorn's `--forwarded-allow-ips` default, with IPv6's loopback beside IPv4's, and the peers of
+ * a Unix socket (`"unix"`): like loopback, only processes of this machine can connect there, and
+ * only those the socket file's mode lets in. (uvicorn's default trusts no Unix-socket peer: its
+ * scope's `client` is `None` there, which only `"*"` trusts, checked on uvicorn 0.17.6.)
+ */
+const DEFAULT_TRUSTED: readonly string[] = ["127.0.0.1", "::1", "unix"];
 
 /** An address: eight 16-bit words, IPv4 as `::ffff:a.b.c.d`. */
 type Address = Uint16Array;
@@ -247,17 +252,20 @@ function entryHint(entry: string): string {
   if (/^[a-z0-9-]+(\.[a-z0-9-]+)*\.?$/i.test(entry) && /[a-z]/i.test(entry)) {
     return "use its IP address or network; host names are not resolved";
   }
-  return 'use an IPv4 or IPv6 address, a CIDR network such as "10.0.0.0/8", or "*"';
+  return 'use an IPv4 or IPv6 address, a CIDR network such as "10.0.0.0/8", "unix" or "*"';
 }
 
 /** Who is trusted: a checked `trusted` option. */
 class TrustList {
   /** `"*"` was given: every peer, known or not. */
   readonly anyone: boolean;
+  /** `"unix"` was given: the peers of a Unix socket, which have no address. */
+  readonly unix: boolean;
   readonly #networks: readonly Network[];
 
   constructor(entries: readonly string[]) {
     let anyone = false;
+    let unix = false;
     const networks: Network[] = [];
     for (let i = 0; i < entries.length; i++) {
       const given: unknown = entries[i];
@@ -276,9 +284,14 @@ class TrustList {
         anyone = true;
         continue;
       }
+      if (entry === "unix") {
+        unix = true;
+        continue;
+      }
       networks.push(parseEntry(entry, given));
     }
     this.anyone = anyone;
+    this.unix = unix;
     this.#networks = networks;
   }
 
@@ -482,7 +495,9 @@ function forwardedScope<S extends HttpScope | WebSocketScope>(
   peerTrusted: (host: string) => boolean,
 ): S {
   const peer = scope.client;
-  if (!(trusted.anyone || (peer !== null && peerTrusted(peer[0])))) return scope;
+  if (
+    !(trusted.anyone || (peer !== null ? peerTrusted(peer[0]) : trusted.unix && onUnixSocket(scope)))
+  ) return scope;
   let forwardedFor: Uint8Array[] | null = null;
   let proto: string | null = null;
   for (const [name, value] of scope.headers) {
@@ -508,6 +523,15 @@ function forwardedScope<S extends HttpScope | WebSocketScope>(
       ? (secure ? "wss" : "ws")
       : (secure ? "https" : "http"),
   };
+}
+
+/**
+ * Whether the scope came over a Unix socket: its `server` is `[path, null]` (the scope of a Fetch
+ * host that names no peer has `client` null too, but no such `server`, and is not trusted).
+ */
+function onUnixSocket(scope: HttpScope | WebSocketScope): boolean {
+  const server = scope.server;
+  return server !== null && server[1] === null;
 }
 
 /**

@@ -1160,9 +1160,13 @@ export interface ProxyHeadersOptions {
    * IPv4-mapped IPv6 peers (`::ffff:10.0.0.1`); an IPv6 network covers the IPv4 addresses its
    * mapped form covers (`"::/0"` is every address). One entry per string. Host names are
    * refused (resolve them yourself), and so are `"0.0.0.0"` and `"::"`, which no peer has.
+   * `"unix"` trusts the peers of a Unix socket (`serve()`'s `path` option), which have no
+   * address (their scope's `client` is `null` and its `server` `[path, null]`): the socket
+   * file's mode says who may connect, as the loopback interface keeps out other machines. Leave
+   * it out when processes on the machine that can reach the socket are not to be believed.
    * Never use `"*"` on a port that anything but the proxy can reach.
    *
-   * @default {["127.0.0.1", "::1"]}
+   * @default {["127.0.0.1", "::1", "unix"]}
    */
   trusted?: readonly string[];
 }

@@ -570,7 +570,7 @@ Deno.test("proxyHeaders() refuses bad options at the call, quoting them", async 
       "an IPv4 address with leading zeros",
       { trusted: ["010.0.0.1"] },
       TypeError,
-      'Invalid trusted entry "010.0.0.1": use an IPv4 or IPv6 address, a CIDR network such as "10.0.0.0/8", or "*"',
+      'Invalid trusted entry "010.0.0.1": use an IPv4 or IPv6 address, a CIDR network such as "10.0.0.0/8", "unix" or "*"',
     ],
     [
       "a malformed IPv6 address",

@@ -1,0 +1,442 @@
+/**
+ * `serve()` on a Unix domain socket (the `path` option), on both transports: real requests and
+ * WebSockets over the socket, written by hand on `Deno.connect({ transport: "unix" })`; the
+ * scope's `server` and `client`; the socket file's life (a crashed run's file, a live server's,
+ * a file that is no socket, the mode, the removal at shutdown); the option checks; `proxyHeaders()`
+ * behind a proxy on the socket; and the limits that still apply.
+ */
+import { assert, assertEquals, assertMatch, assertRejects, assertThrows } from "@std/assert";
+import {
+  type AsgiApplication,
+  type AsgiUnixAddr,
+  type HttpScope,
+  proxyHeaders,
+  type Receive,
+  type Scope,
+  type Send,
+  serve,
+  type ServeOptions,
+  type UnixServeOptions,
+  type WebSocketScope,
+} from "../asgi.ts";
+import { RecordingLogger } from "./fixtures/asgi_harness.ts";
+import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
+
+const TRANSPORTS = ["deno", "node"] as const;
+const DIR = "/tmp/hU1/uds";
+await Deno.mkdir(DIR, { recursive: true });
+
+let serial = 0;
+/** A fresh socket path in the test directory, nothing at it. */
+async function socketPath(label: string): Promise<string> {
+  const path = `${DIR}/${label}-${Deno.pid}-${serial++}.sock`;
+  await Deno.remove(path).catch(() => {});
+  return path;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.lstat(path).then(() => true, () => false);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const text = (data: Uint8Array): string => decoder.decode(data);
+
+/** Reads `conn` until the server closes it (or `until` matches), within `BOUND_MS`. */
+async function readAll(conn: Deno.Conn, until?: RegExp): Promise<string> {
+  let out = "";
+  const buffer = new Uint8Array(65536);
+  const deadline = performance.now() + BOUND_MS;
+  for (;;) {
+    const n = await withTimeout(
+      conn.read(buffer).catch((error) => {
+        if (error instanceof Deno.errors.ConnectionReset) return null;
+        throw error;
+      }),
+      Math.max(1, deadline - performance.now()),
+      "the server's answer",
+    );
+    if (n === null) return out;
+    out += String.fromCharCode(...buffer.subarray(0, n));
+    if (until?.test(out)) return out;
+  }
+}
+
+/** Sends one HTTP/1.x request over the socket and returns the raw answer (connection closed). */
+async function request(path: string, head: string): Promise<string> {
+  const conn = await Deno.connect({ transport: "unix", path });
+  try {
+    await conn.write(encoder.encode(head));
+    return await readAll(conn);
+  } finally {
+    conn.close();
+  }
+}
+
+function body(answer: string): string {
+  return answer.slice(answer.indexOf("\r\n\r\n") + 4);
+}
+
+/** Answers each HTTP request with a JSON picture of its scope. */
+async function scopeApp(scope: Scope, receive: Receive, send: Send): Promise<void> {
+  if (scope.type !== "http") return;
+  await receive();
+  const headers = scope.headers.map(([name, value]) => [text(name), text(value)]);
+  await send({ type: "http.response.start", status: 200, headers: [] });
+  await send({
+    type: "http.response.body",
+    body: encoder.encode(JSON.stringify({
+      client: scope.client,
+      server: scope.server,
+      scheme: scope.scheme,
+      path: scope.path,
+      headers,
+    })),
+  });
+}
+
+function quiet(options: Partial<UnixServeOptions> & { path: string }): UnixServeOptions {
+  return { lifespan: "off", onListen() {}, logger: new RecordingLogger(), ...options };
+}
+
+for (const transport of TRANSPORTS) {
+  Deno.test(
+    `serve() with path serves HTTP over a Unix socket on ${transport}, server [path, null] and client null`,
+    async () => {
+      const path = await socketPath(`http-${transport}`);
+      const heard: AsgiUnixAddr[] = [];
+      const server = serve(scopeApp, quiet({ path, transport, onListen: (a) => heard.push(a) }));
+      const addr = await withTimeout(server.addr, BOUND_MS, "addr");
+      assertEquals(addr, { transport: "unix", path });
+      assertEquals(heard, [{ transport: "unix", path }]);
+      const stat = await Deno.lstat(path);
+      assert(stat.isSocket, "a socket file at the path");
+      // The mode the umask leaves, as both runtimes make it: nothing is loosened by the bridge.
+      assertEquals(stat.mode! & 0o777, 0o777 & ~Deno.umask());
+      const answer = await request(
+        path,
+        "GET /a%20b?x=1 HTTP/1.1\r\nHost: app\r\nConnection: close\r\n\r\n",
+      );
+      assertMatch(answer, /^HTTP\/1\.1 200 /);
+      assertEquals(JSON.parse(body(answer)), {
+        client: null,
+        server: [path, null],
+        scheme: "http",
+        path: "/a b",
+        headers: transport === "deno"
+          ? [["connection", "close"], ["host", "app"]] // Fetch sorts them
+          : [["host", "app"], ["connection", "close"]],
+      });
+      await withTimeout(server.shutdown(), BOUND_MS, "shutdown");
+      assert(!await exists(path), "the socket file is removed at shutdown");
+    },
+  );
+
+  // Deno makes a request without a Host an authority of the socket's path, percent-encoded
+  // (http+unix://%2Ftmp%2F...): passed on, it would read as a Host the client sent.
+  Deno.test(
+    `serve() with path on ${transport} passes no made-up Host for an HTTP/1.0 request without one`,
+    async () => {
+      const path = await socketPath(`nohost-${transport}_x~y`);
+      await using server = serve(scopeApp, quiet({ path, transport }));
+      await withTimeout(server.addr, BOUND_MS, "addr");
+      const answer = await request(path, "GET /h HTTP/1.0\r\n\r\n");
+      assertMatch(answer, /^HTTP\/1\.[01] 200 /);
+      assertEquals(JSON.parse(body(answer)).headers, []);
+    },
+  );
+
+  Deno.test(
+    `serve() with path serves a WebSocket over a Unix socket on ${transport}, scheme "ws"`,
+    async () => {
+      const path = await socketPath(`ws-${transport}`);
+      const seen: WebSocketScope[] = [];
+      const app: AsgiApplication = async (scope, receive, send) => {
+        if (scope.type !== "websocket") return;
+        seen.push(scope);
+        await receive(); // websocket.connect
+        await send({ type: "websocket.accept" });
+        const message = await receive();
+        if (message.type === "websocket.receive") {
+          await send({ type: "websocket.send", text: `echo ${message.text}` });
+        }
+        await send({ type: "websocket.close", code: 1000 });
+      };
+      await using server = serve(app, quiet({ path, transport }));
+      await withTimeout(server.addr, BOUND_MS, "addr");
+      const conn = await Deno.connect({ transport: "unix", path });
+      try {
+        await conn.write(encoder.encode(
+          "GET /ws HTTP/1.1\r\nHost: app\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        ));
+        // A masked text frame "hi" (mask 0: the payload stays as written).
+        await conn.write(new Uint8Array([0x81, 0x82, 0, 0, 0, 0, 0x68, 0x69]));
+        const answer = await readAll(conn, /echo hi[\s\S]*\x88/);
+        assertMatch(answer, /^HTTP\/1\.1 101 /);
+        assert(answer.includes("\x81\x07echo hi"), JSON.stringify(answer));
+      } finally {
+        conn.close();
+      }
+      assertEquals(seen.length, 1);
+      const scope = seen[0]!;
+      assertEquals([scope.scheme, scope.server, scope.client], ["ws", [path, null], null]);
+    },
+  );
+
+  Deno.test(
+    `serve() with path on ${transport} removes the socket file a crashed server left, and says so`,
+    async () => {
+      const path = await socketPath(`stale-${transport}`);
+      // A process that dies without closing its listener leaves the file, connectable by no one.
+      const child = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          `Deno.listen({ transport: "unix", path: ${JSON.stringify(path)} }); Deno.exit(0);`,
+        ],
+      }).output();
+      assert(child.success);
+      assert((await Deno.lstat(path)).isSocket, "a stale socket file");
+      const logger = new RecordingLogger();
+      await using server = serve(scopeApp, quiet({ path, transport, logger }));
+      await withTimeout(server.addr, BOUND_MS, "addr");
+      assertMatch(
+        logger.lines("info").join("\n"),
+        /Removed the socket file ".*" of a server that is gone/,
+      );
+      const answer = await request(path, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+      assertMatch(answer, /^HTTP\/1\.1 200 /);
+    },
+  );
+
+  Deno.test(
+    `serve() with path on ${transport} leaves alone the socket of a live server and fails to listen`,
+    async () => {
+      const path = await socketPath(`live-${transport}`);
+      const live = Deno.listen({ transport: "unix", path });
+      try {
+        const logger = new RecordingLogger();
+        const server = serve(scopeApp, quiet({ path, transport, logger }));
+        const error = await withTimeout(assertRejects(() => server.addr), BOUND_MS, "addr");
+        await assertRejects(() => server.finished);
+        assertMatch(String(error), /in use/i);
+        assertMatch(
+          logger.lines("error").join("\n"),
+          /Cannot listen on unix:.*: a server listens on ".*" already; stop it, or pass another path/,
+        );
+        // Still the live server's: it accepts.
+        const accepted = live.accept();
+        const conn = await Deno.connect({ transport: "unix", path });
+        (await withTimeout(accepted, BOUND_MS, "the live server to accept")).close();
+        conn.close();
+      } finally {
+        live.close();
+      }
+    },
+  );
+
+  Deno.test(
+    `serve() with path on ${transport} never removes a file that is no socket`,
+    async () => {
+      const path = await socketPath(`file-${transport}`);
+      await Deno.writeTextFile(path, "precious");
+      try {
+        const logger = new RecordingLogger();
+        const server = serve(scopeApp, quiet({ path, transport, logger }));
+        await withTimeout(assertRejects(() => server.addr), BOUND_MS, "addr");
+        await assertRejects(() => server.finished);
+        assertMatch(
+          logger.lines("error").join("\n"),
+          /exists and is no socket, so it was left alone/,
+        );
+        assertEquals(await Deno.readTextFile(path), "precious");
+      } finally {
+        await Deno.remove(path);
+      }
+    },
+  );
+
+  Deno.test(
+    `serve() with path on ${transport} lets a request in flight finish at shutdown, then removes the file`,
+    async () => {
+      const path = await socketPath(`drain-${transport}`);
+      const started = Promise.withResolvers<void>();
+      const release = Promise.withResolvers<void>();
+      const app: AsgiApplication = async (scope, _receive, send) => {
+        if (scope.type !== "http") return;
+        started.resolve();
+        await release.promise;
+        await send({ type: "http.response.start", status: 200 });
+        await send({ type: "http.response.body", body: encoder.encode("done") });
+      };
+      const server = serve(app, quiet({ path, transport }));
+      await withTimeout(server.addr, BOUND_MS, "addr");
+      const answer = request(path, "GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+      await withTimeout(started.promise, BOUND_MS, "the request to reach the app");
+      const stopped = server.shutdown();
+      release.resolve();
+      assertMatch(await answer, /^HTTP\/1\.1 200 [\s\S]*done$/);
+      await withTimeout(stopped, BOUND_MS, "shutdown");
+      assert(!await exists(path), "the socket file is removed at shutdown");
+      await assertRejects(() => Deno.connect({ transport: "unix", path }), Deno.errors.NotFound);
+    },
+  );
+
+  Deno.test(
+    `serve() with path on ${transport}: proxyHeaders() trusts the socket's peer by default, and not when "unix" is left out`,
+    async () => {
+      const path = await socketPath(`proxy-${transport}`);
+      const seen: (Scope & { type: "http" })[] = [];
+      const app: AsgiApplication = async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        seen.push(scope);
+        await scopeApp(scope, receive, send);
+      };
+      const head = "GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 203.0.113.7\r\n" +
+        "X-Forwarded-Proto: https\r\nConnection: close\r\n\r\n";
+      {
+        await using server = serve(proxyHeaders(app), quiet({ path, transport }));
+        await withTimeout(server.addr, BOUND_MS, "addr");
+        await request(path, head);
+      }
+      {
+        await using server = serve(
+          proxyHeaders(app, { trusted: ["127.0.0.1"] }),
+          quiet({ path, transport }),
+        );
+        await withTimeout(server.addr, BOUND_MS, "addr");
+        await request(path, head);
+      }
+      assertEquals(seen.map((s) => [s.client, s.scheme, s.server]), [
+        [["203.0.113.7", 0], "https", [path, null]],
+        [null, "http", [path, null]],
+      ]);
+    },
+  );
+}
+
+Deno.test(
+  "serve() with path on node still closes connections beyond maxConnections",
+  async () => {
+    const path = await socketPath("cap-node");
+    await using server = serve(scopeApp, quiet({ path, transport: "node", maxConnections: 1 }));
+    await withTimeout(server.addr, BOUND_MS, "addr");
+    const first = await Deno.connect({ transport: "unix", path });
+    try {
+      // The first connection is served (keep-alive), so it stays open.
+      await first.write(encoder.encode("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+      assertMatch(await readAll(first, /\}$/), /^HTTP\/1\.1 200 /);
+      // The second is closed as soon as it is accepted, without an answer.
+      const second = await Deno.connect({ transport: "unix", path });
+      try {
+        await second.write(encoder.encode("GET / HTTP/1.1\r\nHost: a\r\n\r\n")).catch((error) => {
+          // Closed before the write: what is tested.
+          if (!(error instanceof Deno.errors.BrokenPipe)) throw error;
+        });
+        assertEquals(await readAll(second), "");
+      } finally {
+        second.close();
+      }
+    } finally {
+      first.close();
+    }
+  },
+);
+
+Deno.test("serve() refuses a bad path, and TCP options beside one, before listening", async (t) => {
+  const app: AsgiApplication = async () => {};
+  const cases: [string, Record<string, unknown>, ErrorConstructor, string][] = [
+    ["not a string", { path: 8000 }, TypeError, "Invalid path 8000: use the path of a socket file"],
+    ["empty", { path: "" }, TypeError, 'Invalid path "": use the path of a socket file'],
+    ["NUL", { path: "\0abstract" }, TypeError, "it holds a NUL; use a file path"],
+    [
+      "over sun_path",
+      { path: `${DIR}/${"a".repeat(108 - DIR.length - 1)}` },
+      RangeError,
+      "it is 108 bytes long, and a Unix socket's path holds at most 107; use a shorter one",
+    ],
+    [
+      "port",
+      { path: "/tmp/hU1/uds/x.sock", port: 8000 },
+      TypeError,
+      'Invalid port 8000 with path "/tmp/hU1/uds/x.sock": a Unix socket has no port; leave out port, or path to listen on TCP',
+    ],
+    [
+      "port 0",
+      { path: "/tmp/hU1/uds/x.sock", port: 0 },
+      TypeError,
+      "Invalid port 0 with path",
+    ],
+    [
+      "hostname",
+      { path: "/tmp/hU1/uds/x.sock", hostname: "0.0.0.0" },
+      TypeError,
+      'Invalid hostname "0.0.0.0" with path "/tmp/hU1/uds/x.sock": a Unix socket has no hostname',
+    ],
+    [
+      "cert and key",
+      { path: "/tmp/hU1/uds/x.sock", cert: "-----BEGIN CERTIFICATE-----", key: "k" },
+      TypeError,
+      'Invalid cert with path "/tmp/hU1/uds/x.sock": TLS is not offered on a Unix socket (the proxy in front terminates it); leave out cert and key',
+    ],
+    ["key alone", { path: "/tmp/hU1/uds/x.sock", key: "k" }, TypeError, "Invalid key with path"],
+  ];
+  for (const [label, options, type, message] of cases) {
+    await t.step(label, () => {
+      assertThrows(
+        () => serve(app, { lifespan: "off", onListen() {}, ...options } as ServeOptions),
+        type,
+        message,
+      );
+    });
+  }
+  await t.step("107 bytes listen", async () => {
+    const path = `${DIR}/${"b".repeat(107 - DIR.length - 1)}`;
+    await Deno.remove(path).catch(() => {});
+    assertEquals(encoder.encode(path).length, 107);
+    for (const transport of TRANSPORTS) {
+      await using server = serve(app, quiet({ path, transport }));
+      assertEquals((await withTimeout(server.addr, BOUND_MS, "addr")).path, path);
+    }
+  });
+});
+
+Deno.test("serve() with path logs the socket it listens on by default", async () => {
+  const path = await socketPath("log");
+  const logger = new RecordingLogger();
+  await using server = serve(scopeApp, { path, lifespan: "off", logger });
+  await withTimeout(server.addr, BOUND_MS, "addr");
+  assertEquals(logger.lines("info"), [`Listening on unix:${path}`]);
+});
+
+Deno.test("proxyHeaders() trusts no peer whose address is unknown off a Unix socket", async () => {
+  // A Fetch host that passes no peer gives client null and server null: not a Unix socket.
+  const seen: Scope[] = [];
+  const wrapped = proxyHeaders(async (scope) => {
+    seen.push(scope);
+  });
+  const forwarded: [Uint8Array, Uint8Array][] = [[
+    encoder.encode("x-forwarded-for"),
+    encoder.encode("203.0.113.7"),
+  ]];
+  const base: Omit<HttpScope, "server"> = {
+    type: "http",
+    asgi: { version: "3.0", spec_version: "2.1" },
+    http_version: "1.1",
+    method: "GET",
+    scheme: "http",
+    path: "/",
+    raw_path: encoder.encode("/"),
+    query_string: new Uint8Array(0),
+    root_path: "",
+    headers: forwarded,
+    client: null,
+    state: {},
+    extensions: {},
+  };
+  const receive: Receive = () => Promise.resolve({ type: "http.disconnect" });
+  const send: Send = () => Promise.resolve();
+  await wrapped({ ...base, server: null }, receive, send);
+  await wrapped({ ...base, server: ["/run/app.sock", null] }, receive, send);
+  assertEquals(seen.map((s) => s.type === "http" ? s.client : "?"), [null, ["203.0.113.7", 0]]);
+});
