@@ -496,7 +496,8 @@ function forwardedScope<S extends HttpScope | WebSocketScope>(
 ): S {
   const peer = scope.client;
   if (
-    !(trusted.anyone || (peer !== null ? peerTrusted(peer[0]) : trusted.unix && onUnixSocket(scope)))
+    !(trusted.anyone ||
+      (peer !== null ? peerTrusted(peer[0]) : trusted.unix && onUnixSocket(scope)))
   ) return scope;
   let forwardedFor: Uint8Array[] | null = null;
   let proto: string | null = null;

@@ -412,8 +412,9 @@ Deno.test("serve() with path logs the socket it listens on by default", async ()
 Deno.test("proxyHeaders() trusts no peer whose address is unknown off a Unix socket", async () => {
   // A Fetch host that passes no peer gives client null and server null: not a Unix socket.
   const seen: Scope[] = [];
-  const wrapped = proxyHeaders(async (scope) => {
+  const wrapped = proxyHeaders((scope) => {
     seen.push(scope);
+    return Promise.resolve();
   });
   const forwarded: [Uint8Array, Uint8Array][] = [[
     encoder.encode("x-forwarded-for"),
