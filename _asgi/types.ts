@@ -821,7 +821,9 @@ export interface AsgiServer<A extends AsgiServerAddr | AsgiUnixAddr = AsgiServer
    * (the server only listens after startup). Rejects with {@linkcode LifespanError} when startup
    * fails, with the listen error when the port is taken (`Deno.errors.AddrInUse` on `deno`, an
    * `Error` whose `code` is `"EADDRINUSE"` on `node`; the logged line says to free the port or
-   * pass another), and with an `AbortError` when the server was shut down before it listened.
+   * pass another; on a Unix socket, the same errors when a live server holds the path or a file
+   * that is no socket is there, which the logged line tells apart), and with an `AbortError`
+   * when the server was shut down before it listened.
    */
   readonly addr: Promise<A>;
   /**
