@@ -363,9 +363,11 @@ export class Exchange implements TaskHolder {
         `Ignored the response of route "${this.routePath}" to ${this.#label}: it came after ` +
           `${this.#overruledBy}; the client got ${this.#overruled === SHUTDOWN ? 503 : 408}`,
       );
+      this.#closeUnsent(response.body);
       return Promise.resolve();
     }
     if (this.#phase !== PENDING || this.#ended) {
+      this.#closeUnsent(response.body);
       // The handler ended without responding after its client left: nothing was sent, and a
       // response to a client that has gone is dropped silently.
       if (this.#phase === PENDING && this.#disconnected && !this.#servedError) {
@@ -382,6 +384,7 @@ export class Exchange implements TaskHolder {
     }
     if (this.#disconnected) {
       this.#complete();
+      this.#closeUnsent(response.body);
       return Promise.resolve();
     }
     const body = response.body;
@@ -421,6 +424,25 @@ export class Exchange implements TaskHolder {
       return ACCEPTED;
     }
     return this.#track(this.#stream(response, body));
+  }
+
+  /**
+   * Closes the streamed body of a response that will not be sent (ignored, dropped or refused):
+   * no one else reads it, and left open it held what it reads (a file's `readable` kept its
+   * file descriptor, one per late response). A stream already sent, perhaps still being sent to
+   * another request, is left alone.
+   */
+  #closeUnsent(body: Response["body"]): void {
+    if (body instanceof Uint8Array || streamedBodies.has(body)) return;
+    streamedBodies.add(body);
+    try {
+      Promise.resolve(body[Symbol.asyncIterator]().return?.()).catch((error) =>
+        this.#host.log.debug(`The unsent streamed body of ${this.#label} failed to close:`, error)
+      );
+    } catch (error) {
+      // A locked ReadableStream refuses a second iterator: its reader is the one to close it.
+      this.#host.log.debug(`The unsent streamed body of ${this.#label} failed to close:`, error);
+    }
   }
 
   /** Keeps the outcome of a response being sent, for `#run`. */

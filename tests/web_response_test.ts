@@ -682,3 +682,76 @@ Deno.test("Request.respondWith() closes a stream it stops reading at a bad chunk
     'Route "/" on "GET /" failed while sending its response; the response is cut off',
   );
 });
+
+// Fresh-eyes web probe (2026-11-29): a response the App does not send (it came after the 408,
+// after the client left, or as a second response) kept its streamed body open: a handler that
+// ignored its signal and then answered with a file's `readable` leaked one file descriptor per
+// request (20 late responses left 20 files open), and a generator stayed suspended for good.
+Deno.test("Request.respondWith() closes the streamed body of a response it does not send", async (t) => {
+  const { App, AsgiRouter, Route } = await import("../web.ts");
+  const { httpScope } = await import("./fixtures/web_helpers.ts");
+  const { BOUND_MS, withTimeout } = await import("./fixtures/timeout.ts");
+  type Case = {
+    name: string;
+    requestTimeLimit?: number;
+    // Resolves once the response may be given: the 408 went out, or the client left.
+    ready: (request: import("../web.ts").Request, sent: Promise<number>) => Promise<unknown>;
+    twice?: boolean;
+  };
+  const cases: Case[] = [
+    { name: "after the request time limit", requestTimeLimit: 0.01, ready: (_, sent) => sent },
+    {
+      name: "after the client left",
+      ready: (request) =>
+        new Promise((resolve) => request.signal.addEventListener("abort", resolve)),
+    },
+    { name: "as a second response", ready: () => Promise.resolve(), twice: true },
+  ];
+  for (const { name, requestTimeLimit, ready, twice } of cases) {
+    await t.step(name, async () => {
+      const cancelled = Promise.withResolvers<void>();
+      const status = Promise.withResolvers<number>();
+      const outcome = Promise.withResolvers<string>();
+      const app = new App({
+        router: new AsgiRouter({
+          routes: [
+            new Route("/", {
+              handler: async (request: import("../web.ts").Request) => {
+                if (twice) await request.respondWith(new Response({ body: "first" }));
+                await ready(request, status.promise);
+                const body = new ReadableStream<Uint8Array>({ cancel: () => cancelled.resolve() });
+                await request.respondWith(new Response({ body })).then(
+                  () => outcome.resolve("resolved"),
+                  (error: Error) => outcome.resolve(`rejected: ${error.name}`),
+                );
+              },
+            }),
+          ],
+        }),
+        requestTimeLimit,
+        logger: { error() {}, warn() {}, info() {}, debug() {} },
+      });
+      let received = 0;
+      const left = Promise.withResolvers<void>();
+      const call = app.asgi(httpScope(), () => {
+        if (received++ === 0) {
+          return Promise.resolve({
+            type: "http.request",
+            body: new Uint8Array(0),
+            more_body: false,
+          });
+        }
+        return left.promise.then(() => ({ type: "http.disconnect" }));
+      }, (message) => {
+        if (message.type === "http.response.start") status.resolve(message.status);
+        return Promise.resolve();
+      });
+      if (requestTimeLimit === undefined && !twice) left.resolve();
+      await withTimeout(outcome.promise, BOUND_MS, "respondWith() to settle");
+      await withTimeout(cancelled.promise, BOUND_MS, "the unsent stream to be cancelled");
+      left.resolve();
+      await call.catch(() => {});
+      await app.shutdown();
+    });
+  }
+});
