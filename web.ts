@@ -770,7 +770,8 @@ export class Request<A extends object = Record<never, never>> {
    *
    * @returns The body.
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
-   * @throws {TypeError} When `receive()` has taken part or all of the body.
+   * @throws {TypeError} When `receive()` has taken part or all of the body, or the response was
+   *   complete before the body was read (the request ends with its response: read it first).
    */
   bytes(): Promise<Uint8Array> {
     return this.#exchange.bytes();
@@ -781,7 +782,8 @@ export class Request<A extends object = Record<never, never>> {
    *
    * @returns The text.
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
-   * @throws {TypeError} When `receive()` has taken part or all of the body.
+   * @throws {TypeError} When `receive()` has taken part or all of the body, or the response was
+   *   complete before the body was read (the request ends with its response: read it first).
    */
   async text(): Promise<string> {
     return new TextDecoder().decode(await this.#exchange.bytes());

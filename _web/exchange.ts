@@ -596,7 +596,16 @@ export class Exchange implements TaskHolder {
   }
 
   #disconnectReason(): unknown {
-    return this.#abortReason ?? new DOMException("The client disconnected", "AbortError");
+    if (this.#abortReason !== undefined) return this.#abortReason;
+    // The bridge ends the request with its response: the body is no longer there to read, and
+    // the client did nothing (an AbortError, "The client disconnected", blamed it).
+    if (this.#phase === COMPLETE || this.#lastChunk) {
+      return new TypeError(
+        `Cannot read the body of ${this.#label} after its response: the request ended with the ` +
+          `response; read the body with bytes() or text() before responding`,
+      );
+    }
+    return new DOMException("The client disconnected", "AbortError");
   }
 
   #abort(reason: unknown): void {

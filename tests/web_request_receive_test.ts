@@ -300,3 +300,39 @@ Deno.test("Request.signal stays unaborted when the App cuts off the stream of a 
   await settle();
   assertEquals(signal?.aborted, false);
 });
+
+// Fresh-eyes web probe (2026-11-29): a handler that responded first and read the body after got
+// an AbortError, "The client disconnected", from a client still connected: the bridge ends the
+// request with its response, and the error blamed the client for it.
+Deno.test("Request.bytes() after the response is complete says to read the body before responding (regression: blamed the client)", async () => {
+  const read = Promise.withResolvers<unknown>();
+  const aborted = Promise.withResolvers<boolean>();
+  const app = new App({
+    router: new AsgiRouter<WebHandler>({
+      routes: [
+        new Route<WebHandler>("/upload", {
+          handler: async (request) => {
+            await request.respondWith(new Response({ status: 202, body: "accepted" }));
+            read.resolve(await request.text().then(() => "read", (error) => error));
+            aborted.resolve(request.signal.aborted);
+          },
+          methods: ["POST"],
+        }),
+      ],
+    }),
+    logger: new RecordingLogger(),
+  });
+  const response = await app.fetch(
+    new globalThis.Request("http://localhost/upload", { method: "POST", body: "payload" }),
+  );
+  assertEquals([response.status, await response.text()], [202, "accepted"]);
+  const error = instance(await read.promise, TypeError);
+  assertEquals(
+    error.message,
+    'Cannot read the body of "POST /upload" after its response: the request ended with the ' +
+      "response; read the body with bytes() or text() before responding",
+  );
+  // Nothing happened to the client, and the signal says so.
+  assertEquals(await aborted.promise, false);
+  await app.shutdown();
+});
