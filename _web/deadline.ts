@@ -53,6 +53,7 @@
  *
  * @module
  */
+import { MAX_TIMER_MS } from "../_common/timers.ts";
 
 /** One deadline in a {@linkcode DeadlineQueue}. */
 export interface Deadline {
@@ -186,7 +187,9 @@ export class DeadlineQueue {
   #schedule(at: number): void {
     // Timers count whole milliseconds and may fire up to one early against performance.now():
     // one more millisecond spares a second turn of the timer for an entry found not yet due.
-    const timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now()) + 1));
+    // Never beyond MAX_TIMER_MS, which a limit may reach: past it a timer fires after 1 ms.
+    const ms = Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(at - performance.now()) + 1));
+    const timer = setTimeout(this.#fire, ms);
     if (typeof Deno !== "undefined") Deno.unrefTimer(timer);
     this.#timer = timer;
   }

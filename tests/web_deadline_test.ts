@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "@std/assert";
 import { DeadlineQueue } from "../_web/deadline.ts";
+import { MAX_TIMER_MS } from "../_common/timers.ts";
 
 Deno.test("DeadlineQueue fires live deadlines in arrival order, never before their time", async () => {
   const queue = new DeadlineQueue(60);
@@ -358,4 +359,26 @@ Deno.test("DeadlineQueue agrees with a model of its deadlines under random use",
     Object.defineProperty(Deno, "unrefTimer", { value: realUnref, configurable: true });
   }
   assertEquals(problems.slice(0, 5), []);
+});
+
+// Fresh-eyes web probe (2026-11-29): the longest limit the options allow, 2147483.647 s, is
+// MAX_TIMER_MS, and the extra millisecond the queue waits made it 2 ** 31: Deno printed a
+// TimeoutOverflowWarning and the timer fired after 1 ms, for nothing.
+Deno.test("DeadlineQueue arms no timer beyond the longest delay a timer takes", async () => {
+  const { setTimeout: realSetTimeout } = globalThis;
+  const delays: number[] = [];
+  globalThis.setTimeout = ((callback: () => void, ms?: number) => {
+    delays.push(ms ?? 0);
+    // Run at once instead: the test only looks at the delay asked for.
+    return realSetTimeout(callback, 0);
+  }) as typeof setTimeout;
+  try {
+    const queue = new DeadlineQueue(MAX_TIMER_MS);
+    queue.arm(() => {}).clear();
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+  }
+  await sleep(10);
+  assertEquals(delays.length, 1);
+  assert(delays[0]! <= MAX_TIMER_MS, `armed a timer of ${delays[0]} ms`);
 });
