@@ -50,7 +50,7 @@ import type {
   Send,
   SendMessage,
 } from "../_asgi/types.ts";
-import { ResponseCutOffError } from "../asgi.ts";
+import { AsgiProtocolError, ResponseCutOffError } from "../asgi.ts";
 import { ACCEPTED } from "../_asgi/promises.ts";
 import {
   type BackgroundRunner,
@@ -63,7 +63,7 @@ import {
   type TaskLogger,
 } from "./background.ts";
 import type { Deadline, DeadlineQueue } from "./deadline.ts";
-import { describe } from "../_common/describe.ts";
+import { describe, errorText } from "../_common/describe.ts";
 import { logQuoted } from "../_common/log_text.ts";
 import { seconds } from "./options.ts";
 import {
@@ -958,6 +958,18 @@ export class Exchange implements TaskHolder {
     }
     if (this.#phase === SENDING) {
       this.#discardPending(`the response to ${this.#label} failed`);
+      if (error instanceof AsgiProtocolError) {
+        // The bridge refused a message of the response (a streamed body longer or shorter than
+        // its content-length) and logged the error, stack and all, at the send; it logs the
+        // same error rethrown no second time. Wrapped, it was printed twice. The route goes in a
+        // line of its own, which the bridge's line cannot name.
+        log.error(
+          `${where} failed while sending its response; the response is cut off: ${
+            errorText(error)
+          }`,
+        );
+        throw error;
+      }
       // Too late for a 500: failing the ASGI call makes the bridge cut the stream off, so the
       // client cannot take a truncated body for a whole one.
       throw new Error(`${where} failed while sending its response; the response is cut off`, {

@@ -755,3 +755,42 @@ Deno.test("Request.respondWith() closes the streamed body of a response it does 
     });
   }
 });
+
+// Fresh-eyes web probe (2026-11-29): a streamed body longer or shorter than its content-length is
+// refused by the bridge's send, which logs the error with its stack; the App then wrapped it in
+// an error naming the route, which the bridge logged again with the same cause and stack.
+Deno.test("App logs a streamed body that disagrees with its content-length once, naming the route", async (t) => {
+  const { App, AsgiRouter, AsgiProtocolError, Route } = await import("../web.ts");
+  const { RecordingLogger } = await import("./fixtures/web_helpers.ts");
+  for (const declared of ["5", "20"]) {
+    await t.step(`content-length: ${declared} for 10 bytes`, async () => {
+      const logger = new RecordingLogger();
+      async function* body(): AsyncGenerator<string> {
+        yield "0123456789";
+      }
+      const app = new App({
+        router: new AsgiRouter({
+          routes: [
+            new Route("/report", {
+              handler: (request: import("../web.ts").Request) =>
+                request.respondWith(
+                  new Response({ body: body(), headers: { "content-length": declared } }),
+                ),
+            }),
+          ],
+        }),
+        logger,
+      });
+      const response = await app.fetch(new globalThis.Request("http://localhost/report"));
+      await response.text().catch(() => {});
+      await app.shutdown();
+      const protocolErrors = logger.lines.flatMap((line) => line.values).filter((value) =>
+        value instanceof AsgiProtocolError ||
+        (value instanceof Error && value.cause instanceof AsgiProtocolError)
+      );
+      assertEquals(protocolErrors.length, 1, "the refused send's error, logged once");
+      const routeLines = logger.at("error").filter((text) => text.includes('Route "/report"'));
+      assertEquals(routeLines.length, 1, `one line names the route: ${logger.at("error")}`);
+    });
+  }
+});
