@@ -139,6 +139,19 @@ function reportLate(error: unknown): void {
   console.error("Unreported error after a complete response:", error);
 }
 
+/**
+ * What `receive()` gives, as a promise, whatever the callable does: ASGI middleware's may throw
+ * or return a message. Called bare, a throw escaped `bytes()`, `receive()` and the `signal`
+ * getter, and left the exchange pulling for good, so that the next `receive()` never settled.
+ */
+function received(receive: Receive): Promise<ReceiveMessage> {
+  try {
+    return Promise.resolve(receive());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 /** The outcome of a response that went out whole in one turn. */
 const SENT: Promise<Outcome> = Promise.resolve(SUCCESS);
 
@@ -284,7 +297,7 @@ export class Exchange implements TaskHolder {
       // The common case: one reader, nothing read ahead. The bridge's own promise serves it,
       // without a queued reader and a promise of ours (some 0.2 µs of a POST's server CPU).
       this.#pulling = true;
-      return this.#receive().then((message) => this.#took(message), (error) => {
+      return received(this.#receive).then((message) => this.#took(message), (error) => {
         this.#failed(error);
         throw error;
       });
@@ -618,7 +631,10 @@ export class Exchange implements TaskHolder {
   #pull(): void {
     if (this.#pulling) return;
     this.#pulling = true;
-    this.#receive().then((message) => this.#deliver(message), (error) => this.#failed(error));
+    received(this.#receive).then(
+      (message) => this.#deliver(message),
+      (error) => this.#failed(error),
+    );
   }
 
   /** The bridge's receive() failed: so does every waiting reader. */

@@ -336,3 +336,86 @@ Deno.test("Request.bytes() after the response is complete says to read the body 
   assertEquals(await aborted.promise, false);
   await app.shutdown();
 });
+
+// Fresh-eyes web probe (2026-11-29), the receive side of "Request.respondWith() rejects, not
+// throws, when the send it goes through throws": a middleware receive that threw made bytes(),
+// receive() and even reading request.signal throw on the spot, and left the exchange pulling for
+// good, so the next receive() never settled; one that returned a message instead of a promise
+// threw a TypeError about `.then`.
+Deno.test("Request.receive() and bytes() reject, not throw, when the receive they go through throws or returns no promise (regression)", async (t) => {
+  const { BOUND_MS, withTimeout } = await import("./fixtures/timeout.ts");
+  /** How a call went: "rejected <message>", "threw <message>" or "resolved <body or type>". */
+  async function outcome(call: () => Promise<unknown>): Promise<string> {
+    let promise: Promise<unknown>;
+    try {
+      promise = call();
+    } catch (error) {
+      return `threw ${(error as Error).message}`;
+    }
+    return await withTimeout(promise, BOUND_MS, "the call to settle").then(
+      (value) =>
+        `resolved ${
+          value instanceof Uint8Array ? decoder.decode(value) : (value as { type: string }).type
+        }`,
+      (error: Error) => `rejected ${error.message}`,
+    );
+  }
+  const cases: [string, () => unknown, string[]][] = [
+    ["a receive that throws", () => {
+      throw new Error("middleware bug");
+    }, ["rejected middleware bug", "rejected middleware bug", "rejected middleware bug"]],
+    ["a receive that returns a message", () => chunk("body", false), [
+      "resolved body",
+      "resolved http.request",
+      "resolved http.request",
+    ]],
+  ];
+  for (const [name, receive, expected] of cases) {
+    await t.step(name, async () => {
+      const outcomes: string[] = [];
+      const app = new App({
+        router: new AsgiRouter<WebHandler>({
+          routes: [
+            new Route<WebHandler>("/", {
+              handler: async (request) => {
+                outcomes.push(await outcome(() => request.bytes()));
+                outcomes.push(await outcome(() => request.receive()));
+                outcomes.push(await outcome(() => request.receive()));
+                await request.respondWith(new Response({ body: "ok" }));
+              },
+              methods: ["POST"],
+            }),
+          ],
+        }),
+        logger: new RecordingLogger(),
+      });
+      await app.asgi(scope(), receive as () => Promise<ReceiveMessage>, () => Promise.resolve());
+      assertEquals(outcomes, expected);
+    });
+  }
+  await t.step("reading request.signal with a receive that throws", async () => {
+    let read = "";
+    const app = new App({
+      router: new AsgiRouter<WebHandler>({
+        routes: [
+          new Route<WebHandler>("/", {
+            handler: async (request) => {
+              try {
+                read = `aborted: ${request.signal.aborted}`;
+              } catch (error) {
+                read = `threw ${(error as Error).message}`;
+              }
+              await request.respondWith(new Response({ body: "ok" }));
+            },
+            methods: ["POST"],
+          }),
+        ],
+      }),
+      logger: new RecordingLogger(),
+    });
+    await app.asgi(scope(), () => {
+      throw new Error("middleware bug");
+    }, () => Promise.resolve());
+    assertEquals(read, "aborted: false");
+  });
+});
