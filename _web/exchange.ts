@@ -142,9 +142,13 @@ function reportLate(error: unknown): void {
 /**
  * What `receive()` gives, as a promise, whatever the callable does: ASGI middleware's may throw
  * or return a message. Called bare, a throw escaped `bytes()`, `receive()` and the `signal`
- * getter, and left the exchange pulling for good, so that the next `receive()` never settled.
+ * getter (and a socket's `accept()`, its handshake answered all the same), and left the reader
+ * marked as pulling for good, so that the next `receive()` never settled.
+ *
+ * @param receive The ASGI `receive` callable.
+ * @returns Its message, or its failure, as a promise.
  */
-function received(receive: Receive): Promise<ReceiveMessage> {
+export function received(receive: Receive): Promise<ReceiveMessage> {
   try {
     return Promise.resolve(receive());
   } catch (error) {

@@ -29,6 +29,7 @@ import {
   type TaskHolder,
 } from "./background.ts";
 import { clearableDeadline } from "./deadline.ts";
+import { received } from "./exchange.ts";
 import { describe } from "../_common/describe.ts";
 import { logQuoted } from "../_common/log_text.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
@@ -664,7 +665,7 @@ export class WebSocketRequest<App = unknown> {
       return;
     }
     this.#pulling = true;
-    this.#receive().then((message) => {
+    received(this.#receive).then((message) => {
       this.#pulling = false;
       if (message.type === "websocket.receive") {
         const data = message.text ?? message.bytes!;

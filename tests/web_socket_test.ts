@@ -955,3 +955,61 @@ Deno.test("WebSocketRequest.receive() and send() before accept() name the socket
     'Error: Cannot send on WebSocket "/early": accept() it first',
   ]);
 });
+
+// Fresh-eyes web probe (2026-11-29), as for HTTP requests: a middleware receive that threw once
+// the socket was accepted made receive() throw on the spot and left the socket marked as reading,
+// so the next receive() never settled.
+Deno.test("WebSocketRequest.receive() rejects, not throws or hangs, when the receive it goes through throws (regression)", async () => {
+  const { BOUND_MS, withTimeout } = await import("./fixtures/timeout.ts");
+  const outcomes: string[] = [];
+  const outcome = async (call: () => Promise<unknown>): Promise<string> => {
+    let promise: Promise<unknown>;
+    try {
+      promise = call();
+    } catch (error) {
+      return `threw ${(error as Error).message}`;
+    }
+    return await withTimeout(promise, BOUND_MS, "receive() to settle").then(
+      (value) => `resolved ${value}`,
+      (error: Error) => `rejected ${error.message}`,
+    );
+  };
+  const handler: SocketHandler = async (socket) => {
+    outcomes.push(await outcome(() => socket.accept()));
+    outcomes.push(await outcome(() => socket.receive()));
+    outcomes.push(await outcome(() => socket.receive()));
+    await socket.close();
+  };
+  const app = new App({
+    router: new AsgiRouter<Handler>({ routes: [socketRoute("/s", handler)] }),
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  });
+  let connected = false;
+  const scope = {
+    type: "websocket",
+    asgi: { version: "3.0", spec_version: "2.5" },
+    http_version: "1.1",
+    scheme: "ws",
+    path: "/s",
+    raw_path: new TextEncoder().encode("/s"),
+    query_string: new Uint8Array(),
+    root_path: "",
+    headers: [],
+    client: null,
+    server: null,
+    subprotocols: [],
+    state: {},
+  } as unknown as Parameters<AsgiApplication>[0];
+  await app.asgi(scope, () => {
+    if (!connected) {
+      connected = true;
+      return Promise.resolve({ type: "websocket.connect" });
+    }
+    throw new Error("middleware bug");
+  }, () => Promise.resolve());
+  assertEquals(outcomes, [
+    "resolved undefined",
+    "rejected middleware bug",
+    "rejected middleware bug",
+  ]);
+});
