@@ -452,6 +452,11 @@ export class Exchange implements TaskHolder {
   #closeUnsent(body: Response["body"]): void {
     if (body instanceof Uint8Array || streamedBodies.has(body)) return;
     streamedBodies.add(body);
+    this.#closeStream(body);
+  }
+
+  /** Closes a streamed body without waiting for it; a failure to close is logged (debug). */
+  #closeStream(body: AsyncIterable<unknown>): void {
     try {
       Promise.resolve(body[Symbol.asyncIterator]().return?.()).catch((error) =>
         this.#host.log.debug(`The unsent streamed body of ${this.#label} failed to close:`, error)
@@ -758,7 +763,13 @@ export class Exchange implements TaskHolder {
       headers: encodedHeaders(response),
     });
     this.#head = head;
-    await head;
+    try {
+      await head;
+    } catch (error) {
+      // Nothing reads the body now: close it, as an unsent response's (see #closeUnsent).
+      this.#closeStream(body);
+      throw error;
+    }
     if (this.scope.method === "HEAD") {
       // No one gets the body of a HEAD response (the GET route serves it): it is not made. A
       // stream is cancelled, a generator closed.

@@ -794,3 +794,45 @@ Deno.test("App logs a streamed body that disagrees with its content-length once,
     });
   }
 });
+
+// Fresh-eyes web probe (2026-11-29), with "closes the streamed body of a response it does not
+// send": a streamed body whose head a `send` refused (middleware's, say) was never read, and never
+// closed either.
+Deno.test("Request.respondWith() closes a streamed body whose head the send refuses", async () => {
+  const { App, AsgiRouter, Route } = await import("../web.ts");
+  const { httpScope } = await import("./fixtures/web_helpers.ts");
+  const { BOUND_MS, withTimeout } = await import("./fixtures/timeout.ts");
+  const cancelled = Promise.withResolvers<void>();
+  const outcome = Promise.withResolvers<string>();
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: (request: import("../web.ts").Request) => {
+            const body = new ReadableStream<Uint8Array>({ cancel: () => cancelled.resolve() });
+            return request.respondWith(new Response({ body })).then(
+              () => outcome.resolve("resolved"),
+              (error: Error) => outcome.resolve(`rejected: ${error.message}`),
+            );
+          },
+        }),
+      ],
+    }),
+    logger: { error() {}, warn() {}, info() {}, debug() {} },
+  });
+  // The App reports the failed response to its server by rejecting.
+  const served = app.asgi(
+    httpScope(),
+    () => Promise.resolve({ type: "http.request", body: new Uint8Array(0), more_body: false }),
+    (message) =>
+      message.type === "http.response.start"
+        ? Promise.reject(new Error("middleware refused the head"))
+        : Promise.resolve(),
+  ).catch(() => {});
+  assertEquals(
+    await withTimeout(outcome.promise, BOUND_MS, "respondWith() to settle"),
+    "rejected: middleware refused the head",
+  );
+  await withTimeout(cancelled.promise, BOUND_MS, "the stream to be cancelled");
+  await served;
+});
