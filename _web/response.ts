@@ -129,7 +129,8 @@ export class Response {
   readonly status: number;
   /**
    * The header fields as sent, names in lower case, `content-type` and `content-length` included.
-   * Frozen; responses that give only a content type and a fixed body share one list.
+   * Frozen, pairs included; responses that give only a content type and a fixed body share one
+   * list.
    */
   readonly headers: readonly (readonly [string, string])[];
   /**
@@ -294,7 +295,10 @@ export class Response {
       }
     }
     this.body = bytes ?? body as AsyncIterable<Uint8Array | string>;
-    this.headers = fields;
+    // Frozen, as the shared lists are: the fields are read when the response is first sent, so
+    // one pushed or changed in between went out past every check above.
+    for (let i = 0; i < fields.length; i++) Object.freeze(fields[i]);
+    this.headers = Object.freeze(fields);
   }
 }
 

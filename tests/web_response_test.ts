@@ -836,3 +836,27 @@ Deno.test("Request.respondWith() closes a streamed body whose head the send refu
   await withTimeout(cancelled.promise, BOUND_MS, "the stream to be cancelled");
   await served;
 });
+
+// Fresh-eyes web probe (2026-11-29): `headers` is documented frozen, but only the lists shared by
+// responses that give nothing but a content type and a fixed body were. A response with headers of
+// its own, or a streamed body, took a pushed ["x", "bad\r\nvalue"] or a second content-length
+// past every check of the constructor, and sent it if pushed before the first send.
+Deno.test("Response() freezes every header list, not only the shared ones", () => {
+  async function* chunks(): AsyncGenerator<string> {
+    yield "x";
+  }
+  const responses = [
+    new Response({ body: "x", headers: { "x-a": "1" } }),
+    new Response({ body: chunks() }),
+    new Response({ status: 204 }),
+    new Response({ body: "x", contentType: "text/html", headers: [["set-cookie", "a=1"]] }),
+  ];
+  for (const response of responses) {
+    assertEquals(Object.isFrozen(response.headers), true, JSON.stringify(response.headers));
+    for (const pair of response.headers) assertEquals(Object.isFrozen(pair), true);
+    assertThrows(
+      () => (response.headers as [string, string][]).push(["x-late", "bad\r\nvalue"]),
+      TypeError,
+    );
+  }
+});
