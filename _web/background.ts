@@ -166,6 +166,20 @@ export function checkedTaskOptions(
       `Invalid options ${describe(options)}: pass { name, signal }, e.g. { name: "send-mail" }`,
     );
   }
+  // The signal itself, or its controller, has no keys of its own to refuse: it passed, and was
+  // ignored, and the wait for room it was meant to bound was not.
+  if (options instanceof AbortSignal) {
+    throw new TypeError(
+      "Invalid options an AbortSignal: pass it as { signal }, e.g. " +
+        "{ signal: AbortSignal.timeout(2000) }",
+    );
+  }
+  if (options instanceof AbortController) {
+    throw new TypeError(
+      "Invalid options an AbortController: pass its signal as { signal }, e.g. " +
+        "{ signal: controller.signal }",
+    );
+  }
   rejectUnknownKeys(options, OPTION_NAMES, "registerBackground()");
   const { name, signal } = options as { name?: unknown; signal?: unknown };
   if (name !== undefined && typeof name !== "string") {

@@ -1352,3 +1352,28 @@ Deno.test("Request.registerBackground() rejects options that are not { name } (r
     'TypeError: Invalid options null: pass { name, signal }, e.g. { name: "send-mail" }',
   ]);
 });
+
+// Fresh-eyes web probe (2026-11-29): the signal passed bare as the options
+// (`registerBackground(task, AbortSignal.timeout(2000))`), or its controller, has no keys of its
+// own, so it passed the check and was ignored: the wait for room it was meant to bound was not.
+Deno.test("Request.registerBackground() rejects a signal or controller passed as the options (regression: ignored, the wait unbounded)", async () => {
+  const errors: string[] = [];
+  async function bare(request: Request): Promise<void> {
+    for (const options of [AbortSignal.timeout(2000), new AbortController()]) {
+      await request.registerBackground(() => {}, options as never).then(
+        () => errors.push("accepted"),
+        (error: Error) => errors.push(`${error.constructor.name}: ${error.message}`),
+      );
+    }
+    await request.respondWith(new Response({ body: "ok" }));
+  }
+  const app = appWith([["/", bare]]);
+  assertEquals(await (await app.fetch(new globalThis.Request("http://localhost/"))).text(), "ok");
+  await app.shutdown();
+  assertEquals(errors, [
+    "TypeError: Invalid options an AbortSignal: pass it as { signal }, e.g. " +
+    "{ signal: AbortSignal.timeout(2000) }",
+    "TypeError: Invalid options an AbortController: pass its signal as { signal }, e.g. " +
+    "{ signal: controller.signal }",
+  ]);
+});
