@@ -860,3 +860,28 @@ Deno.test("Response() freezes every header list, not only the shared ones", () =
     );
   }
 });
+
+// Fresh-eyes web probe (2026-11-29): the body passed as the options, as Fetch's
+// `new Response(body)` takes it, had no keys of its own to refuse (a Uint8Array's were its
+// indices: 'Invalid option "0"'), so a stream, a generator, a Blob or empty bytes went out as an
+// empty 200.
+Deno.test("Response() refuses a body passed as the options, with the fix (regression: an empty 200)", () => {
+  async function* chunks(): AsyncGenerator<string> {
+    yield "x";
+  }
+  const cases: [unknown, string][] = [
+    [new ReadableStream(), "a ReadableStream: pass it as the body, e.g. new Response({ body })"],
+    [chunks(), "an async iterable: pass it as the body, e.g. new Response({ body })"],
+    [new Uint8Array([104, 105]), "a Uint8Array: pass it as the body, e.g. new Response({ body })"],
+    [new Uint8Array(0), "a Uint8Array: pass it as the body, e.g. new Response({ body })"],
+    [
+      new Blob(["x"]),
+      "a Blob: pass its stream as the body, e.g. new Response({ body: blob.stream() })",
+    ],
+  ];
+  for (const [options, message] of cases) {
+    assertThrows(() => new Response(options as never), TypeError, `Invalid options ${message}`);
+  }
+  // A plain object without keys is still an empty 200.
+  assertEquals(new Response({}).status, 200);
+});
