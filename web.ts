@@ -1076,6 +1076,13 @@ export class App<A extends object = Record<never, never>> {
     if (options === null || typeof options !== "object") {
       throw new TypeError(`Invalid options ${describe(options)}: pass { router, ... }`);
     }
+    // A router has no keys of its own for the check below to refuse: it passed, and the message
+    // said the router was undefined.
+    if (typeof (options as { match?: unknown }).match === "function") {
+      throw new TypeError(
+        "Invalid options an AsgiRouter: pass it as { router }, e.g. new App({ router })",
+      );
+    }
     rejectUnknownKeys(options, APP_OPTION_KEYS, "new App()");
     const { router, lifespan, attributes, logger = console, handleSignals = true } = options;
     if (router === null || typeof router !== "object" || typeof router.match !== "function") {

@@ -1377,3 +1377,14 @@ Deno.test("Request.registerBackground() rejects a signal or controller passed as
     "{ signal: controller.signal }",
   ]);
 });
+
+// Fresh-eyes web probe (2026-11-29): `new App(router)` for `new App({ router })` was told
+// 'Invalid router undefined: pass an AsgiRouter', though it had passed one.
+Deno.test("App() given the router in place of the options says to pass it as { router }", () => {
+  const router = new AsgiRouter<Handler>({ routes: [] });
+  assertThrows(
+    () => new App(router as never),
+    TypeError,
+    "Invalid options an AsgiRouter: pass it as { router }, e.g. new App({ router })",
+  );
+});
