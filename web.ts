@@ -795,7 +795,7 @@ export class Request<A extends object = Record<never, never>> {
    * After the request time limit has passed (the client got 408) the response is ignored and a
    * debug line logged; after the client went away it is dropped silently. A streamed body that is
    * not sent so, or because the request already responded, is closed (a `ReadableStream`
-   * cancelled, a generator's `finally` run), so that what it reads is let go. When the client goes
+   * cancelled, a generator closed), so that what it reads is let go. When the client goes
    * away while a streamed body is being sent, the stream is closed and this rejects with
    * `request.signal`'s reason (an `AbortError` `DOMException`).
    *
