@@ -532,7 +532,9 @@ export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * How many background tasks may be registered and unfinished at once, counting those still
    * held until their request's response as well as those running; a registration beyond it waits
-   * for room.
+   * for room. A request that already holds a task it registered before responding does not wait
+   * for its next ones (they could only wait for its own tasks, which start with its response), so
+   * those may pass the limit; at most this many run at once all the same.
    *
    * @default {1000}
    */
