@@ -118,7 +118,7 @@ import {
 } from "./_web/background.ts";
 import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
-import { countOption, seconds, secondsOption } from "./_web/options.ts";
+import { countOption, limitOption, seconds, secondsOption } from "./_web/options.ts";
 import { describe, errorText } from "./_common/describe.ts";
 import { markFetchHandler } from "./_common/fetch_mark.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
@@ -519,12 +519,16 @@ export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * The longest a handler may take to start its response, in seconds; then the client gets 408.
    * A streamed response still being sent then is cut off; a complete one is no longer limited.
+   * Any positive number up to 2147483.647 (fractions allowed); `0` is refused, as it would
+   * answer every handler that awaits anything with a 408 (the bridge's timeouts, unlike this,
+   * take `0` for no limit).
    *
    * @default {undefined (no limit)}
    */
   requestTimeLimit?: number;
   /**
-   * The longest one background task may run, in seconds; then it is cut off.
+   * The longest one background task may run, in seconds; then it is cut off. Any positive
+   * number up to 2147483.647; `0` is refused, as `requestTimeLimit`'s is.
    *
    * @default {undefined (no limit)}
    */
@@ -1113,8 +1117,8 @@ export class App<A extends object = Record<never, never>> {
         `Invalid handleSignals ${describe(handleSignals)}: pass true or false`,
       );
     }
-    const limitMs = secondsOption("requestTimeLimit", options.requestTimeLimit);
-    const taskLimitMs = secondsOption("backgroundTaskTimeLimit", options.backgroundTaskTimeLimit);
+    const limitMs = limitOption("requestTimeLimit", options.requestTimeLimit);
+    const taskLimitMs = limitOption("backgroundTaskTimeLimit", options.backgroundTaskTimeLimit);
     this.#graceMs = secondsOption("shutdownGracePeriod", options.shutdownGracePeriod, 5);
     this.#lifespanLimitMs = secondsOption(
       "lifespanShutdownTimeLimit",

@@ -50,6 +50,32 @@ export function secondsOption(
 }
 
 /**
+ * Reads a time limit that cuts work off, in seconds, as {@linkcode secondsOption} does, but
+ * refuses `0`: the bridge's timeouts (`headersTimeout`, `stallTimeout`...) take `0` for "no
+ * limit", as uvicorn's do, while here it cut off every request or task at its first await (all
+ * clients got 408), which no one asking for `0` meant.
+ *
+ * @param option The option's name, for error messages.
+ * @param value The option's value; `undefined` means "no limit".
+ * @returns The limit in milliseconds, or `undefined` for none.
+ * @throws {TypeError} When the value is not a number.
+ * @throws {RangeError} When it is 0, negative, NaN, infinite or longer than a timer can wait.
+ */
+export function limitOption(option: string, value: unknown): number | undefined {
+  if (typeof value === "number" && value <= 0) {
+    throw new RangeError(
+      `Invalid ${option} ${describe(value)}: use a positive number of seconds up to ` +
+        `${MAX_TIMER_MS / 1000}, such as 1 or 0.5, or leave it out for no limit` +
+        (value === 0
+          ? " (0 would cut off everything at its first await: only the bridge's timeouts " +
+            "take 0 for no limit)"
+          : ""),
+    );
+  }
+  return secondsOption(option, value);
+}
+
+/**
  * Reads an option that counts something: a positive safe integer.
  *
  * @param option The option's name, for error messages.

@@ -46,8 +46,8 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       "negative request time limit",
       { requestTimeLimit: -1 },
       RangeError,
-      "Invalid requestTimeLimit -1: use a finite number of seconds from 0 to " +
-      "2147483.647, or leave it out for no limit",
+      "Invalid requestTimeLimit -1: use a positive number of seconds up to 2147483.647, " +
+      "such as 1 or 0.5, or leave it out for no limit",
     ],
     [
       "NaN request time limit",
@@ -60,6 +60,20 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       { backgroundTaskTimeLimit: Infinity },
       RangeError,
       "Invalid backgroundTaskTimeLimit Infinity",
+    ],
+    [
+      "zero request time limit (regression: every request got 408 at its first await)",
+      { requestTimeLimit: 0 },
+      RangeError,
+      "Invalid requestTimeLimit 0: use a positive number of seconds up to 2147483.647, such " +
+      "as 1 or 0.5, or leave it out for no limit (0 would cut off everything at its first " +
+      "await: only the bridge's timeouts take 0 for no limit)",
+    ],
+    [
+      "zero background task time limit (regression: every task was cut off at its first await)",
+      { backgroundTaskTimeLimit: 0 },
+      RangeError,
+      "Invalid backgroundTaskTimeLimit 0: use a positive number of seconds",
     ],
     [
       "limit longer than a timer can wait",
