@@ -84,7 +84,7 @@ export function textBytes(text: string): Uint8Array {
 
 /**
  * A copy of `bytes` that nothing else writes to: small ones in a shared buffer, larger ones in an
- * ArrayBuffer of their own. For bytes a transport may hold after the application's `send` has
+ * ArrayBuffer of their own, never a SharedArrayBuffer (`slice()` of such a view makes a plain one). For bytes a transport may hold after the application's `send` has
  * resolved, since the application may then change its array (see `Cycle`'s `#sendBody`).
  *
  * @param bytes The bytes.
@@ -92,7 +92,10 @@ export function textBytes(text: string): Uint8Array {
  */
 export function copyBytes(bytes: Uint8Array): Uint8Array {
   const length = bytes.length;
-  if (length === 0 || length > SLAB_MAX) return bytes.slice();
+  // Not slice(): a view whose ArrayBuffer was transferred away reads as empty but throws there,
+  // which on node cut the whole response off with no answer (review of 2026-11-29).
+  if (length === 0) return new Uint8Array(0);
+  if (length > SLAB_MAX) return bytes.slice();
   const { buffer, bytes: slabBytes, offset } = reserve(length);
   slabBytes.set(bytes, offset);
   return new Uint8Array(buffer, offset, length);

@@ -126,9 +126,10 @@ const STRING_BODY_LIMIT = 1024;
  * since for a string Deno would add "text/plain;charset=UTF-8" of its own.
  */
 function bodyInit(body: Uint8Array | null, headers: [string, string][]): BodyInit | null {
-  if (body === null || body.length > STRING_BODY_LIMIT) return body as Uint8Array<ArrayBuffer>;
+  if (body === null) return null;
+  if (body.length > STRING_BODY_LIMIT) return fetchBytes(body);
   for (let i = 0; i < body.length; i++) {
-    if (body[i]! >= 0x80) return body as Uint8Array<ArrayBuffer>;
+    if (body[i]! >= 0x80) return fetchBytes(body);
   }
   for (let i = 0; i < headers.length; i++) {
     const name = headers[i]![0];
@@ -136,7 +137,17 @@ function bodyInit(body: Uint8Array | null, headers: [string, string][]): BodyIni
       return String.fromCharCode.apply(null, body as unknown as number[]);
     }
   }
-  return body as Uint8Array<ArrayBuffer>;
+  return fetchBytes(body);
+}
+
+/**
+ * `body` as `Response` takes it: a view of a SharedArrayBuffer (threaded WebAssembly's memory)
+ * is copied, since Fetch refuses one ("a view on a SharedArrayBuffer"): such a body over 1 KiB,
+ * or without a content-type, got an empty 500 and `send()` a TypeError (review of 2026-11-29;
+ * node sent it, as did a shorter one here, which goes out as a string).
+ */
+function fetchBytes(body: Uint8Array): Uint8Array<ArrayBuffer> {
+  return (body.buffer instanceof ArrayBuffer ? body : body.slice()) as Uint8Array<ArrayBuffer>;
 }
 
 /** The field the answers of a server shutting down carry: see `#connectionFields`. */
