@@ -42,6 +42,7 @@ import {
   checkStatus,
   declaredLength,
   headerName,
+  headerPairError,
   headerValue,
   isNullBodyStatus,
   noContentHeaders,
@@ -714,11 +715,7 @@ export abstract class HttpCycle {
         const name = pair?.[0];
         const value = pair?.[1];
         if (!(name instanceof Uint8Array) || !(value instanceof Uint8Array) || pair.length !== 2) {
-          throw new AsgiProtocolError(
-            `Invalid header ${
-              describe(pair)
-            } in "http.response.start": each header is a [Uint8Array, Uint8Array] pair`,
-          );
+          throw headerPairError(pair, "http.response.start");
         }
         let nameText = headerNames.get(name);
         if (nameText === undefined) headerNames.set(name, nameText = headerName(name));

@@ -62,6 +62,31 @@ export function resetContentHeaders(headers: [string, string][]): [string, strin
 }
 
 /**
+ * The error for a header of `type` that is not a `[Uint8Array, Uint8Array]` pair. It shows the
+ * pair's elements, so `["content-type", "text/plain"]` reads as such and not as "an array" (the
+ * message once named no value), and points text to `textBytes()`.
+ *
+ * @param pair What the application gave as a header.
+ * @param type The message type, for the message.
+ * @returns The error to throw.
+ */
+export function headerPairError(pair: unknown, type: string): AsgiProtocolError {
+  let shown = describe(pair);
+  let hint = "";
+  if (Array.isArray(pair)) {
+    const items = pair.slice(0, 3).map(describe);
+    if (pair.length > 3) items.push(`… ${pair.length} items`);
+    shown = `[${items.join(", ")}]`;
+    if (pair.some((item) => typeof item === "string")) {
+      hint = "; encode text with textBytes()";
+    }
+  }
+  return new AsgiProtocolError(
+    `Invalid header ${shown} in "${type}": each header is a [Uint8Array, Uint8Array] pair${hint}`,
+  );
+}
+
+/**
  * A 204 states no framing at all (RFC 9110 §8.6, RFC 9112 §6.1: a server MUST NOT send
  * `content-length` or `transfer-encoding` with one). node:http passed an application's on, and
  * closed the connection after a `transfer-encoding`; Deno.serve drops them itself.

@@ -31,6 +31,7 @@ import {
   declaredLength,
   hasToken,
   headerName,
+  headerPairError,
   headerValue,
   isNullBodyStatus,
   isToken,
@@ -435,11 +436,7 @@ function validateHeaders(
     const name = pair?.[0];
     const value = pair?.[1];
     if (!(name instanceof Uint8Array) || !(value instanceof Uint8Array) || pair.length !== 2) {
-      throw new AsgiProtocolError(
-        `Invalid header ${
-          describe(pair)
-        } in "${type}": each header is a [Uint8Array, Uint8Array] pair`,
-      );
+      throw headerPairError(pair, type);
     }
     const text = headerName(name);
     const why = forbidden?.get(text.toLowerCase());

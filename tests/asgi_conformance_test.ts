@@ -611,7 +611,26 @@ for (const transport of TRANSPORTS) {
           status: 200,
           headers: [["content-type", "text/plain"]] as unknown as [Uint8Array, Uint8Array][],
         }],
-        'Invalid header an array in "http.response.start": each header is a [Uint8Array, Uint8Array] pair',
+        // Named "an array" once, quoting nothing (HTTP review of 2026-11-29).
+        'Invalid header ["content-type", "text/plain"] in "http.response.start": each header is a [Uint8Array, Uint8Array] pair; encode text with textBytes()',
+      ],
+      [
+        "a header of three byte strings",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: [[bytes("a"), bytes("b"), bytes("c")]] as unknown as [Uint8Array, Uint8Array][],
+        }],
+        'Invalid header [a Uint8Array, a Uint8Array, a Uint8Array] in "http.response.start": each header is a [Uint8Array, Uint8Array] pair',
+      ],
+      [
+        "a header given as one string",
+        [{
+          type: "http.response.start",
+          status: 200,
+          headers: ["x-a: 1"] as unknown as [Uint8Array, Uint8Array][],
+        }],
+        'Invalid header "x-a: 1" in "http.response.start": each header is a [Uint8Array, Uint8Array] pair',
       ],
       [
         "headers that are not iterable",
