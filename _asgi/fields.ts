@@ -217,11 +217,18 @@ export function contentLength(value: string): number {
   return Number(digits[1]);
 }
 
-/** Parses a request's `content-length`; -1 when absent or unusable. */
+/**
+ * Parses a request's `content-length`; -1 when absent or unusable, `Infinity` for a count of
+ * digits past 2^53 - 1. Both parsers take up to 2^64 - 1, and such a length read as none let
+ * the application run and read a body that any finite `maxBodySize` refuses (review of
+ * 2026-11-29); as `Infinity` it gets its 413 at once, and a body that ends reads as one cut
+ * short.
+ */
 export function parseContentLength(value: string | null | undefined): number {
   if (value === null || value === undefined) return -1;
   const n = Number(value);
-  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
+  if (Number.isSafeInteger(n) && n >= 0) return n;
+  return n > 0 && /^[ \t]*[0-9]+[ \t]*$/.test(value) ? Infinity : -1;
 }
 
 /**
