@@ -699,6 +699,8 @@ export abstract class HttpCycle {
     let declared = -1;
     /** The values of the `transfer-encoding` fields, if any. */
     let codings: string[] | null = null;
+    /** A pair left out of `headers`: the list is then not one `sameHeaderList` can reuse. */
+    let dropped = false;
     if (Array.isArray(raw) && sameHeaderList(raw)) {
       headers = lastHeaders;
       declared = lastDeclared;
@@ -724,7 +726,14 @@ export abstract class HttpCycle {
           headerValues.set(value, valueText = headerValue(nameText, value));
         }
         if (nameText.length === 14 && nameText.toLowerCase() === "content-length") {
+          const repeated = declared !== -1;
           declared = declaredLength(declared, valueText, "http.response.start");
+          // One field for equal repeats, as h11 (uvicorn) sends: node:http wrote both, and
+          // Node.js clients refused the response ("Duplicate Content-Length").
+          if (repeated) {
+            dropped = true;
+            continue;
+          }
         } else if (nameText.length === 17 && nameText.toLowerCase() === "transfer-encoding") {
           (codings ??= []).push(valueText);
         }
@@ -734,7 +743,7 @@ export abstract class HttpCycle {
       // §6.3): the body is not held to it. It once was, and a body longer than the dropped
       // length ended in a protocol error and a truncated chunked response.
       if (codings !== null) declared = -1;
-      if (Array.isArray(raw)) {
+      if (Array.isArray(raw) && !dropped) {
         lastPairs = raw.slice();
         lastHeaders = headers;
         lastDeclared = declared;

@@ -972,6 +972,34 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // HTTP review of 2026-11-29: node:http wrote both fields, and Node.js clients (node:http,
+  // fetch) refused the response: "Parse Error: Duplicate Content-Length". uvicorn sends one.
+  Deno.test(name("sends one content-length for two equal ones, whole or streamed"), async (t) => {
+    // One constant list, as an application keeps it: the second response reuses its conversion.
+    const headers: [Uint8Array, Uint8Array][] = [
+      [bytes("content-length"), bytes("3")],
+      [bytes("Content-Length"), bytes("3")],
+    ];
+    for (const [i, streamed] of [false, true, false].entries()) {
+      await t.step(`${streamed ? "streamed" : "whole"}, response ${i + 1}`, async () => {
+        await using s = await start(async (scope, _receive, send) => {
+          if (scope.type !== "http") return;
+          await send({ type: "http.response.start", status: 200, headers });
+          if (streamed) {
+            await send({ type: "http.response.body", body: bytes("a"), more_body: true });
+          }
+          await send({ type: "http.response.body", body: bytes(streamed ? "bc" : "abc") });
+        }, transport);
+        const answer = await rawRequest(
+          s.port,
+          "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assertEquals(answer.match(/^content-length: 3\r$/gim)?.length, 1, answer);
+        assert(answer.endsWith("\r\n\r\nabc"), answer);
+      });
+    }
+  });
+
   // HTTP review of 2026-11-29: a length past 2^53 - 1, which both parsers take (up to 2^64 - 1),
   // read as no stated length at all: the application was called, and read the body.
   Deno.test(
