@@ -341,8 +341,9 @@ function createCore(
  *
  * Lifespan startup runs on the first request unless `startup()` was awaited before; requests get
  * 503 when it fails, and once `shutdown()` has been called. Nothing runs lifespan shutdown by
- * itself: call `shutdown()` (from a signal listener, say) when the host stops. The scope's `server` is `null`: a Fetch handler cannot see
- * the listening socket.
+ * itself: call `shutdown()` (from a signal listener, say) once the host has stopped, since it
+ * does not wait for the requests in flight (their application may find what it uses closed).
+ * The scope's `server` is `null`: a Fetch handler cannot see the listening socket.
  *
  * @param app The application, or an object with an `asgi` method.
  * @param options Lifespan, root path, body limit and logging.
