@@ -84,8 +84,9 @@ export function textBytes(text: string): Uint8Array {
 
 /**
  * A copy of `bytes` that nothing else writes to: small ones in a shared buffer, larger ones in an
- * ArrayBuffer of their own, never a SharedArrayBuffer (`slice()` of such a view makes a plain one). For bytes a transport may hold after the application's `send` has
- * resolved, since the application may then change its array (see `Cycle`'s `#sendBody`).
+ * ArrayBuffer of their own, never a SharedArrayBuffer (`slice()` of such a view makes a plain
+ * one). For bytes a transport may hold after the application's `send` has resolved, since the
+ * application may then change its array (see `Cycle`'s `#sendBody`).
  *
  * @param bytes The bytes.
  * @returns A copy of them.
