@@ -23,8 +23,9 @@ import { RecordingLogger } from "./fixtures/asgi_harness.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
 const TRANSPORTS = ["deno", "node"] as const;
-const DIR = "/tmp/hU1/uds";
-await Deno.mkdir(DIR, { recursive: true });
+// A directory of its own (short, for sun_path's 107 bytes), not one another run may be using.
+const DIR = await Deno.makeTempDir({ prefix: "uds" });
+globalThis.addEventListener("unload", () => Deno.removeSync(DIR, { recursive: true }));
 
 let serial = 0;
 /** A fresh socket path in the test directory, nothing at it. */
@@ -357,29 +358,29 @@ Deno.test("serve() refuses a bad path, and TCP options beside one, before listen
     ],
     [
       "port",
-      { path: "/tmp/hU1/uds/x.sock", port: 8000 },
+      { path: "/tmp/app/x.sock", port: 8000 },
       TypeError,
-      'Invalid port 8000 with path "/tmp/hU1/uds/x.sock": a Unix socket has no port; leave out port, or path to listen on TCP',
+      'Invalid port 8000 with path "/tmp/app/x.sock": a Unix socket has no port; leave out port, or path to listen on TCP',
     ],
     [
       "port 0",
-      { path: "/tmp/hU1/uds/x.sock", port: 0 },
+      { path: "/tmp/app/x.sock", port: 0 },
       TypeError,
       "Invalid port 0 with path",
     ],
     [
       "hostname",
-      { path: "/tmp/hU1/uds/x.sock", hostname: "0.0.0.0" },
+      { path: "/tmp/app/x.sock", hostname: "0.0.0.0" },
       TypeError,
-      'Invalid hostname "0.0.0.0" with path "/tmp/hU1/uds/x.sock": a Unix socket has no hostname',
+      'Invalid hostname "0.0.0.0" with path "/tmp/app/x.sock": a Unix socket has no hostname',
     ],
     [
       "cert and key",
-      { path: "/tmp/hU1/uds/x.sock", cert: "-----BEGIN CERTIFICATE-----", key: "k" },
+      { path: "/tmp/app/x.sock", cert: "-----BEGIN CERTIFICATE-----", key: "k" },
       TypeError,
-      'Invalid cert with path "/tmp/hU1/uds/x.sock": TLS is not offered on a Unix socket (the proxy in front terminates it); leave out cert and key',
+      'Invalid cert with path "/tmp/app/x.sock": TLS is not offered on a Unix socket (the proxy in front terminates it); leave out cert and key',
     ],
-    ["key alone", { path: "/tmp/hU1/uds/x.sock", key: "k" }, TypeError, "Invalid key with path"],
+    ["key alone", { path: "/tmp/app/x.sock", key: "k" }, TypeError, "Invalid key with path"],
   ];
   for (const [label, options, type, message] of cases) {
     await t.step(label, () => {

@@ -17,8 +17,9 @@ import {
 } from "../web.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
-const DIR = "/tmp/hU1/uds";
-await Deno.mkdir(DIR, { recursive: true });
+// A directory of its own (short, for sun_path's 107 bytes), not one another run may be using.
+const DIR = await Deno.makeTempDir({ prefix: "uds" });
+globalThis.addEventListener("unload", () => Deno.removeSync(DIR, { recursive: true }));
 
 const whoami: WebHandler = async (request) => {
   const { client, server, scheme } = request.scope;
