@@ -808,6 +808,8 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
   #keepAlive: ReturnType<typeof setInterval> | undefined;
   /** Why the listener died, if it did: `finished` rejects with it. */
   #fatal: { error: unknown } | null = null;
+  /** On a Unix socket: its module, and what named our socket file once we listened. */
+  #unix: { module: typeof import("./_asgi/unix_socket.ts"); ours: string | null } | null = null;
 
   constructor(core: Core, settings: ServerSettings) {
     this.#core = core;
@@ -947,6 +949,7 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
       throw error;
     }
     this.#listener = listener;
+    if (unix !== null) this.#unix = { module: unix, ours: unix.fileIdentity(path!) };
     listener.failed.then((error) => {
       // The listener cannot be brought back: serve what is in flight, stop, and say why.
       core.logger.error(`Shutting down: the server can no longer listen (${errorText(error)})`);
@@ -1007,12 +1010,20 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
       throw error;
     }
     const listener = this.#listener!;
+    // Closing a Unix listener unlinks its path, whoever's file is there by then: one another
+    // server made since is kept (see shelterForeignSocket).
+    const unix = this.#unix;
+    const shelter = unix === null
+      ? null
+      : unix.module.shelterForeignSocket(this.#settings.path!, unix.ours);
     // Open WebSockets get 1012 once the HTTP requests in flight are done (the deno transport
     // closes them as it stops listening: see listenDeno), and their applications are awaited.
     const drained = Promise.all([
       listener.close(),
       core.idle().then(() => closeWebSockets(core)).then(() => webSocketsIdle(core)),
     ]);
+    // node has unlinked the path by now; Deno does once its shutdown runs (see below).
+    shelter?.(false);
     if (!await within(drained, timeout)) {
       core.logger.warn(
         `Graceful shutdown exceeded shutdownTimeout ${timeout} ms: closing the requests in flight`,
@@ -1030,6 +1041,7 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
         core.logger.warn("Some connections are still sending; lifespan shutdown runs anyway");
       }
     }
+    shelter?.(true);
     try {
       await this.#shutDownLifespan();
     } catch (error) {

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { linkSync, lstatSync, unlinkSync } from "node:fs";
 import { lstat, unlink } from "node:fs/promises";
 import { connect } from "node:net";
 
@@ -79,6 +80,61 @@ function probe(path: string): Promise<"live" | "stale" | "unknown"> {
       settle(error.code === "ECONNREFUSED" ? "stale" : "unknown");
     });
   });
+}
+
+/**
+ * What names the file at `path` (device and inode), or `null` when there is none.
+ *
+ * @param path The socket's path.
+ */
+export function fileIdentity(path: string): string | null {
+  try {
+    const stats = lstatSync(path, { bigint: true });
+    return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Keeps the socket file of another server from the removal that closing ours brings: both
+ * runtimes unlink the path as a Unix listener closes (node at once, Deno shortly after its
+ * shutdown starts), whatever file is there by then. When the file at `path` is not `ours` (the
+ * path was freed and another server listens on it now), a spare hard link beside it holds it;
+ * the returned function links it back at `path` if the path is free, and with `last` removes the
+ * spare. A file that cannot be linked (another file system's rules) is left to its fate.
+ *
+ * @param path The socket's path.
+ * @param ours What named our socket file once we listened (see {@linkcode fileIdentity}).
+ * @returns What to call once the listener may have unlinked the path, and again with `last`
+ *   once it has surely done so.
+ */
+export function shelterForeignSocket(
+  path: string,
+  ours: string | null,
+): (last: boolean) => void {
+  const now = fileIdentity(path);
+  if (ours === null || now === null || now === ours) return () => {};
+  const spare = `${path}.${crypto.randomUUID()}.keep`;
+  try {
+    linkSync(path, spare);
+  } catch {
+    return () => {};
+  }
+  return (last) => {
+    try {
+      linkSync(spare, path);
+    } catch {
+      // Still there (not unlinked yet), or a file made since: left alone.
+    }
+    if (last) {
+      try {
+        unlinkSync(spare);
+      } catch {
+        // Gone already.
+      }
+    }
+  };
 }
 
 /**

@@ -284,6 +284,35 @@ for (const transport of TRANSPORTS) {
   );
 
   Deno.test(
+    `serve() with path on ${transport} leaves at shutdown the socket file of a server that took the path since`,
+    async () => {
+      const path = await socketPath(`taken-${transport}`);
+      const server = serve(scopeApp, quiet({ path, transport }));
+      await withTimeout(server.addr, BOUND_MS, "addr");
+      // The path is given to another server (a deploy that removed the file and started anew):
+      // the runtimes unlink the path as a listener closes, whoever's file is there by then.
+      await Deno.remove(path);
+      const other = Deno.listen({ transport: "unix", path });
+      try {
+        await withTimeout(server.shutdown(), BOUND_MS, "shutdown");
+        assert(await exists(path), "the other server's socket file is still there");
+        const accepted = other.accept();
+        const conn = await Deno.connect({ transport: "unix", path });
+        (await withTimeout(accepted, BOUND_MS, "the other server to accept")).close();
+        conn.close();
+        assertEquals(
+          [...Deno.readDirSync(DIR)].filter((entry) => entry.name.startsWith(`taken-${transport}`))
+            .map((entry) => entry.name),
+          [path.slice(DIR.length + 1)],
+          "no spare link is left beside it",
+        );
+      } finally {
+        other.close();
+      }
+    },
+  );
+
+  Deno.test(
     `serve() with path on ${transport}: proxyHeaders() trusts the socket's peer by default, and not when "unix" is left out`,
     async () => {
       const path = await socketPath(`proxy-${transport}`);
