@@ -392,6 +392,9 @@ export function createFetchHandler(
   return {
     fetch: markFetchHandler(function fetch(request: Request, info?: FetchInfo): Promise<Response> {
       if (closing) return Promise.resolve(textResponse(request.method, 503, "Service Unavailable"));
+      // Deno.serve on a Unix socket passes its peer as { transport: "unix", path }: no address,
+      // so no client (it once made client [undefined, undefined], which proxyHeaders() threw on).
+      if (info !== undefined && typeof info.remoteAddr?.hostname !== "string") info = undefined;
       if (lifespan.ready) return Promise.resolve(handleFetch(core, request, info, null));
       return lifespan.startup().then(
         () => handleFetch(core, request, info, null),

@@ -856,7 +856,10 @@ export interface AsgiServer<A extends AsgiServerAddr | AsgiUnixAddr = AsgiServer
  * ```
  */
 export interface FetchInfo {
-  /** The client's address: the scope's `client`. */
+  /**
+   * The client's address: the scope's `client`. One without a `hostname` (Deno's address of a
+   * Unix socket's peer, `{ transport: "unix", path }`) names no client: `client` is `null`.
+   */
   remoteAddr?: { hostname: string; port: number };
 }
 

@@ -9,6 +9,8 @@ import { assert, assertEquals, assertMatch, assertRejects, assertThrows } from "
 import {
   type AsgiApplication,
   type AsgiUnixAddr,
+  createFetchHandler,
+  type FetchInfo,
   type HttpScope,
   proxyHeaders,
   type Receive,
@@ -471,3 +473,32 @@ Deno.test("proxyHeaders() trusts no peer whose address is unknown off a Unix soc
   await wrapped({ ...base, server: ["/run/app.sock", null] }, receive, send);
   assertEquals(seen.map((s) => s.type === "http" ? s.client : "?"), [null, ["203.0.113.7", 0]]);
 });
+
+Deno.test(
+  "createFetchHandler() behind Deno.serve on a Unix socket gives client null, and proxyHeaders() serves it",
+  async () => {
+    // Deno passes a Unix peer as { transport: "unix", path }: it has no hostname or port.
+    const path = await socketPath("fetch-handler");
+    const seen: Scope[] = [];
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      seen.push(scope);
+      await scopeApp(scope, receive, send);
+    };
+    const handler = createFetchHandler(proxyHeaders(app), { lifespan: "off" });
+    const host = Deno.serve(
+      { path, onListen() {} },
+      (request, info) => handler.fetch(request, info as unknown as FetchInfo),
+    );
+    try {
+      const answer = await request(
+        path,
+        "GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 203.0.113.7\r\nConnection: close\r\n\r\n",
+      );
+      assertMatch(answer, /^HTTP\/1\.1 200 /);
+      assertEquals(seen.map((s) => s.type === "http" ? [s.client, s.server] : "?"), [[null, null]]);
+    } finally {
+      await host.shutdown();
+    }
+  },
+);
