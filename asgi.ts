@@ -444,7 +444,9 @@ export function createFetchHandler(
  *
  * @param app The application, or an object with an `asgi` method (an `App` of the web layer).
  * @param options `trusted`: who may set the headers; by default the loopback addresses and the
- *   peers of a Unix socket.
+ *   peers of a Unix socket. So by default any process of this machine that can connect (over
+ *   loopback, or to the socket file as its mode allows) may set the headers and be believed:
+ *   pass a shorter list when local processes are not to be trusted.
  * @returns The wrapped application, for {@linkcode serve} or {@linkcode createFetchHandler}.
  * @throws {TypeError} When `app` is not an application, an option has the wrong type, or a
  *   `trusted` entry is not an address (a host name, say), holds several, or is the unspecified
