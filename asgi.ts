@@ -954,7 +954,12 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
       throw error;
     }
     this.#listener = listener;
-    if (unix !== null) this.#unix = { module: unix, ours: unix.fileIdentity(path!) };
+    if (unix !== null) {
+      const state = { module: unix, ours: unix.fileIdentity(path!) };
+      this.#unix = state;
+      // Listening again (after fd exhaustion) makes a new file, ours as well.
+      listener.onRebound = () => state.ours = unix.fileIdentity(path!);
+    }
     listener.failed.then((error) => {
       // The listener cannot be brought back: serve what is in flight, stop, and say why.
       core.logger.error(`Shutting down: the server can no longer listen (${errorText(error)})`);

@@ -100,6 +100,11 @@ export interface Listener {
   forceClose(): void;
   /** Settles, with the reason, if the transport stops listening for good by itself. */
   readonly failed: Promise<unknown>;
+  /**
+   * Called, when set, each time the transport has listened again by itself (a listener that
+   * died under fd exhaustion): on a Unix socket that made a new socket file.
+   */
+  onRebound?: () => void;
 }
 
 /** Settings shared by every request of one server or fetch handler. */

@@ -1111,6 +1111,7 @@ export function listenDeno(
     if (closing) return;
     try {
       open(relistenPort);
+      listener.onRebound?.();
     } catch (error) {
       if (isPermanent(error)) {
         core.logger.error(
@@ -1138,7 +1139,7 @@ export function listenDeno(
     server = Object.freeze([path, null]) as [string, null];
     place = `unix:${path}`;
   }
-  return {
+  const listener: Listener = {
     addr,
     // Deno.serve's shutdown closes upgraded sockets at once with 1001 (going away), even those
     // whose close frame is still being written: close them with 1012 (service restart) and wait
@@ -1160,6 +1161,7 @@ export function listenDeno(
     forceClose() {},
     failed: failed.promise,
   };
+  return listener;
 }
 
 /** How often shutdown looks whether the uploads in flight are in (see `listenDeno`'s close). */

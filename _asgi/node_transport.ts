@@ -1175,12 +1175,15 @@ export async function listenNode(
     lastLogged = now;
     core.logger.error(`Cannot accept a connection on ${place}: ${error.message}`);
   });
-  // On a Unix socket the watchdog cannot tell its own check's connection from a client's (it
-  // knows it by its local port, which a Unix socket has none of): only the cap guards there.
-  const watchdog = info === null
-    ? { stop() {} }
-    : watchListener(core, server, info, maxConnections, softFdLimit());
-  return {
+  const watchdog = watchListener(
+    core,
+    server,
+    info ?? { path: path! },
+    maxConnections,
+    softFdLimit(),
+    () => listener.onRebound?.(),
+  );
+  const listener: Listener = {
     addr: info === null
       ? { transport: "unix", path: path! }
       : { transport: "tcp", hostname: info.address, port: info.port },
@@ -1197,6 +1200,7 @@ export async function listenNode(
     },
     failed: new Promise(() => {}),
   };
+  return listener;
 }
 
 /** The status node:http answers bytes it cannot read as a request with, by its error's code. */
@@ -1297,17 +1301,27 @@ const LISTENER_CHECK_TIMEOUT = 1000;
  * dead, and its port is bound again (connections already open are served on). Checks stop once
  * one passes with the connections back under that mark, so a server far from its limit never
  * sees them.
+ *
+ * On a Unix socket a check's connection cannot be told from a client's (it has no port), so any
+ * connection accepted while a check runs proves the listener alive, the check's own included
+ * (served as a client's, which sends nothing and leaves). A dead listener's full backlog fails
+ * a connect at once (EAGAIN) where TCP's waits: that waits for the deadline too.
  */
 function watchListener(
   core: Core,
   server: NetServer,
-  info: AddressInfo,
+  where: AddressInfo | { path: string },
   maxConnections: number,
   fdLimit: number | undefined,
+  rebound: () => void,
 ): { stop(): void } {
   const mark = Math.floor(Math.min(maxConnections, fdLimit ?? Infinity) / 2);
   if (mark === Infinity) return { stop() {} };
-  const host = info.address === "0.0.0.0"
+  const info = "path" in where ? null : where;
+  const path = "path" in where ? where.path : "";
+  const host = info === null
+    ? ""
+    : info.address === "0.0.0.0"
     ? "127.0.0.1"
     : info.address === "::"
     ? "::1"
@@ -1317,15 +1331,21 @@ function watchListener(
   let stopped = false;
   /** Local ports of the checks under way, each with what settles it as accepted. */
   const checks = new Map<number, () => void>();
+  /** On a Unix socket: what settles the check under way as accepted. */
+  let unixCheck: (() => void) | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let lastWarned = -Infinity;
 
   server.on("connection", (socket: Socket) => {
-    const accepted = socket.remotePort === undefined ? undefined : checks.get(socket.remotePort);
-    if (accepted !== undefined) {
-      accepted();
-      socket.destroy();
-      return;
+    if (info === null) {
+      unixCheck?.();
+    } else {
+      const accepted = socket.remotePort === undefined ? undefined : checks.get(socket.remotePort);
+      if (accepted !== undefined) {
+        accepted();
+        socket.destroy();
+        return;
+      }
     }
     open++;
     socket.once("close", () => open--);
@@ -1347,10 +1367,13 @@ function watchListener(
     if (stopped) return;
     let settled = false;
     let port: number | undefined;
-    const socket = connect({ host, port: info.port });
+    // Set before connecting: the server may accept before the client hears it is connected.
+    if (info === null) unixCheck = () => settle(true);
+    const socket = info === null ? connect({ path }) : connect({ host, port: info.port });
     const settle = (alive: boolean | undefined): void => {
       if (settled) return;
       settled = true;
+      unixCheck = undefined;
       clearTimeout(deadline);
       if (port !== undefined) checks.delete(port);
       socket.destroy();
@@ -1369,8 +1392,10 @@ function watchListener(
     socket.resume();
     socket.unref();
     // Closed by the server: accepted, then dropped for being over the cap.
-    socket.once("end", () => settle(port === undefined ? undefined : true));
+    socket.once("end", () => settle(port === undefined && info !== null ? undefined : true));
     socket.once("error", (error: Error & { code?: string }) => {
+      // A full backlog: accepted, or not, by the deadline (see above).
+      if (info === null && error.code === "EAGAIN") return;
       // Out of fds here too: no verdict, try again. Refused: the listening socket is gone.
       settle(error.code === "ECONNREFUSED" ? false : error.code === "ECONNRESET" || undefined);
     });
@@ -1381,13 +1406,20 @@ function watchListener(
     if (now - lastWarned >= 10_000) {
       lastWarned = now;
       core.logger.warn(
-        `Listener on ${info.address}:${info.port} stopped accepting (out of file descriptors); listening again`,
+        `Listener on ${
+          info === null ? `unix:${path}` : `${info.address}:${info.port}`
+        } stopped accepting (out of file descriptors); listening again`,
       );
     }
     // net.Server's close, not http.Server's: that one would also close idle keep-alive
-    // connections, which are served on.
+    // connections, which are served on. On a Unix socket it removes the file, and the listen
+    // makes it anew.
     if (server.listening) NetServer.prototype.close.call(server);
-    server.listen(info.port, info.address);
+    // Once per listen that succeeds (one that failed left its own to the next).
+    server.off("listening", rebound);
+    server.once("listening", rebound);
+    if (info === null) server.listen(path);
+    else server.listen(info.port, info.address);
   };
 
   return {
