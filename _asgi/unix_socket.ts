@@ -14,7 +14,7 @@
  * @module
  */
 import { linkSync, lstatSync, unlinkSync } from "node:fs";
-import { lstat, unlink } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import { connect } from "node:net";
 
 /** What was at the path before listening. */
@@ -40,12 +40,18 @@ const PROBE_TIMEOUT_MS = 1_000;
  * Removes the socket file at `path` if no server listens on it, and says what was there.
  *
  * Between the check and the listen another process could take the path: the listen then fails
- * with "address in use", as without the check.
+ * with "address in use", as without the check. A server that bound the path but does not listen
+ * yet refuses connections as a dead one does, and loses its file (see docs/asgi.md).
  *
  * @param path The socket's path.
+ * @param probeSocket How the socket is probed (a test stands in for a server that takes the path
+ *   meanwhile).
  * @returns What was at the path.
  */
-export async function clearStaleSocket(path: string): Promise<SocketFileState> {
+export async function clearStaleSocket(
+  path: string,
+  probeSocket: (path: string) => Promise<"live" | "stale" | "unknown"> = probe,
+): Promise<SocketFileState> {
   let isSocket: boolean;
   try {
     isSocket = (await lstat(path)).isSocket();
@@ -53,12 +59,20 @@ export async function clearStaleSocket(path: string): Promise<SocketFileState> {
     return (error as { code?: unknown }).code === "ENOENT" ? "absent" : "unknown";
   }
   if (!isSocket) return "not-socket";
-  const state = await probe(path);
+  const probed = fileIdentity(path);
+  const state = await probeSocket(path);
   if (state !== "stale") return state;
+  // Checked again and removed in one turn, with no await between: a server started on the path
+  // at the same time may have removed the stale file and listened since (two servers started at
+  // once both listened, one on a removed file, 2 of 60 pairs in one process). Its file is not
+  // the one probed: left alone, and the listen fails as for a live server's.
+  const now = fileIdentity(path);
+  // Removed meanwhile (by a server that stopped, or one starting that found it stale too).
+  if (now === null) return "absent";
+  if (now !== probed) return "live";
   try {
-    await unlink(path);
+    unlinkSync(path);
   } catch (error) {
-    // Removed meanwhile (by a server that stopped): what was wanted.
     if ((error as { code?: unknown }).code !== "ENOENT") return "unknown";
   }
   return "removed";
@@ -83,14 +97,16 @@ function probe(path: string): Promise<"live" | "stale" | "unknown"> {
 }
 
 /**
- * What names the file at `path` (device and inode), or `null` when there is none.
+ * What names the file at `path`, or `null` when there is none: its device, inode and birth time
+ * (ext4 gave a socket file made right after another's removal the same inode; the birth time
+ * tells them apart, and neither `chmod` nor a hard link changes it, as they change `ctime`).
  *
  * @param path The socket's path.
  */
 export function fileIdentity(path: string): string | null {
   try {
     const stats = lstatSync(path, { bigint: true });
-    return `${stats.dev}:${stats.ino}`;
+    return `${stats.dev}:${stats.ino}:${stats.birthtimeNs}`;
   } catch {
     return null;
   }

@@ -22,6 +22,7 @@ import {
   type WebSocketScope,
 } from "../asgi.ts";
 import { RecordingLogger } from "./fixtures/asgi_harness.ts";
+import { clearStaleSocket } from "../_asgi/unix_socket.ts";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
@@ -565,3 +566,37 @@ for (const transport of TRANSPORTS) {
     },
   });
 }
+
+// Two servers started at once on a stale path (in one process: deno and node transports, 2 of 60
+// pairs) both listened, one on a file the other had removed: both probed the stale file, one
+// removed it and listened, then the other removed the new file. The probe here stands for that
+// first server, taking the path between the probe and the removal.
+Deno.test("clearStaleSocket() leaves a socket file made at the path after its probe", async () => {
+  const path = await socketPath("swapped");
+  const child = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `Deno.listen({ transport: "unix", path: ${JSON.stringify(path)} }); Deno.exit(0);`,
+    ],
+  }).output();
+  assert(child.success);
+  let live: Deno.UnixListener | undefined;
+  try {
+    const state = await clearStaleSocket(path, async (probed) => {
+      // Kept linked, so that the new file cannot get its inode (ext4 reuses one at once, and
+      // then only the birth time, in milliseconds, tells them apart).
+      await Deno.link(probed, `${probed}.old`);
+      await Deno.remove(probed);
+      live = Deno.listen({ transport: "unix", path: probed });
+      return "stale";
+    });
+    assertEquals(state, "live");
+    const accepted = live!.accept();
+    const conn = await Deno.connect({ transport: "unix", path });
+    (await withTimeout(accepted, BOUND_MS, "the new server to accept")).close();
+    conn.close();
+  } finally {
+    live?.close();
+    await Deno.remove(`${path}.old`).catch(() => {});
+  }
+});
