@@ -53,7 +53,7 @@ import { MAX_TIMER_MS } from "./_common/timers.ts";
 import { type ConnectionLimits, Core, type ListenAddress, type Listener } from "./_asgi/core.ts";
 import { LifespanError } from "./_asgi/errors.ts";
 import { withResolvers } from "./_asgi/promises.ts";
-import { handleFetch, listenDeno, textResponse } from "./_asgi/deno_transport.ts";
+import { handleFetch, listenDeno, type PeerInfo, textResponse } from "./_asgi/deno_transport.ts";
 import { forwardedApp } from "./_asgi/proxy_headers.ts";
 import { fetchHandlerMark, markFetchHandler } from "./_common/fetch_mark.ts";
 import { trackShutdown } from "./_asgi/shutdowns.ts";
@@ -394,10 +394,14 @@ export function createFetchHandler(
       if (closing) return Promise.resolve(textResponse(request.method, 503, "Service Unavailable"));
       // Deno.serve on a Unix socket passes its peer as { transport: "unix", path }: no address,
       // so no client (it once made client [undefined, undefined], which proxyHeaders() threw on).
-      if (info !== undefined && typeof info.remoteAddr?.hostname !== "string") info = undefined;
-      if (lifespan.ready) return Promise.resolve(handleFetch(core, request, info, null));
+      const peer = info !== undefined &&
+          typeof (info.remoteAddr as { hostname?: unknown } | null | undefined)?.hostname ===
+            "string"
+        ? info as PeerInfo
+        : undefined;
+      if (lifespan.ready) return Promise.resolve(handleFetch(core, request, peer, null));
       return lifespan.startup().then(
-        () => handleFetch(core, request, info, null),
+        () => handleFetch(core, request, peer, null),
         (error) => unavailable(request.method, error),
       );
     }, "the ASGI application given to createFetchHandler()"),

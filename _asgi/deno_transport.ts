@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { AsgiServerAddr, AsgiUnixAddr, FetchInfo, HttpScope } from "./types.ts";
+import type { AsgiServerAddr, AsgiUnixAddr, HttpScope } from "./types.ts";
 import { type Core, drainTiming, HttpCycle, type ListenAddress, type Listener } from "./core.ts";
 import { AsgiProtocolError } from "./errors.ts";
 import { hasToken, isChunkedOnly, isNullBodyStatus, parseContentLength } from "./fields.ts";
@@ -854,6 +854,15 @@ function closingResponse(status: number, text: string): Response {
 }
 
 /**
+ * What `handleFetch` takes of a Fetch host's connection facts: a peer with an address, or none
+ * (`createFetchHandler` passes no info for a Unix socket's peer, whose address has no host).
+ */
+export interface PeerInfo {
+  /** The client's address: the scope's `client`. */
+  remoteAddr?: { hostname: string; port: number };
+}
+
+/**
  * Serves one Fetch request through the core.
  *
  * @param core The shared state.
@@ -869,7 +878,7 @@ function closingResponse(status: number, text: string): Response {
 export function handleFetch(
   core: Core,
   request: Request,
-  info: FetchInfo | undefined,
+  info: PeerInfo | undefined,
   server: [string, number | null] | null,
   denoServes = false,
   tls?: boolean,

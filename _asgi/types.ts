@@ -847,12 +847,15 @@ export interface AsgiServer<A extends AsgiServerAddr | AsgiUnixAddr = AsgiServer
 }
 
 /**
- * Connection facts a Fetch host passes along with a request; `Deno.ServeHandlerInfo` fits.
+ * Connection facts a Fetch host passes along with a request; `Deno.ServeHandlerInfo` fits, that
+ * of `Deno.serve({ path })` on a Unix socket included, so `Deno.serve({ path }, handler.fetch)`
+ * type-checks without a cast.
  *
  * @example What Deno.serve passes
  * ```ts
  * import type { FetchInfo } from "@stellarator/stellarator/asgi";
  * const info: FetchInfo = { remoteAddr: { hostname: "127.0.0.1", port: 50000 } };
+ * const overUnixSocket: FetchInfo = { remoteAddr: { transport: "unix", path: "/run/app.sock" } };
  * ```
  */
 export interface FetchInfo {
@@ -860,7 +863,7 @@ export interface FetchInfo {
    * The client's address: the scope's `client`. One without a `hostname` (Deno's address of a
    * Unix socket's peer, `{ transport: "unix", path }`) names no client: `client` is `null`.
    */
-  remoteAddr?: { hostname: string; port: number };
+  remoteAddr?: { hostname: string; port: number } | { transport: string; path?: string };
 }
 
 /**

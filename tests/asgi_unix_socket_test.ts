@@ -490,7 +490,7 @@ Deno.test(
     const handler = createFetchHandler(proxyHeaders(app), { lifespan: "off" });
     const host = Deno.serve(
       { path, onListen() {} },
-      (request, info) => handler.fetch(request, info as unknown as FetchInfo),
+      handler.fetch,
     );
     try {
       const answer = await request(
@@ -502,6 +502,32 @@ Deno.test(
     } finally {
       await host.shutdown();
     }
+  },
+);
+
+Deno.test(
+  "createFetchHandler() takes a peer without a host and port as no client (regression: [undefined, undefined], and a null peer threw)",
+  async () => {
+    const seen: unknown[] = [];
+    const app: AsgiApplication = async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      seen.push(scope.client);
+      await scopeApp(scope, receive, send);
+    };
+    const handler = createFetchHandler(proxyHeaders(app), { lifespan: "off" });
+    const infos: FetchInfo[] = [
+      { remoteAddr: { transport: "unix", path: "/run/app.sock" } },
+      { remoteAddr: { transport: "unix" } },
+      { remoteAddr: null as never },
+      { remoteAddr: { hostname: "127.0.0.1", port: 5000 } },
+    ];
+    for (const info of infos) {
+      const response = await handler.fetch(new Request("http://a/"), info);
+      assertEquals(response.status, 200);
+      await response.body?.cancel();
+    }
+    assertEquals(seen, [null, null, null, ["127.0.0.1", 5000]]);
+    await handler.shutdown();
   },
 );
 
