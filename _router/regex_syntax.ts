@@ -6,8 +6,8 @@
  *
  * The parser reads the ECMAScript `u`-mode syntax only after `new RegExp(source, "u")` accepted
  * the source, so it never has to report syntax errors of its own. Character sets are
- * over-approximated where exactness would cost a Unicode table (`\p{…}`, case-insensitive
- * modifiers): an over-approximation can only make the router more careful, never wrong, as long
+ * over-approximated where exactness would cost a Unicode table (`\p{…}` beyond ASCII,
+ * case-insensitive modifiers): an over-approximation can only make the router more careful, never wrong, as long
  * as nothing complements it. The complement of a too-large set is a too-small one (`[^\p{L}]`
  * would match nothing, so the guard would miss every ambiguity and the tree would cut the
  * variable at a `/` it can match), so such sets carry `approximate` and a negated class holding
@@ -379,9 +379,11 @@ class Parser {
       case "S":
         return set(complement(SPACE));
       case "p":
-      case "P":
+      case "P": {
         this.#i = src.indexOf("}", this.#i) + 1;
-        return unknown();
+        const ranges = propertyRanges(src.slice(start, this.#i));
+        return { type: "set", ranges, approximate: true, ...this.#span(start) };
+      }
       case "b":
       case "B":
         if (inClass) return one(0x08);
@@ -451,6 +453,32 @@ class Parser {
     }
   }
 }
+
+/**
+ * What a property escape (`\p{L}`, `\P{Script=Greek}`) matches, over-approximated: exactly on
+ * ASCII, which the engine itself answers in 128 tests, and any character beyond, where exactness
+ * would cost a Unicode table. Taken as any character, `/` included, `\p{L}+` could end anywhere:
+ * the tree ran the rest of its route as one regex, and the guard refused
+ * `/c/{city:\p{L}+}/s/{street:\p{L}+}` as ambiguous.
+ */
+function propertyRanges(escape: string): Ranges {
+  let ranges = PROPERTY_RANGES.get(escape);
+  if (ranges === undefined) {
+    const regex = new RegExp(escape, "u");
+    const out: number[] = [];
+    for (let code = 0; code < 0x80; code++) {
+      if (regex.test(String.fromCharCode(code))) out.push(code, code);
+    }
+    out.push(0x80, MAX_CODE_POINT);
+    ranges = normalize(out);
+    if (PROPERTY_RANGES.size >= 1024) PROPERTY_RANGES.clear();
+    PROPERTY_RANGES.set(escape, ranges);
+  }
+  return ranges;
+}
+
+/** {@linkcode propertyRanges} by escape: routes repeat a few properties. Bounded. */
+const PROPERTY_RANGES = new Map<string, Ranges>();
 
 /**
  * Case-insensitive parts: a set of ASCII characters is folded exactly (the other case of its

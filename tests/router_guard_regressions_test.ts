@@ -40,8 +40,16 @@ Deno.test("parseRegex() takes a negated class holding \\p{…} or \\P{…} as al
       assertEquals(hasCode(set, 0x31), true, "it can match 1");
     });
   }
-  // A class that only adds \p{…} to other members stays a superset of what it matches.
-  assertEquals(hasCode(normalize(consumed(parseRegex("[a\\p{L}]"))), 0x2f), true);
+  // A class that only adds \p{…} to other members stays a superset of what it matches (exact on
+  // ASCII since the fresh-eyes attack of 2026-11-29: "/" is no letter).
+  const added = normalize(consumed(parseRegex("[1\\p{L}]")));
+  assertEquals([0x31, 0x61, 0xe9, 0x4e2d, 0x2f].map((code) => hasCode(added, code)), [
+    true,
+    true,
+    true,
+    true,
+    false,
+  ]);
   // The members known exactly stay excluded: [^\p{L}/] still ends at the next "/".
   const excluded = normalize(consumed(parseRegex("[^\\p{L}/]")));
   assertEquals([hasCode(excluded, 0x2f), hasCode(excluded, 0x31)], [false, true]);
@@ -383,4 +391,53 @@ Deno.test("AsgiRouter() blames a refusal for too many set ranges on the ranges, 
   assertStringIncludes(error.message, "character sets have too many ranges");
   assert(!error.message.includes("kinds of characters"), error.message);
   assertEquals(error.position, 6);
+});
+
+// Fresh-eyes attack on the router (2026-11-29): \p{…} and \P{…} were read as any character, "/"
+// included, though the engine knows exactly which ASCII characters they match. So the guard
+// refused "/c/{city:\p{L}+}/s/{street:\p{L}+}" as a cubic suffix ("make its parts unable to
+// match the same characters"), and every \p{L} variable took the slow path of a variable that
+// can span "/" (↺ in the drawing, the whole route run as one regex).
+Deno.test('AsgiRouter() reads \\p{…} exactly on ASCII, so a \\p{L} variable ends at the next "/"', async (t) => {
+  await t.step("the sets: exact on ASCII, any character beyond", () => {
+    const letters = normalize(consumed(parseRegex("\\p{L}")));
+    assertEquals([0x2f, 0x31, 0x41, 0x7a, 0xe9, 0x4e2d].map((code) => hasCode(letters, code)), [
+      false,
+      false,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    const other = normalize(consumed(parseRegex("\\P{L}")));
+    assertEquals([0x2f, 0x31, 0x41, 0xe9].map((code) => hasCode(other, code)), [
+      true,
+      true,
+      false,
+      true,
+    ]);
+    assertEquals(hasCode(normalize(consumed(parseRegex("\\p{Po}"))), 0x2f), true);
+    assertEquals(hasCode(normalize(consumed(parseRegex("[\\p{L}\\p{N}_-]"))), 0x2f), false);
+    // Under the i modifier a \p{…} set is still taken as any character.
+    assertEquals(hasCode(normalize(consumed(parseRegex("(?i:\\p{Lu})"))), 0x2f), true);
+  });
+  await t.step("two \\p{L} variables in their own segments are accepted and match", () => {
+    const router = new AsgiRouter({
+      routes: [new Route("/c/{city:\\p{L}+}/s/{street:\\p{L}+}", { handler: noop })],
+    });
+    assert(!router.toString().includes("↺"), router.toString());
+    assertEquals(router.match("/c/Zürich/s/Bahnhofstraße")?.context, {
+      city: "Zürich",
+      street: "Bahnhofstraße",
+    });
+    assertEquals(router.match("/c/Zürich/s/Bahnhof/straße"), undefined);
+    assertEquals(router.match("/c/Z1/s/B"), undefined);
+  });
+  await t.step("ambiguity among non-ASCII characters is still refused", () => {
+    for (
+      const pattern of ["/{a:(?:\\p{L}|é)+}", "/{a:(?:\\p{L}|a)+}", "/{a:\\p{L}+}é{b:\\p{L}+}é{c}"]
+    ) {
+      assertStringIncludes(guardRefusal(pattern).message, "allowUnsafeRegex: true", pattern);
+    }
+  });
 });
