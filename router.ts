@@ -1042,7 +1042,8 @@ export class AsgiRouter<H extends AnyHandler = AnyHandler> {
 
   /**
    * Draws the tree, one node a line: static text, `{name}`, `{name:regex}` or `{name:*}`;
-   * `● METHODS` where routes end; `↺` on variables that can end at several places. A node the
+   * `● METHODS` where routes end; `↺` on variables that can end at several places; control
+   * characters escaped (`\n`), so that a newline in a pattern cannot split a line. A node the
    * tree cut inside a UTF-16 pair (`😀` and `😁` share their first half) is drawn with its
    * children, so that every line holds whole characters.
    *

@@ -1,15 +1,17 @@
 // Copyright the stellarator authors. MIT license.
 /**
  * The drawing `AsgiRouter.toString()` returns: one node a line, `●` and the methods where routes
- * end, `↺` on variables that can end at several places. Where the tree cuts a label inside a
- * UTF-16 pair (`😀` and `😁` share their first half), the first half is drawn with the labels of
- * the children instead, so that every line holds whole characters.
+ * end, `↺` on variables that can end at several places; control characters escaped as in error
+ * messages (`\n`). Where the tree cuts a label inside a UTF-16 pair (`😀` and `😁` share their
+ * first half), the first half is drawn with the labels of the children instead, so that every
+ * line holds whole characters.
  *
  * @module
  */
 
 import type { RouteLike } from "./endpoint.ts";
 import { allKids, endsInsidePair, type Node } from "./node.ts";
+import { visible } from "../_common/describe.ts";
 
 /** The tree below `root`, drawn with box-drawing characters. */
 export function drawTree<R extends RouteLike>(root: Node<R>): string {
@@ -52,7 +54,8 @@ function drawKids<R extends RouteLike>(
   const kids = drawnKids(node, high);
   kids.forEach(([label, kid, kidHigh], i) => {
     const last = i === kids.length - 1;
-    lines.push(`${indent}${last ? "└── " : "├── "}${label}${marker(kid)}`);
+    // Escaped: a pattern may hold a newline, which would split the node's line in two.
+    lines.push(`${indent}${last ? "└── " : "├── "}${visible(label)}${marker(kid)}`);
     drawKids(kid, indent + (last ? "    " : "│   "), lines, kidHigh);
   });
 }

@@ -645,6 +645,25 @@ Deno.test("AsgiRouter.toString() draws whole characters where the tree cuts a UT
   );
 });
 
+Deno.test("AsgiRouter.toString() draws a label holding a control character on one line, escaped", () => {
+  // Fresh-eyes attack on the router (2026-11-29): a pattern may hold a newline (a path holds one
+  // once "%0A" is decoded), and the drawing, one node a line, split that node's line in two, as
+  // error messages did before they escaped the patterns they quote.
+  const router = routerOf(["/a\nb", "/x/{v:a\nb|\n}", "/t\tu\u0085"]);
+  const drawing = router.toString();
+  assertEquals(
+    drawing,
+    [
+      "/",
+      "├── a\\nb ● GET",
+      "├── x/",
+      "│   └── {v:a\\nb|\\n} ● GET",
+      "└── t\\tu\\u0085 ● GET",
+    ].join("\n"),
+  );
+  assertEquals(router.match("/a\nb")?.routes[0]?.path, "/a\nb");
+});
+
 Deno.test("AsgiRouter.match() [rule 6, trailing slash] normalizes a doubled trailing slash once, in patterns and paths", () => {
   // Found by the property tests: "/b//" is stored as "/b/", which the path "/b/" (looked up as
   // "/b") must not reach.
