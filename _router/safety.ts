@@ -56,9 +56,14 @@ export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | u
     const next = tokens[i + 1];
     if (token.kind === LITERAL || next === undefined || next.kind !== LITERAL) continue;
     const code = next.text.codePointAt(0)!;
-    const ambiguous = token.kind === PLAIN
-      ? code !== SLASH
-      : token.kind === REGEX && hasCode(token.facts!.consumes, code);
+    // A variable that cannot match "/" ends in one place when the text after it holds a "/":
+    // that "/" is the first one after the variable's start ("/{repo}.git/{path:.+}/blame").
+    const pinned = next.text.includes("/") &&
+      (token.kind === PLAIN || (token.kind === REGEX && !token.facts!.canMatchSlash));
+    const ambiguous = !pinned &&
+      (token.kind === PLAIN
+        ? code !== SLASH
+        : token.kind === REGEX && hasCode(token.facts!.consumes, code));
     if (!ambiguous) continue;
     if (seen !== undefined) {
       return {

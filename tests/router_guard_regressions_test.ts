@@ -441,3 +441,43 @@ Deno.test('AsgiRouter() reads \\p{…} exactly on ASCII, so a \\p{L} variable en
     }
   });
 });
+
+// Fresh-eyes attack on the router (2026-11-29): the route-level check took a variable followed
+// by text such as ".git/" as able to end in several places, though the "/" in that text pins its
+// end (a variable that cannot match "/" ends right before the text, at the first "/"). So
+// "/{repo}.git/{path:.+}/blame" was refused: 'variables "repo" and "path" can both end in
+// several places', with a hint about "." that does not apply.
+Deno.test('AsgiRouter() takes a variable followed by text holding "/" as ending in one place', async (t) => {
+  const cases: [pattern: string, regex: string, path: string][] = [
+    [
+      "/{repo}.git/{path:.+}/blame",
+      "/(?<repo>[^/]+)\\.git/(?<path>.+)/blame",
+      "/a.git.git/b/c/blame",
+    ],
+    ["/{a}x/{b:[a-z]+}y", "/(?<a>[^/]+)x/(?<b>[a-z]+)y", "/xxx/yyy"],
+    ["/{u:[a-z.]+}.d/{f:.+}.conf", "/(?<u>[a-z.]+)\\.d/(?<f>.+)\\.conf", "/a.d.d/b.d/c.conf"],
+  ];
+  for (const [pattern, regex, path] of cases) {
+    await t.step(pattern, () => {
+      const [router, reference] = bothContexts(pattern, regex, path);
+      assert(reference !== undefined);
+      assertEquals(router, reference);
+      // Linear on crafted paths: well under the guard's 10 ms bound (tolerant for busy machines).
+      const slow = new AsgiRouter({ routes: [new Route(pattern, { handler: noop })] });
+      for (
+        const hostile of [
+          "/" + "x".repeat(4000) + "/" + "y".repeat(4000),
+          "/a.git/" + "/a".repeat(4000),
+        ]
+      ) {
+        const start = performance.now();
+        slow.match(hostile);
+        assert(performance.now() - start < 100, `${pattern} on ${hostile.length} characters`);
+      }
+    });
+  }
+  await t.step('without the "/" the two variables are still refused', () => {
+    const error = guardRefusal("/{a}x{b:[a-z]+}y");
+    assertStringIncludes(error.message, 'variables "a" and "b" can both end in several places');
+  });
+});
