@@ -9,6 +9,7 @@
  */
 
 import { hasCode } from "./redos.ts";
+import { lengths, type RegexNode } from "./regex_syntax.ts";
 import {
   CATCH_ALL,
   LITERAL,
@@ -56,10 +57,12 @@ export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | u
     const next = tokens[i + 1];
     if (token.kind === LITERAL || next === undefined || next.kind !== LITERAL) continue;
     const code = next.text.codePointAt(0)!;
-    // A variable that cannot match "/" ends in one place when the text after it holds a "/":
-    // that "/" is the first one after the variable's start ("/{repo}.git/{path:.+}/blame").
-    const pinned = next.text.includes("/") &&
-      (token.kind === PLAIN || (token.kind === REGEX && !token.facts!.canMatchSlash));
+    // A variable ends in one place when its regex matches one length only (a date, \d{4}-\d{2}),
+    // or when it cannot match "/" and the text after it holds a "/": that "/" is the first one
+    // after the variable's start ("/{repo}.git/{path:.+}/blame").
+    const pinned = (token.kind === REGEX && fixedLength(token.facts!.tree)) ||
+      (next.text.includes("/") &&
+        (token.kind === PLAIN || (token.kind === REGEX && !token.facts!.canMatchSlash)));
     const ambiguous = !pinned &&
       (token.kind === PLAIN
         ? code !== SLASH
@@ -82,6 +85,12 @@ export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | u
     position: suffix.position,
     reason: `${suffix.message}; or pass allowUnsafeRegex: true if you trust the route`,
   };
+}
+
+/** Whether `tree` matches text of one length only, in code points as the engine reads it. */
+function fixedLength(tree: RegexNode): boolean {
+  const [shortest, longest] = lengths(tree);
+  return shortest === longest;
 }
 
 /**

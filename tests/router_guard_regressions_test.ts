@@ -481,3 +481,30 @@ Deno.test('AsgiRouter() takes a variable followed by text holding "/" as ending 
     assertStringIncludes(error.message, 'variables "a" and "b" can both end in several places');
   });
 });
+
+// Fresh-eyes attack on the router (2026-11-29): the route-level check took a regex variable of
+// fixed length as able to end in several places when its regex can match the text after it, so
+// a blog route "/blog/{date:\d{4}-\d{2}-\d{2}}-{slug}.{fmt:html|json}" was refused: 'variables
+// "date" and "slug" can both end in several places'. Ten characters from its start, the date
+// ends in one place.
+Deno.test("AsgiRouter() takes a regex variable of fixed length as ending in one place", async (t) => {
+  const pattern = "/blog/{date:\\d{4}-\\d{2}-\\d{2}}-{slug}.{fmt:html|json}";
+  await t.step("the route is accepted and matches as rule 1 says", () => {
+    const [router, reference] = bothContexts(
+      pattern,
+      "/blog/(?<date>\\d{4}-\\d{2}-\\d{2})-(?<slug>[^/]+)\\.(?<fmt>html|json)",
+      "/blog/2024-01-31-my-post.v2.html",
+    );
+    assertEquals(reference, { date: "2024-01-31", slug: "my-post.v2", fmt: "html" });
+    assertEquals(router, reference);
+    const slow = new AsgiRouter({ routes: [new Route(pattern, { handler: noop })] });
+    const hostile = "/blog/2024-01-31-" + ".".repeat(8000) + "x";
+    const start = performance.now();
+    assertEquals(slow.match(hostile), undefined);
+    assert(performance.now() - start < 100, "linear on a crafted path");
+  });
+  await t.step("a regex of varying length before the same text is still refused", () => {
+    const error = guardRefusal("/{a:[0-9-]{4,5}}-{b}.{c:html|json}");
+    assertStringIncludes(error.message, 'variables "a" and "b" can both end in several places');
+  });
+});
