@@ -57,10 +57,11 @@ export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | u
     const next = tokens[i + 1];
     if (token.kind === LITERAL || next === undefined || next.kind !== LITERAL) continue;
     const code = next.text.codePointAt(0)!;
-    // A variable ends in one place when its regex matches one length only (a date, \d{4}-\d{2}),
-    // or when it cannot match "/" and the text after it holds a "/": that "/" is the first one
-    // after the variable's start ("/{repo}.git/{path:.+}/blame").
-    const pinned = (token.kind === REGEX && fixedLength(token.facts!.tree)) ||
+    // A variable ends in few places when its regex's length is bounded (a date, \d{4}-\d{2}: one;
+    // the suffix measure below counts what the rest makes of them), and in one when it cannot
+    // match "/" and the text after it holds a "/": that "/" is the first one after the
+    // variable's start ("/{repo}.git/{path:.+}/blame").
+    const pinned = (token.kind === REGEX && boundedLength(token.facts!.tree)) ||
       (next.text.includes("/") &&
         (token.kind === PLAIN || (token.kind === REGEX && !token.facts!.canMatchSlash)));
     const ambiguous = !pinned &&
@@ -87,10 +88,9 @@ export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | u
   };
 }
 
-/** Whether `tree` matches text of one length only, in code points as the engine reads it. */
-function fixedLength(tree: RegexNode): boolean {
-  const [shortest, longest] = lengths(tree);
-  return shortest === longest;
+/** Whether the text `tree` matches has a longest length. */
+function boundedLength(tree: RegexNode): boolean {
+  return lengths(tree)[1] !== Infinity;
 }
 
 /**
