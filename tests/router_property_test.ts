@@ -28,6 +28,13 @@ const REGEXES = [
   "[a-z]+?",
   "(?:x|[0-9])+",
   "(?!new)[a-z]+",
+  // Added by the fresh-eyes attack of 2026-11-29: property escapes (read exactly on ASCII, so
+  // \p{L}+ ends at the next "/" and \P{L}+ may span it), and regexes that match "" or span "/".
+  "\\p{L}+",
+  "\\P{L}+",
+  ".*",
+  "(?:/[a-z]+)+",
+  "a?",
 ];
 
 /** Segments of patterns: literals, lone variables, and segments where variables share. */
@@ -36,7 +43,24 @@ const patternSegment = fc.oneof(
   // "𝒳" and "𝒴" share another first half.
   {
     weight: 4,
-    arbitrary: fc.constantFrom("a", "b", "ab", "abc", "a.b", "x", "new", "", "😀", "😁", "𝒳", "𝒴"),
+    arbitrary: fc.constantFrom(
+      "a",
+      "b",
+      "ab",
+      "abc",
+      "a.b",
+      "x",
+      "new",
+      "",
+      "😀",
+      "😁",
+      "𝒳",
+      "𝒴",
+      // Percent escapes and regex syntax are literal text to the router (rule 7).
+      "%2F",
+      "a*b",
+      "(\\)",
+    ),
   },
   { weight: 3, arbitrary: fc.constant("{v}") },
   { weight: 2, arbitrary: fc.constantFrom(...REGEXES).map((regex) => `{v:${regex}}`) },
@@ -105,6 +129,10 @@ const pathSegment = fc.constantFrom(
   // A lone surrogate, which no pattern holds but a path may.
   "a\uD83D",
   "\uDE00b",
+  "%2F",
+  "a*b",
+  "(\\)",
+  "é.x",
 );
 
 const randomPath = fc.tuple(fc.array(pathSegment, { maxLength: 5 }), fc.boolean()).map(
@@ -210,7 +238,7 @@ function assertMostlyCompared(tally: Tally, unsafeShare: number): void {
       `${tally.conflicts} conflicts (each with an equal route), ${tally.unsafe} by the regex rule`,
   );
   assert(tally.unsafe <= unsafeShare * tally.offered, `too many refused: ${tally.unsafe}`);
-  // Measured: 91 to 94% are compared.
+  // Measured: 91 to 94% are compared (95 to 98% since the generators grew on 2026-11-29).
   assert(compared >= 0.85 * tally.offered, `only ${compared} of ${tally.offered} compared`);
 }
 
