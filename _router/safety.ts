@@ -70,12 +70,15 @@ export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | u
         : token.kind === REGEX && hasCode(token.facts!.consumes, code));
     if (!ambiguous) continue;
     if (seen !== undefined) {
+      // The example names the character that follows, escaped where a class needs it.
+      const char = String.fromCodePoint(code);
+      const member = /[\\\]]/.test(char) ? `\\${char}` : char;
       return {
         position: token.position,
         reason: `variables "${seen.name}" and "${token.name}" can both end in several places, ` +
           `and with a regex variable in the route the regex engine would have to try every ` +
           `combination on hostile paths; exclude the following text from one of them (e.g. ` +
-          `[^.]+ before ".") or pass allowUnsafeRegex: true`,
+          `[^${member}]+ before ${JSON.stringify(char)}) or pass allowUnsafeRegex: true`,
       };
     }
     seen = token;

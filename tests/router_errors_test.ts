@@ -760,3 +760,23 @@ Deno.test("router errors quote client text escaped and bounded, and long pattern
     });
   }
 });
+
+Deno.test("AsgiRouter.addRoute() names the text that follows in its hint for two ambiguous variables", async (t) => {
+  // Fresh-eyes attack on the router (2026-11-29): the hint always read 'e.g. [^.]+ before "."',
+  // also for routes with no "." at all.
+  const cases: [pattern: string, hint: string][] = [
+    ["/{a}-{b:[a-z-]+}-{c}", '(e.g. [^-]+ before "-")'],
+    ["/{a}_{b:\\w+}_x", '(e.g. [^_]+ before "_")'],
+    ["/{a}]{b:[^/]+}]x", '(e.g. [^\\]]+ before "]")'],
+    ["/a/{x:.+}.{y}.{z}", '(e.g. [^.]+ before ".")'],
+  ];
+  for (const [pattern, hint] of cases) {
+    await t.step(pattern, () => {
+      const error = invalid(() =>
+        new AsgiRouter({ routes: [new Route(pattern, { handler: noop })] })
+      );
+      assertStringIncludes(error.reason, "can both end in several places");
+      assertStringIncludes(error.reason, hint);
+    });
+  }
+});
