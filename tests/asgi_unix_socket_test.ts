@@ -39,6 +39,17 @@ async function socketPath(label: string): Promise<string> {
   return path;
 }
 
+/** Leaves a stale socket file at `path`: a process that dies without closing its listener. */
+async function leaveStaleSocket(path: string): Promise<void> {
+  const child = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `Deno.listen({ transport: "unix", path: ${JSON.stringify(path)} }); Deno.exit(0);`,
+    ],
+  }).output();
+  assert(child.success, "the process that leaves the socket file ran");
+}
+
 async function exists(path: string): Promise<boolean> {
   return await Deno.lstat(path).then(() => true, () => false);
 }
@@ -193,14 +204,7 @@ for (const transport of TRANSPORTS) {
     `serve() with path on ${transport} removes the socket file a crashed server left, and says so`,
     async () => {
       const path = await socketPath(`stale-${transport}`);
-      // A process that dies without closing its listener leaves the file, connectable by no one.
-      const child = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "eval",
-          `Deno.listen({ transport: "unix", path: ${JSON.stringify(path)} }); Deno.exit(0);`,
-        ],
-      }).output();
-      assert(child.success);
+      await leaveStaleSocket(path);
       assert((await Deno.lstat(path)).isSocket, "a stale socket file");
       const logger = new RecordingLogger();
       await using server = serve(scopeApp, quiet({ path, transport, logger }));
@@ -599,13 +603,7 @@ for (const transport of TRANSPORTS) {
 // first server, taking the path between the probe and the removal.
 Deno.test("clearStaleSocket() leaves a socket file made at the path after its probe", async () => {
   const path = await socketPath("swapped");
-  const child = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "eval",
-      `Deno.listen({ transport: "unix", path: ${JSON.stringify(path)} }); Deno.exit(0);`,
-    ],
-  }).output();
-  assert(child.success);
+  await leaveStaleSocket(path);
   let live: Deno.UnixListener | undefined;
   try {
     const state = await clearStaleSocket(path, async (probed) => {

@@ -22,6 +22,7 @@ import { RecordingLogger } from "./fixtures/asgi_harness.ts";
 import { rawRequest } from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
 import { RawSocket } from "./fixtures/raw_socket.ts";
+import { webSocketScope } from "./fixtures/web_helpers.ts";
 
 type Handler = AppHandler;
 
@@ -985,21 +986,7 @@ Deno.test("WebSocketRequest.receive() rejects, not throws or hangs, when the rec
     logger: { debug() {}, info() {}, warn() {}, error() {} },
   });
   let connected = false;
-  const scope = {
-    type: "websocket",
-    asgi: { version: "3.0", spec_version: "2.5" },
-    http_version: "1.1",
-    scheme: "ws",
-    path: "/s",
-    raw_path: new TextEncoder().encode("/s"),
-    query_string: new Uint8Array(),
-    root_path: "",
-    headers: [],
-    client: null,
-    server: null,
-    subprotocols: [],
-    state: {},
-  } as unknown as Parameters<AsgiApplication>[0];
+  const scope = webSocketScope("/s");
   await app.asgi(scope, () => {
     if (!connected) {
       connected = true;
