@@ -60,6 +60,11 @@ export const MAX_LINKS = 200_000;
 /** Vectors the walk may visit before the regex is declared too complex to prove safe. */
 export const MAX_VECTORS = 2000;
 /**
+ * Positions a counted repeat may unroll to when a regex too complex to walk is judged again with
+ * its long counted repeats widened (see {@linkcode measure}).
+ */
+const WIDENED_ROOM = 64;
+/**
  * Classes of characters the walk may tell apart. It reads each class from each vector it visits,
  * and each class holds a flag per distinct set, so 16,000 distinct characters in a row (16,001
  * classes of 16,000 flags) took 19 s and 2.5 GB before the refusal. Route regexes of the tests
@@ -139,9 +144,13 @@ class Automaton {
   /** The outermost repeat being built, blamed when the budget runs out. */
   #outermost: RegexNode | undefined;
 
-  constructor(root: RegexNode) {
+  /** Unroll a counted repeat to at most {@linkcode WIDENED_ROOM} positions (see `measure`). */
+  readonly #widen: boolean;
+
+  constructor(root: RegexNode, widen = false) {
     this.#budget = nodeCount(root) + MAX_COPIES;
     this.#root = root;
+    this.#widen = widen;
   }
 
   build(node: RegexNode): Fragment {
@@ -203,7 +212,8 @@ class Automaton {
 
   #unroll(node: Extract<RegexNode, { type: "quant" }>): Fragment {
     const size = unrolledSize(node.body);
-    const room = MAX_POSITIONS - this.sets.length;
+    const left = MAX_POSITIONS - this.sets.length;
+    const room = this.#widen ? Math.min(left, WIDENED_ROOM) : left;
     let min = node.min;
     let max = node.max;
     // Widening {min,max} to {min,} keeps every path the engine can take: sound.
@@ -400,8 +410,8 @@ class Walk {
   }
 }
 
-function walkOf(node: RegexNode): Walk | TooLarge | TooVaried {
-  const automaton = new Automaton(node);
+function walkOf(node: RegexNode, widen = false): Walk | TooLarge | TooVaried {
+  const automaton = new Automaton(node, widen);
   try {
     return new Walk(automaton, automaton.build(node));
   } catch (error) {
@@ -413,15 +423,28 @@ function walkOf(node: RegexNode): Walk | TooLarge | TooVaried {
 /**
  * The most steps per character the engine can take on `node`, by the walk described in the
  * module documentation, stopping as soon as it passes {@linkcode MAX_STEPS_PER_CHAR}.
+ *
+ * A regex whose walk visits more than {@linkcode MAX_VECTORS} vectors is judged once more with
+ * its long counted repeats widened (`{n}` to `{1,}`, as those past {@linkcode MAX_POSITIONS}
+ * always are), which keeps every path the engine can take and only adds some: if that passes,
+ * so does the regex. A long chain of one class, `[a-z]{2001}`, visits one vector per position
+ * and was refused as too complex, while `[a-z]{4001}`, widened from the start, was accepted.
  */
 export function measure(node: RegexNode): Measure {
-  const walk = walkOf(node);
+  const measured = measureWith(node, false);
+  if (measured.kind !== "complex") return measured;
+  const widened = measureWith(node, true);
+  return widened.kind === "ok" ? widened : measured;
+}
+
+function measureWith(node: RegexNode, widen: boolean): Measure {
+  const walk = walkOf(node, widen);
   if (walk instanceof TooVaried) return { kind: "varied", ranges: walk.ranges };
   if (walk instanceof TooLarge) {
     if (!walk.links) return { kind: "large", node: walk.node };
     // The cap counts the links of the whole regex, so the repeat being built when they passed it
     // may be a small one after wide parts: it is named only if it passes the cap on its own.
-    const alone = walk.node === node ? walk : walkOf(walk.node);
+    const alone = walk.node === node ? walk : walkOf(walk.node, widen);
     return { kind: "dense", node: alone instanceof TooLarge && alone.links ? walk.node : node };
   }
   let most = walk.start;

@@ -538,3 +538,28 @@ Deno.test("AsgiRouter() finds its rewrite for a refused route of many plain vari
   // Tolerant: about 40 ms; it took 1.7 s, and some 10 s with one segment more.
   assert(took < 1000, `refused in ${took} ms`);
 });
+
+// Router review of 2026-11-29: a counted repeat of 2,001 to 4,000 positions was unrolled whole,
+// and the walk over its chain (one state per position) passed the 2,000-state cap, so
+// `[a-z]{2001}` was refused as too complex while `[a-z]{4001}`, widened to `[a-z]+` from the start
+// for its size, was accepted. A regex too complex to walk is now judged again with its long
+// counted repeats widened, which keeps every path the engine can take.
+Deno.test("AsgiRouter() accepts a long counted repeat it refused as too complex below the widening size", async (t) => {
+  for (const n of [2001, 3000, 4000]) {
+    await t.step(`[a-z]{${n}}`, () => {
+      const router = new AsgiRouter({
+        routes: [new Route(`/x/{v:[a-z]{${n}}}`, { handler: noop })],
+      });
+      assertEquals(router.match(`/x/${"a".repeat(n)}`)?.context, { v: "a".repeat(n) });
+      assertEquals(router.match(`/x/${"a".repeat(n - 1)}`), undefined);
+    });
+  }
+  await t.step("widened and still ambiguous: refused as before", () => {
+    const error = guardRefusal("/x/{v:[a-z]{1,1500}[a-z]{1,1500}}");
+    assertStringIncludes(error.message, "can match the same text in too many ways");
+  });
+  await t.step("too complex exactly and ambiguous widened: refused, naming the states", () => {
+    const error = guardRefusal("/x/{v:[a-z]{2500}[a-z]*}");
+    assertStringIncludes(error.message, "more than 2000 states");
+  });
+});
