@@ -45,10 +45,13 @@ export function describe(value: unknown): string {
 /**
  * C0 controls, DEL, C1 controls and NBSP: a no-break space printed as it is reads as a plain
  * space, hiding why `"5\u00a0"` was refused where `"5 "` would pass. U+2028 and U+2029 too: some
- * log viewers break the line there (client text in log lines: `log_text.ts`).
+ * log viewers break the line there (client text in log lines: `log_text.ts`). And the bidi
+ * controls (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which reorder what a terminal shows:
+ * a pattern holding U+202E was drawn by `toString()` and quoted in errors reversed (router review
+ * of 2026-11-29), as `logText()` already escaped them.
  */
 // deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u00a0\u2028\u2029]/g;
+const CONTROL = /[\u0000-\u001f\u007f-\u00a0\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * `text` with its control characters written as escapes (`\n`, `\r`, `\t`, `\u0000`), so that

@@ -395,6 +395,8 @@ Deno.test("describe() shows control characters as escapes (regression: a header 
   assertEquals(describe("é ü"), '"é ü"');
   // A line separator split a quoted value in two in some log viewers, as LF does (log_text.ts).
   assertEquals(describe("a\u2028b\u2029"), '"a\\u2028b\\u2029"');
+  // Router review of 2026-11-29: bidi controls reorder what a terminal shows.
+  assertEquals(describe("a\u202eb\u2066c\u200f"), '"a\\u202eb\\u2066c\\u200f"');
   // Backslashes and quotes stay as written: a quoted regex reads as in the source.
   assertEquals(describe('{id:\\d+}"'), '"{id:\\d+}""');
   const error = assertThrows(() => new Response({ headers: { "x-a": "a\nb" } }), TypeError);

@@ -649,7 +649,7 @@ Deno.test("AsgiRouter.toString() draws a label holding a control character on on
   // Fresh-eyes attack on the router (2026-11-29): a pattern may hold a newline (a path holds one
   // once "%0A" is decoded), and the drawing, one node a line, split that node's line in two, as
   // error messages did before they escaped the patterns they quote.
-  const router = routerOf(["/a\nb", "/x/{v:a\nb|\n}", "/t\tu\u0085"]);
+  const router = routerOf(["/a\nb", "/x/{v:a\nb|\n}", "/t\tu\u0085", "/z\u202ey"]);
   const drawing = router.toString();
   assertEquals(
     drawing,
@@ -658,7 +658,8 @@ Deno.test("AsgiRouter.toString() draws a label holding a control character on on
       "├── a\\nb ● GET",
       "├── x/",
       "│   └── {v:a\\nb|\\n} ● GET",
-      "└── t\\tu\\u0085 ● GET",
+      "├── t\\tu\\u0085 ● GET",
+      "└── z\\u202ey ● GET",
     ].join("\n"),
   );
   assertEquals(router.match("/a\nb")?.routes[0]?.path, "/a\nb");
