@@ -483,6 +483,28 @@ const APP_WRAPS: readonly [label: string, wrap: (app: App) => AsgiApplication][]
   ],
 ];
 
+/**
+ * An App whose socket at "/idle" accepts (`full` resolves), then waits for its signal and
+ * resolves `ended` with how it closed: for the read-ahead shutdown regressions.
+ */
+function idleSocketApp(options: { shutdownGracePeriod?: number } = {}) {
+  const full = Promise.withResolvers<void>();
+  const ended = Promise.withResolvers<unknown>();
+  const idle: SocketHandler = async (socket) => {
+    await socket.accept();
+    full.resolve();
+    await aborted(socket.signal);
+    ended.resolve(socket.closed);
+  };
+  const logger = new Logs();
+  const app = new App({
+    router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
+    logger,
+    ...options,
+  });
+  return { app, full, ended, logger };
+}
+
 for (const transport of ["deno", "node"] as const) {
   // Regression (WebSocket abuse probe, 2026-11-29): with its read-ahead full (16 messages the
   // handler had not read), a socket the handler closed read nothing more, so the end of the
@@ -534,19 +556,7 @@ for (const transport of ["deno", "node"] as const) {
   // with 1012 first; a handler waiting for its signal with 16 messages unread never saw that end,
   // and held the shutdown for its whole shutdownTimeout (3 s here, then cut).
   Deno.test(`App [${transport}] under serve() shuts down a socket with the read-ahead full at once`, async () => {
-    const full = Promise.withResolvers<void>();
-    const ended = Promise.withResolvers<unknown>();
-    const idle: SocketHandler = async (socket) => {
-      await socket.accept();
-      full.resolve();
-      await aborted(socket.signal);
-      ended.resolve(socket.closed);
-    };
-    const logger = new Logs();
-    const app = new App({
-      router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
-      logger,
-    });
+    const { app, full, ended, logger } = idleSocketApp();
     const server = serve(app, { port: 0, onListen() {}, logger, transport, shutdownTimeout: 3000 });
     const client = await RawSocket.open((await server.addr).port, "/idle");
     try {
@@ -600,20 +610,7 @@ Deno.test("WebSocketRequest.signal aborts when a client that sent more than the 
 // warned.
 for (const [label, wrap] of APP_WRAPS) {
   Deno.test(`App shutdown closes a socket with the read-ahead full without waiting its grace period${label}`, async () => {
-    const full = Promise.withResolvers<void>();
-    const ended = Promise.withResolvers<unknown>();
-    const idle: SocketHandler = async (socket) => {
-      await socket.accept();
-      full.resolve();
-      await aborted(socket.signal);
-      ended.resolve(socket.closed);
-    };
-    const logger = new Logs();
-    const app = new App({
-      router: new AsgiRouter<Handler>({ routes: [socketRoute("/idle", idle)] }),
-      logger,
-      shutdownGracePeriod: 10,
-    });
+    const { app, full, ended, logger } = idleSocketApp({ shutdownGracePeriod: 10 });
     const handler = createFetchHandler(wrap(app), { logger });
     const httpServer = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
     const client = await RawSocket.open(httpServer.addr.port, "/idle");
