@@ -952,7 +952,7 @@ for (const transport of TRANSPORTS) {
 
   Deno.test(
     name("answers 413 without calling the app when content-length exceeds maxBodySize"),
-    async () => {
+    async (t) => {
       let calls = 0;
       await using s = await start(
         async (scope, receive, send) => {
@@ -969,6 +969,18 @@ for (const transport of TRANSPORTS) {
       const large = await fetch(s.url, { method: "POST", body: "0123456789!" });
       assertEquals([large.status, await large.text()], [413, "Content Too Large"]);
       assertEquals(calls, 1);
+      // HTTP review of 2026-11-29: a length past 2^53 - 1, which both parsers take (up to
+      // 2^64 - 1), read as no stated length at all: the application was called, and read the body.
+      for (const length of ["9007199254740992", "1152921504606846976", "18446744073709551615"]) {
+        await t.step(`content-length ${length}, past 2^53 - 1`, async () => {
+          const answer = await rawRequest(
+            s.port,
+            `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\nabc`,
+          );
+          assertEquals(answer.slice(0, 13), "HTTP/1.1 413 ", answer);
+          assertEquals(calls, 1);
+        });
+      }
     },
   );
 
@@ -999,35 +1011,6 @@ for (const transport of TRANSPORTS) {
       });
     }
   });
-
-  // HTTP review of 2026-11-29: a length past 2^53 - 1, which both parsers take (up to 2^64 - 1),
-  // read as no stated length at all: the application was called, and read the body.
-  Deno.test(
-    name("answers 413 without calling the app when content-length is past 2^53 - 1"),
-    async (t) => {
-      let calls = 0;
-      await using s = await start(
-        async (scope, receive, send) => {
-          if (scope.type !== "http") return;
-          calls++;
-          await readBody(receive);
-          await reply(send, "ok");
-        },
-        transport,
-        { maxBodySize: 1000 },
-      );
-      for (const length of ["9007199254740992", "1152921504606846976", "18446744073709551615"]) {
-        await t.step(length, async () => {
-          const answer = await rawRequest(
-            s.port,
-            `POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\nabc`,
-          );
-          assertEquals(answer.slice(0, 13), "HTTP/1.1 413 ", answer);
-          assertEquals(calls, 0);
-        });
-      }
-    },
-  );
 
   Deno.test(
     name("answers 413 and disconnects the app when a chunked body exceeds maxBodySize"),
