@@ -213,6 +213,7 @@ const SERVE_KEYS: readonly string[] = [
   "cert",
   "key",
   "path",
+  "mode",
 ];
 
 function checkOptions(options: ServeOptions): void {
@@ -601,12 +602,13 @@ export function serve(
   givenOptions?: ServeOptions | UnixServeOptions,
 ): AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
   // Checked as what a caller without types may pass: `path` beside `port`, say.
-  const options = (givenOptions ?? {}) as ServeOptions & { path?: unknown };
+  const options = (givenOptions ?? {}) as ServeOptions & { path?: unknown; mode?: unknown };
   const core = createCore(app, options);
   // Deno.serve's own options (reusePort, handler) are not taken either: say so, not ignore them.
   rejectUnknownKeys(options, SERVE_KEYS, "serve()");
   const { port = DEFAULT_PORT, hostname = DEFAULT_HOSTNAME, transport = "deno" } = options;
   const path = checkPath(options);
+  const mode = checkMode(options.mode, path);
   if (typeof port !== "number") {
     throw new TypeError(`Invalid port ${describe(port)}: use a number from 0 to 65535`);
   }
@@ -667,6 +669,7 @@ export function serve(
     port,
     hostname,
     path,
+    mode,
     transport,
     tls,
     shutdownTimeout: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
@@ -748,6 +751,37 @@ function checkPath(options: ServeOptions & { path?: unknown }): string | undefin
   return path;
 }
 
+/**
+ * Checks the `mode` option: the permission bits of a Unix socket's file, which has no meaning
+ * without `path`.
+ *
+ * @returns The mode, or `undefined` to keep what the umask leaves.
+ */
+function checkMode(mode: unknown, path: string | undefined): number | undefined {
+  if (mode === undefined) return undefined;
+  if (path === undefined) {
+    throw new TypeError(
+      `Invalid mode ${
+        describe(mode)
+      } without path: mode is the permission of a Unix socket's file; pass path too, or leave out mode`,
+    );
+  }
+  if (typeof mode !== "number") {
+    throw new TypeError(
+      `Invalid mode ${describe(mode)}: use a number of permission bits, such as 0o660`,
+    );
+  }
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o777) {
+    const octal = Number.isInteger(mode) && mode > 0 ? ` (0o${mode.toString(8)})` : "";
+    throw new RangeError(
+      `Invalid mode ${
+        describe(mode)
+      }${octal}: use permission bits from 0 to 0o777, such as 0o660 (owner and group may connect)`,
+    );
+  }
+  return mode;
+}
+
 function noLimitAsZero(ms: number): number {
   return ms === Infinity ? 0 : ms;
 }
@@ -783,6 +817,8 @@ interface ServerSettings {
   hostname: string;
   /** A Unix socket's path, in place of `port` and `hostname`. */
   path: string | undefined;
+  /** The permission bits the socket's file gets, or `undefined` for what the umask leaves. */
+  mode: number | undefined;
   transport: "deno" | "node";
   tls: { cert: string; key: string } | undefined;
   shutdownTimeout: number;
@@ -897,7 +933,7 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
       clearInterval(this.#keepAlive);
     }
     if (this.#stopping) return await this.#stopBeforeListening();
-    const { hostname, port, path, transport, tls } = this.#settings;
+    const { hostname, port, path, mode, transport, tls } = this.#settings;
     let listener: Listener;
     // Loaded only for a Unix socket: it imports node:net, which the deno transport does without.
     const unix = path === undefined ? null : await import("./_asgi/unix_socket.ts");
@@ -922,6 +958,14 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
           tls,
         )
         : listenDeno(core, where, tls);
+      if (unix !== null && mode !== undefined) {
+        try {
+          unix.setSocketMode(path!, mode);
+        } catch (error) {
+          await listener.close();
+          throw error;
+        }
+      }
     } catch (error) {
       const hint = unix === null ? listenHint(error, port) : unix.socketHint(found, path!);
       const place = path === undefined ? `${hostname}:${port}` : `unix:${path}`;
@@ -961,8 +1005,22 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
     if (unix !== null) {
       const state = { module: unix, ours: unix.fileIdentity(path!) };
       this.#unix = state;
-      // Listening again (after fd exhaustion) makes a new file, ours as well.
-      listener.onRebound = () => state.ours = unix.fileIdentity(path!);
+      // Listening again (after fd exhaustion) makes a new file, ours as well, with the umask's
+      // mode until it is given the one asked for.
+      listener.onRebound = () => {
+        if (mode !== undefined) {
+          try {
+            unix.setSocketMode(path!, mode);
+          } catch (error) {
+            core.logger.error(
+              `Cannot give the socket file ${logQuoted(path!)} mode 0o${
+                mode.toString(8)
+              } after listening again: ${errorText(error)}`,
+            );
+          }
+        }
+        state.ours = unix.fileIdentity(path!);
+      };
     }
     listener.failed.then((error) => {
       // The listener cannot be brought back: serve what is in flight, stop, and say why.

@@ -775,7 +775,8 @@ export interface UnixServeOptions
    * The socket file to listen on: a non-empty path of at most 107 bytes in UTF-8 (the
    * `sun_path` of Linux's `sockaddr_un` holds 108, its terminating NUL included). The file is
    * made when the server listens, with the mode the process umask leaves (`0o755` under the
-   * usual `022`: only its owner may connect), and removed at shutdown. A socket file left by a
+   * usual `022`: only its owner may connect) unless `mode` says otherwise, and removed at
+   * shutdown. A socket file left by a
    * server that died is removed first; one a live server listens on, or a file that is no
    * socket, is left alone and the server does not start.
    *
@@ -792,6 +793,30 @@ export interface UnixServeOptions
    * ```
    */
   path: string;
+  /**
+   * The permission bits of the socket file, from 0 to `0o777`, set as soon as the server
+   * listens (before `onListen` runs and `addr` resolves). Connecting needs write permission on
+   * the file: `0o660` lets a proxy in the file's group connect, `0o666` (what uvicorn sets) any
+   * local user. Until it is set, for the moment between the listen and the change, the file has
+   * what the umask leaves: to keep others out during that moment too, put the socket in a
+   * directory they cannot enter. Refused without `path`.
+   *
+   * @default {what the process umask leaves}
+   *
+   * @example A proxy in the server's group may connect
+   * ```ts
+   * import { serve, type Scope } from "@stellarator/stellarator/asgi";
+   *
+   * async function app(_scope: Scope): Promise<void> {}
+   *
+   * const path = await Deno.makeTempFile({ suffix: ".sock" });
+   * await Deno.remove(path);
+   * await using server = serve(app, { path, mode: 0o660, lifespan: "off", onListen() {} });
+   * await server.addr;
+   * console.log(((await Deno.lstat(path)).mode! & 0o777).toString(8)); // "660"
+   * ```
+   */
+  mode?: number;
   /**
    * Called once the server listens, with the socket's address; as `ServeOptions.onListen`.
    *

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { linkSync, lstatSync, unlinkSync } from "node:fs";
+import { chmodSync, linkSync, lstatSync, unlinkSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { connect } from "node:net";
 
@@ -151,6 +151,17 @@ export function shelterForeignSocket(
       }
     }
   };
+}
+
+/**
+ * Gives the socket file at `path` the permission bits `mode` (the `mode` option), once the
+ * listener has made it with what the umask leaves. Connecting needs write permission on the file.
+ *
+ * @param path The socket's path.
+ * @param mode Permission bits, 0 to 0o777.
+ */
+export function setSocketMode(path: string, mode: number): void {
+  chmodSync(path, mode);
 }
 
 /**

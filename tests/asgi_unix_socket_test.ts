@@ -148,6 +148,28 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  Deno.test(
+    `serve() with path and mode gives the socket file that mode before onListen on ${transport}`,
+    async () => {
+      // Modes the usual umask (022) would not leave: a looser one and a stricter one.
+      for (const mode of [0o666, 0o600]) {
+        const path = await socketPath(`mode-${transport}`);
+        const seen: number[] = [];
+        const onListen = () => seen.push(Deno.lstatSync(path).mode! & 0o777);
+        const server = serve(scopeApp, quiet({ path, transport, mode, onListen }));
+        await withTimeout(server.addr, BOUND_MS, "addr");
+        assertEquals(seen, [mode], "the mode is set when onListen runs");
+        const answer = await request(
+          path,
+          "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        );
+        assertMatch(answer, /^HTTP\/1\.1 200 /);
+        await withTimeout(server.shutdown(), BOUND_MS, "shutdown");
+        assert(!await exists(path), "the socket file is removed at shutdown");
+      }
+    },
+  );
+
   // Deno makes a request without a Host an authority of the socket's path, percent-encoded
   // (http+unix://%2Ftmp%2F...): passed on, it would read as a Host the client sent.
   Deno.test(
@@ -418,6 +440,31 @@ Deno.test("serve() refuses a bad path, and TCP options beside one, before listen
       'Invalid cert with path "/tmp/app/x.sock": TLS is not offered on a Unix socket (the proxy in front terminates it); leave out cert and key',
     ],
     ["key alone", { path: "/tmp/app/x.sock", key: "k" }, TypeError, "Invalid key with path"],
+    [
+      "mode without path",
+      { port: 8000, mode: 0o660 },
+      TypeError,
+      "Invalid mode 432 without path: mode is the permission of a Unix socket's file; pass path too, or leave out mode",
+    ],
+    [
+      "mode as a string",
+      { path: "/tmp/app/x.sock", mode: "660" },
+      TypeError,
+      'Invalid mode "660": use a number of permission bits, such as 0o660',
+    ],
+    [
+      "mode past 0o777",
+      { path: "/tmp/app/x.sock", mode: 0o4777 },
+      RangeError,
+      "Invalid mode 2559 (0o4777): use permission bits from 0 to 0o777, such as 0o660",
+    ],
+    ["mode negative", { path: "/tmp/app/x.sock", mode: -1 }, RangeError, "Invalid mode -1: use"],
+    [
+      "mode fractional",
+      { path: "/tmp/app/x.sock", mode: 1.5 },
+      RangeError,
+      "Invalid mode 1.5: use",
+    ],
   ];
   for (const [label, options, type, message] of cases) {
     await t.step(label, () => {
@@ -544,15 +591,17 @@ Deno.test(
 for (const transport of TRANSPORTS) {
   Deno.test({
     name:
-      `serve() with path on ${transport} listens again after an accept() runs out of file descriptors, and removes its new file at shutdown`,
+      `serve() with path on ${transport} listens again after an accept() runs out of file descriptors, gives the new file its mode, and removes it at shutdown`,
     ignore: Deno.build.os !== "linux",
     async fn() {
       const path = await socketPath(`fd-limit-${transport}`);
       const { child, stdout } = await spawnLimitedServer(transport, {
-        env: { SOCKET_PATH: path, MAX_CONNECTIONS: "100000" },
+        env: { SOCKET_PATH: path, SOCKET_MODE: "660", MAX_CONNECTIONS: "100000" },
       });
+      const first = Deno.lstatSync(path);
       const idle: Deno.UnixConn[] = [];
       let answer = "";
+      let again: Deno.FileInfo | undefined;
       try {
         for (let i = 0; i < 300; i++) {
           try {
@@ -582,6 +631,7 @@ for (const transport of TRANSPORTS) {
             conn.close();
           }
         }
+        again = Deno.lstatSync(path);
       } finally {
         for (const conn of idle) conn.close();
         child.kill("SIGTERM");
@@ -591,6 +641,9 @@ for (const transport of TRANSPORTS) {
       const { code } = await child.status;
       assertMatch(answer, /^HTTP\/1\.1 200 [\s\S]*ok 0$/, stderr);
       assertEquals(code, 0, stderr);
+      assertEquals(first.mode! & 0o777, 0o660, "the mode given");
+      // Listening again made a new file, and gave it the mode as well.
+      assertEquals(again!.mode! & 0o777, 0o660, "the mode given, after listening again");
       // The file made by listening again is the server's own: removed at shutdown, not kept as
       // another server's (see the test of a path taken since).
       assert(!await exists(path), "the socket file is removed at shutdown");
