@@ -300,6 +300,12 @@ const BODY_PENDING = 0;
 /** No body: the first receive() gets one empty http.request. */
 const BODY_EMPTY = 1;
 const BODY_DONE = 2;
+/**
+ * The body grew past `maxBodySize` and the server refused it: every `receive` from then on says
+ * so (`exceeded_max_body_size`), so that the application does not take the 413 for a client
+ * that left. A state of `#body` rather than a field of its own: nothing more per request.
+ */
+const BODY_REFUSED = 3;
 
 function disconnect(): HttpDisconnectMessage {
   return { type: "http.disconnect" };
@@ -511,7 +517,7 @@ export abstract class HttpCycle {
 
   /** The `receive` callable of this request. */
   readonly receive = (): Promise<ReceiveMessage> => {
-    if (this.#gone || this.#phase === DONE) return Promise.resolve(disconnect());
+    if (this.#gone || this.#phase === DONE) return Promise.resolve(this.#disconnectMessage());
     const body = this.#body;
     if (body === BODY_EMPTY) {
       this.#body = BODY_DONE;
@@ -535,7 +541,7 @@ export abstract class HttpCycle {
    * a receive says what the one before it said.
    */
   readonly #receiveAfter = (): Promise<ReceiveMessage> | ReceiveMessage => {
-    if (this.#reading !== null && this.#readWaiter === null) return disconnect();
+    if (this.#reading !== null && this.#readWaiter === null) return this.#disconnectMessage();
     return this.receive();
   };
 
@@ -582,7 +588,7 @@ export abstract class HttpCycle {
         this.readMark = -1;
         this.#reading = null;
         this.#readWaiter = null;
-        if (this.#gone || this.#phase === DONE) return resolve(disconnect());
+        if (this.#gone || this.#phase === DONE) return resolve(this.#disconnectMessage());
         resolve(this.#chunkMessage(chunk));
       },
       () => {
@@ -615,13 +621,22 @@ export abstract class HttpCycle {
     const received = this.#receivedLength += chunk.length;
     if (received > this.core.maxBodySize) {
       this.#tooLarge();
-      return disconnect();
+      return this.#disconnectMessage();
     }
     const expected = this.#expectedLength;
     const more = expected < 0 || received < expected;
     if (!more) this.#body = BODY_DONE;
     const message: HttpRequestMessage = { type: "http.request", body: chunk, more_body: more };
     return message;
+  }
+
+  /**
+   * The `http.disconnect` of a request that is over: with the limit when the server refused its
+   * body, so the application can tell the 413 from a client that left.
+   */
+  #disconnectMessage(): HttpDisconnectMessage {
+    if (this.#body !== BODY_REFUSED) return disconnect();
+    return { type: "http.disconnect", exceeded_max_body_size: this.core.maxBodySize };
   }
 
   #waitForEnd(): Promise<ReceiveMessage> {
@@ -938,6 +953,7 @@ export abstract class HttpCycle {
   }
 
   #tooLarge(): void {
+    this.#body = BODY_REFUSED;
     // First, while the transport can still act before the 413 is on its way.
     this.refuseBody();
     const exceeds = `Request body exceeds maxBodySize ${this.core.maxBodySize}`;

@@ -192,17 +192,34 @@ export interface HttpRequestMessage {
 
 /**
  * The client has gone, or the response is complete: `receive()` returns it once the body has
- * been read and the response finishes, or as soon as the client disconnects.
+ * been read and the response finishes, or as soon as the client disconnects. When the bridge
+ * itself ended the request because its body grew past `maxBodySize`, the message says so in
+ * `exceeded_max_body_size` (a key the ASGI spec does not define: applications that do not know
+ * it ignore it, as the spec asks of extra keys).
  *
- * @example Stopping work when the client leaves
+ * @example Telling a body over the limit from a client that left
  * ```ts
  * import type { ReceiveMessage } from "@stellarator/stellarator/asgi";
- * const gone = (message: ReceiveMessage) => message.type === "http.disconnect";
+ *
+ * function whyEnded(message: ReceiveMessage): string | undefined {
+ *   if (message.type !== "http.disconnect") return undefined;
+ *   const limit = message.exceeded_max_body_size;
+ *   return limit === undefined ? "the client left" : `the body exceeded ${limit} bytes (413 sent)`;
+ * }
+ * console.assert(whyEnded({ type: "http.disconnect" }) === "the client left");
  * ```
  */
 export interface HttpDisconnectMessage {
   /** Message type. */
   type: "http.disconnect";
+  /**
+   * Present only when the bridge ended the request because its body, read as it arrived (a
+   * chunked body, one of no declared length, or one over HTTP/2), grew past `maxBodySize`: the
+   * limit, in bytes. The client is still there then, and got a 413 (or, when the response had
+   * started, a response cut off); what the application sends from then on is dropped. Never set
+   * for a client that left. Not an ASGI key: see docs/asgi.md, "Limits".
+   */
+  exceeded_max_body_size?: number;
 }
 
 /**
@@ -537,7 +554,8 @@ export interface FetchHandlerOptions {
   /**
    * The largest request body accepted, in bytes. A larger `content-length` gets 413 without the
    * application being called; a chunked body that grows past it gets 413 (if no response has
-   * started) and the application sees `http.disconnect`. Then the connection closes: on `deno`
+   * started) and the application sees `http.disconnect` with `exceeded_max_body_size` set to
+   * this limit (an App's handler, a `BodyTooLargeError`). Then the connection closes: on `deno`
    * at once (a reset while the client still sends), on `node` once what still arrives has been
    * read and dropped (see docs/asgi.md, "Request bodies on deno"). A response already started is
    * cut off instead, and on both the connection closes at once. A client that sent
