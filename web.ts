@@ -146,6 +146,7 @@ export * from "./asgi.ts";
 export { WebSocketRequest } from "./_web/socket.ts";
 export type { AcceptOptions, CloseInfo, SocketMessage } from "./_web/socket.ts";
 export { Response, type ResponseOptions } from "./_web/response.ts";
+export { BodyTooLargeError } from "./_web/body_limit.ts";
 export type { RegisterBackgroundOptions } from "./_web/background.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -600,9 +601,10 @@ export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * Limits of the bridge behind `app.fetch`, for when the app is served that way (`deno serve`,
    * `Deno.serve(app.fetch)`, `export default app`): `maxBodySize` (bytes; a larger
-   * `content-length` gets 413, a longer body is cut off), `maxMessageSize` (bytes of one WebSocket
-   * message) and `rootPath` (the mount point), each as {@linkcode FetchHandlerOptions} documents
-   * it. Without them `app.fetch` takes request bodies of any size. Under {@linkcode serve} they
+   * `content-length` gets 413, and so does a body that grows past it as it is read, whose
+   * handler's read then rejects with a {@linkcode BodyTooLargeError}), `maxMessageSize` (bytes
+   * of one WebSocket message) and `rootPath` (the mount point), each as
+   * {@linkcode FetchHandlerOptions} documents it. Without them `app.fetch` takes request bodies of any size. Under {@linkcode serve} they
    * have no effect: pass the same options to `serve(app, { maxBodySize })` there.
    *
    * @default {{} (no body limit, 16 MiB messages, no mount point)}
@@ -748,8 +750,10 @@ export class Request<A extends object = Record<never, never>> {
   /**
    * Aborts when the request time limit passes before the response is complete (reason: a
    * `TimeoutError` `DOMException`), the client goes away (reason: an `AbortError`
-   * `DOMException`), or the handler is still running when shutdown's grace period ends (reason: an
-   * `AbortError` saying the app shut down). Pass it on, e.g. to `delay(ms, { signal })` or
+   * `DOMException`, "The client disconnected"), the server refuses a body that grew past
+   * `maxBodySize` and answers 413 itself (reason: a {@linkcode BodyTooLargeError}), or the
+   * handler is still running when shutdown's grace period ends (reason: an `AbortError` saying
+   * the app shut down). Pass it on, e.g. to `delay(ms, { signal })` or
    * `fetch(url, { signal })`, so that work really stops.
    *
    * @returns The signal.
@@ -776,6 +780,8 @@ export class Request<A extends object = Record<never, never>> {
    *
    * @returns The body.
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
+   * @throws {BodyTooLargeError} The signal's reason, when the body grows past `maxBodySize`: the
+   *   server has answered 413 for the handler, and what it sends afterwards is dropped.
    * @throws {TypeError} When `receive()` has taken part or all of the body, or the response was
    *   complete before the body was read (the request ends with its response: read it first).
    */
@@ -788,6 +794,7 @@ export class Request<A extends object = Record<never, never>> {
    *
    * @returns The text.
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
+   * @throws {BodyTooLargeError} The signal's reason, when the body grows past `maxBodySize`.
    * @throws {TypeError} When `receive()` has taken part or all of the body, or the response was
    *   complete before the body was read (the request ends with its response: read it first).
    */

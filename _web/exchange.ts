@@ -41,6 +41,7 @@
  */
 import { abortable } from "@std/async/abortable";
 import { Detachable } from "./abandon.ts";
+import { BodyTooLargeError } from "./body_limit.ts";
 import type {
   HttpDisconnectMessage,
   HttpRequestMessage,
@@ -558,9 +559,10 @@ export class Exchange implements TaskHolder {
   cancellation(): string | undefined {
     if (this.#overruled !== undefined) return this.#overruledReason;
     if (this.#abortReason === undefined) return undefined;
-    return this.#disconnected
-      ? `the client of its request ${this.#label} went away before room freed`
-      : `its request ${this.#label} was abandoned at shutdown`;
+    if (!this.#disconnected) return `its request ${this.#label} was abandoned at shutdown`;
+    return this.#bodyRefused
+      ? `the body of its request ${this.#label} exceeded maxBodySize before room freed`
+      : `the client of its request ${this.#label} went away before room freed`;
   }
 
   /**
@@ -630,6 +632,30 @@ export class Exchange implements TaskHolder {
     return new DOMException("The client disconnected", "AbortError");
   }
 
+  /**
+   * Why the bridge says `http.disconnect` before the response is complete: the client left, or
+   * the bridge refused a body over `maxBodySize` and answered for the handler (it says so in
+   * `exceeded_max_body_size`). Read only then, on the message that ends the request: nothing
+   * per request.
+   */
+  #leaving(message: HttpDisconnectMessage): DOMException | BodyTooLargeError {
+    const limit = message.exceeded_max_body_size;
+    if (typeof limit !== "number") return new DOMException("The client disconnected", "AbortError");
+    const answered = this.#phase === PENDING
+      ? "the server answered 413 (Content Too Large) for the handler"
+      : "the server cut the response off";
+    return new BodyTooLargeError(
+      limit,
+      `The body of ${this.#label} exceeds maxBodySize ${limit} bytes, and ${answered}: raise ` +
+        `maxBodySize (an option of serve(), or of the App's fetchOptions) to accept larger bodies`,
+    );
+  }
+
+  /** The server refused the request's body (see `#leaving`): the client is no leaver. */
+  get #bodyRefused(): boolean {
+    return this.#abortReason instanceof BodyTooLargeError;
+  }
+
   #abort(reason: unknown): void {
     if (this.#abortReason !== undefined) return;
     this.#abortReason = reason;
@@ -669,7 +695,7 @@ export class Exchange implements TaskHolder {
       // closes the connection itself, and that close is no client leaving.
       if (this.#phase !== COMPLETE && !this.#lastChunk && !this.#servedError && !this.#ended) {
         this.#buffered = undefined;
-        this.#abort(new DOMException("The client disconnected", "AbortError"));
+        this.#abort(this.#leaving(message));
       }
       return DISCONNECT;
     }
@@ -973,12 +999,19 @@ export class Exchange implements TaskHolder {
     }
     const error = result.error;
     if (this.#disconnected && this.#phase !== COMPLETE) {
-      this.#discardPending(`${this.#label} never responded: the client went away`);
+      // The bridge refused a body over maxBodySize: it answered, and logged a warning for it.
+      // Neither the client's leaving nor a failure of the handler, which may well rethrow the
+      // error its read got: one debug line, as for a client that left.
+      const reason = this.#abortReason;
+      const after = reason instanceof BodyTooLargeError
+        ? `its request body exceeded maxBodySize ${reason.maxBodySize}`
+        : "the client went away";
+      this.#discardPending(`${this.#label} never responded: ${after}`);
       // The signal's own reason, rethrown by a read or a stream of the handler, says nothing the
       // line does not, and its stack runs through this file only: 30 clients leaving mid-upload
       // and mid-stream printed 7 lines each under the default logger (probe of 2026-11-29).
-      if (error === this.#abortReason) log.debug(`${where} stopped after the client went away`);
-      else log.debug(`${where} stopped after the client went away:`, error);
+      if (error === reason) log.debug(`${where} stopped after ${after}`);
+      else log.debug(`${where} stopped after ${after}:`, error);
       return;
     }
     if (this.#phase === PENDING) {

@@ -1,0 +1,342 @@
+/**
+ * An App handler whose request body the bridge refused for exceeding `maxBodySize` is told so:
+ * `request.bytes()` rejects, and `request.signal` aborts, with a `BodyTooLargeError` naming the
+ * limit, not with "The client disconnected"; the client keeps the bridge's 413, and the App adds
+ * no response and no error line of its own. A client that does leave mid-upload still reads as
+ * one that left.
+ *
+ * Regression (review of 2026-11-29, task W5): a chunked body, one of no declared length, or one
+ * over HTTP/2 that grew past `maxBodySize` while being read got the bridge's 413, and its handler
+ * an `AbortError`, "The client disconnected", though the client was still there reading the 413.
+ */
+import { assert, assertEquals, assertStrictEquals } from "@std/assert";
+import type { AsgiLogger } from "../asgi.ts";
+import {
+  App,
+  type AppFetchOptions,
+  AsgiRouter,
+  BodyTooLargeError,
+  type Request,
+  Response,
+  Route,
+  type WebHandler,
+} from "../web.ts";
+import { instance, RecordingLogger, startServer } from "./fixtures/web_helpers.ts";
+import { TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { H2cClient } from "./fixtures/h2c_client.ts";
+import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
+
+const LIMIT = 1000;
+const encoder = new TextEncoder();
+
+/** What a handler saw of a request whose body it read. */
+interface Seen {
+  /** The body's length, or what `bytes()` rejected with. */
+  read: number | unknown;
+  /** `request.signal.reason` once the read settled. */
+  reason: unknown;
+  /** How the handler's own `respondWith()` after a failed read settled. */
+  responded?: "resolved" | unknown;
+}
+
+/** The bridge's log lines, as "level: text". */
+class BridgeLog implements AsgiLogger {
+  readonly lines: string[] = [];
+  error(...data: unknown[]): void {
+    this.lines.push(`error: ${data.map(String).join(" ")}`);
+  }
+  warn(...data: unknown[]): void {
+    this.lines.push(`warn: ${data.map(String).join(" ")}`);
+  }
+  info(...data: unknown[]): void {
+    this.lines.push(`info: ${data.map(String).join(" ")}`);
+  }
+}
+
+/**
+ * An App with `/upload`, whose handler reads the body, catches a failure and tries to answer
+ * 400 itself, and `/rethrow`, whose handler lets the failure escape. Each request's `Seen` goes
+ * to the next waiter of `seen`.
+ */
+function uploadApp(logger: RecordingLogger, fetchOptions?: AppFetchOptions) {
+  const waiters: PromiseWithResolvers<Seen>[] = [];
+  const next = () => {
+    const waiter = Promise.withResolvers<Seen>();
+    waiters.push(waiter);
+    return waiter.promise;
+  };
+  const report = (seen: Seen) => waiters.shift()?.resolve(seen);
+  const upload = async (request: Request) => {
+    const signal = request.signal;
+    let body: Uint8Array;
+    try {
+      body = await request.bytes();
+    } catch (error) {
+      const seen: Seen = { read: error, reason: signal.reason };
+      try {
+        await request.respondWith(new Response({ status: 400, body: "the handler's own 400" }));
+        seen.responded = "resolved";
+      } catch (failure) {
+        seen.responded = failure;
+      }
+      report(seen);
+      return;
+    }
+    report({ read: body.length, reason: signal.reason });
+    await request.respondWith(new Response({ body: `got ${body.length}` }));
+  };
+  const rethrow = async (request: Request) => {
+    try {
+      await request.bytes();
+    } catch (error) {
+      report({ read: error, reason: request.signal.reason });
+      throw error;
+    }
+    await request.respondWith(new Response({ body: "read" }));
+  };
+  const app = new App({
+    router: new AsgiRouter<WebHandler>({
+      routes: [
+        new Route<WebHandler>("/upload", { handler: upload, methods: ["POST"] }),
+        new Route<WebHandler>("/rethrow", { handler: rethrow, methods: ["POST"] }),
+      ],
+    }),
+    logger,
+    handleSignals: false,
+    ...(fetchOptions === undefined ? {} : { fetchOptions }),
+  });
+  return { app, next };
+}
+
+/** `n` bytes as a chunked body in chunks of at most 400 bytes, last chunk included. */
+function chunked(n: number): Uint8Array {
+  let framed = "";
+  for (let at = 0; at < n; at += 400) {
+    const size = Math.min(400, n - at);
+    framed += `${size.toString(16)}\r\n${"x".repeat(size)}\r\n`;
+  }
+  return encoder.encode(`${framed}0\r\n\r\n`);
+}
+
+/**
+ * Sends a POST with `head` fields and `body` over a new connection and reads until the server
+ * closes it; a write the server refuses (it closed after its 413) is ignored. With `cut`, the
+ * connection is closed right after the body is written, without reading.
+ */
+async function post(
+  port: number,
+  path: string,
+  fields: string,
+  body: Uint8Array,
+  cut = false,
+): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const head = encoder.encode(
+    `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n${fields}\r\n`,
+  );
+  const written = (async () => {
+    try {
+      await conn.write(head);
+      for (let at = 0; at < body.length;) at += await conn.write(body.subarray(at));
+    } catch {
+      // The server answered 413 and closed while the client was still sending.
+    }
+  })();
+  if (cut) {
+    await written;
+    conn.close();
+    return "";
+  }
+  let text = "";
+  const buffer = new Uint8Array(65536);
+  try {
+    for (;;) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      text += new TextDecoder("latin1").decode(buffer.subarray(0, n));
+    }
+  } catch {
+    // A reset after the whole answer arrived.
+  }
+  await written;
+  try {
+    conn.close();
+  } catch {
+    // Closed already.
+  }
+  return text;
+}
+
+/** The status codes of every response in `raw`, and the last body. */
+function responses(raw: string): { statuses: number[]; body: string } {
+  const statuses = [...raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  return { statuses, body: raw.slice(raw.indexOf("\r\n\r\n") + 4) };
+}
+
+function assertRefused(seen: Seen, label: string): BodyTooLargeError {
+  const error = instance(seen.read, BodyTooLargeError);
+  assertEquals(error.name, "BodyTooLargeError", label);
+  assertEquals(error.maxBodySize, LIMIT, label);
+  assert(error.message.includes(`exceeds maxBodySize ${LIMIT}`), error.message);
+  assert(error.message.includes("raise maxBodySize"), error.message);
+  assertStrictEquals(seen.reason, error, `${label}: request.signal.reason is the same error`);
+  return error;
+}
+
+for (const transport of TRANSPORTS) {
+  Deno.test(`Request.bytes() rejects with BodyTooLargeError, not "The client disconnected", for a body over maxBodySize (${transport}; regression)`, async (t) => {
+    const appLog = new RecordingLogger();
+    const bridgeLog = new BridgeLog();
+    const { app, next } = uploadApp(appLog);
+    const server = await startServer(app, { transport, maxBodySize: LIMIT, logger: bridgeLog });
+    try {
+      await t.step("a chunked body up to the limit reaches the handler whole", async () => {
+        for (const n of [LIMIT - 1, LIMIT]) {
+          const seen = next();
+          const { statuses, body } = responses(
+            await post(server.port, "/upload", "transfer-encoding: chunked\r\n", chunked(n)),
+          );
+          assertEquals([statuses, body], [[200], `got ${n}`]);
+          assertEquals((await seen).read, n);
+        }
+      });
+
+      await t.step(
+        "a chunked body over it: the handler learns why, the client keeps the 413",
+        async () => {
+          for (const n of [LIMIT + 1, 100_000]) {
+            const seen = next();
+            const raw = await post(
+              server.port,
+              "/upload",
+              "transfer-encoding: chunked\r\n",
+              chunked(n),
+            );
+            const outcome = await withTimeout(seen, BOUND_MS, "the handler's read");
+            assertRefused(outcome, `${n} bytes`);
+            // The handler's own answer comes after the bridge's: dropped, not a second response.
+            assertEquals(outcome.responded, "resolved");
+            assertEquals(responses(raw), { statuses: [413], body: "Content Too Large" });
+          }
+        },
+      );
+
+      await t.step(
+        "a handler that lets the error escape gets no 500 and no error line",
+        async () => {
+          const seen = next();
+          const raw = await post(
+            server.port,
+            "/rethrow",
+            "transfer-encoding: chunked\r\n",
+            chunked(LIMIT + 1),
+          );
+          assertRefused(await withTimeout(seen, BOUND_MS, "the handler's read"), "rethrown");
+          assertEquals(responses(raw), { statuses: [413], body: "Content Too Large" });
+        },
+      );
+
+      await t.step(
+        "a declared content-length over the limit never reaches the handler",
+        async () => {
+          const raw = await post(
+            server.port,
+            "/upload",
+            `content-length: ${LIMIT * 5}\r\n`,
+            new Uint8Array(LIMIT * 5),
+          );
+          assertEquals(responses(raw), { statuses: [413], body: "Content Too Large" });
+        },
+      );
+
+      await t.step(
+        'a client that leaves mid-upload still reads "The client disconnected"',
+        async () => {
+          const seen = next();
+          // Half a chunk: the body can only end by the client going away.
+          await post(
+            server.port,
+            "/upload",
+            "transfer-encoding: chunked\r\n",
+            encoder.encode(`${(LIMIT / 2).toString(16)}\r\nabc`),
+            true,
+          );
+          const outcome = await withTimeout(seen, BOUND_MS, "the handler's read");
+          const error = instance(outcome.read, DOMException);
+          assertEquals([error.name, error.message], ["AbortError", "The client disconnected"]);
+          assertStrictEquals(outcome.reason, error);
+        },
+      );
+    } finally {
+      await server.server.shutdown();
+      await app.shutdown();
+    }
+    // One warning per refused body, from the bridge; nothing from the App above debug.
+    const refused =
+      `warn: Request body exceeds maxBodySize ${LIMIT}: answered 413 and disconnected`;
+    assertEquals(bridgeLog.lines, [refused, refused, refused, refused]);
+    assertEquals(appLog.lines.filter((line) => line.level !== "debug"), []);
+    // The handler that let the error escape: one debug line that says why it stopped.
+    const debug = appLog.at("debug");
+    assertEquals(debug.filter((line) => line.includes("client went away")), [], debug.join("\n"));
+    assertEquals(
+      debug.filter((line) => line.includes(`exceeded maxBodySize ${LIMIT}`)).length,
+      1,
+      debug.join("\n"),
+    );
+  });
+}
+
+Deno.test("Request.bytes() rejects with BodyTooLargeError for an HTTP/2 body over maxBodySize (deno; regression)", async () => {
+  const appLog = new RecordingLogger();
+  const { app, next } = uploadApp(appLog);
+  const server = await startServer(app, {
+    transport: "deno",
+    maxBodySize: LIMIT,
+    logger: new BridgeLog(),
+  });
+  const client = await H2cClient.connect(server.port);
+  try {
+    const seen = next();
+    const stream = await client.request([
+      [":method", "POST"],
+      [":scheme", "http"],
+      [":authority", "127.0.0.1"],
+      [":path", "/upload"],
+    ], false);
+    await client.data(stream, new Uint8Array(LIMIT + 500).fill(0x61), true);
+    assertEquals(await client.status(stream), 413);
+    assertRefused(await withTimeout(seen, BOUND_MS, "the handler's read"), "HTTP/2");
+  } finally {
+    await client.close();
+    await server.server.shutdown();
+    await app.shutdown();
+  }
+  assertEquals(appLog.lines.filter((line) => line.level !== "debug"), []);
+});
+
+Deno.test("Request.bytes() rejects with BodyTooLargeError under app.fetch for a streamed body over fetchOptions.maxBodySize (regression)", async () => {
+  const appLog = new RecordingLogger();
+  const { app, next } = uploadApp(appLog, { maxBodySize: LIMIT });
+  try {
+    const seen = next();
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array(600));
+        controller.enqueue(new Uint8Array(600));
+        controller.close();
+      },
+    });
+    const response = await app.fetch(
+      new globalThis.Request("http://localhost/upload", { method: "POST", body }),
+    );
+    assertEquals([response.status, await response.text()], [413, "Content Too Large"]);
+    assertRefused(await withTimeout(seen, BOUND_MS, "the handler's read"), "app.fetch");
+  } finally {
+    await app.shutdown();
+  }
+  // app.fetch's bridge logs to the App's logger: its one warning, nothing from the App.
+  assertEquals(appLog.lines.filter((line) => line.level !== "debug").map((line) => line.text), [
+    `Request body exceeds maxBodySize ${LIMIT}: answered 413 and disconnected`,
+  ]);
+});
