@@ -340,3 +340,60 @@ Deno.test("Request.bytes() rejects with BodyTooLargeError under app.fetch for a 
     `Request body exceeds maxBodySize ${LIMIT}: answered 413 and disconnected`,
   ]);
 });
+
+Deno.test("Request.signal aborts with a BodyTooLargeError saying the response was cut off when the body outgrows maxBodySize mid-stream (regression)", async () => {
+  const appLog = new RecordingLogger();
+  const caught = Promise.withResolvers<{ error: unknown; reason: unknown }>();
+  const app = new App({
+    router: new AsgiRouter<WebHandler>({
+      routes: [
+        new Route<WebHandler>("/echo", {
+          handler: async (request) => {
+            // The response starts before the body is read: too late for the bridge's 413.
+            const body = (async function* () {
+              yield "started ";
+              yield `${(await request.bytes()).length}`;
+            })();
+            try {
+              await request.respondWith(new Response({ body }));
+            } catch (error) {
+              caught.resolve({ error, reason: request.signal.reason });
+            }
+          },
+          methods: ["POST"],
+        }),
+      ],
+    }),
+    logger: appLog,
+    handleSignals: false,
+    fetchOptions: { maxBodySize: LIMIT },
+  });
+  try {
+    const upload = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array(600));
+        controller.enqueue(new Uint8Array(600));
+        controller.close();
+      },
+    });
+    const response = await app.fetch(
+      new globalThis.Request("http://localhost/echo", { method: "POST", body: upload }),
+    );
+    assertEquals(response.status, 200);
+    // Cut off: the client cannot take what it got for a whole body.
+    const read = await response.text().then((text) => text, (error) => error);
+    assert(read instanceof Error, `the body was read whole: ${Deno.inspect(read)}`);
+    const { error, reason } = await withTimeout(caught.promise, BOUND_MS, "the handler's catch");
+    const refused = instance(error, BodyTooLargeError);
+    assertStrictEquals(reason, refused);
+    assertEquals(refused.maxBodySize, LIMIT);
+    assert(refused.message.includes("the server cut the response off"), refused.message);
+    assert(refused.message.includes("raise maxBodySize"), refused.message);
+  } finally {
+    await app.shutdown();
+  }
+  assertEquals(appLog.lines.filter((line) => line.level !== "debug").map((line) => line.text), [
+    `Request body exceeds maxBodySize ${LIMIT} after the response started: cut the response off ` +
+    "(no 413) and disconnected",
+  ]);
+});
