@@ -560,7 +560,7 @@ export class Exchange implements TaskHolder {
     if (this.#overruled !== undefined) return this.#overruledReason;
     if (this.#abortReason === undefined) return undefined;
     if (!this.#disconnected) return `its request ${this.#label} was abandoned at shutdown`;
-    return this.#bodyRefused
+    return this.#abortReason instanceof BodyTooLargeError
       ? `the body of its request ${this.#label} exceeded maxBodySize before room freed`
       : `the client of its request ${this.#label} went away before room freed`;
   }
@@ -649,11 +649,6 @@ export class Exchange implements TaskHolder {
       `The body of ${this.#label} exceeds maxBodySize ${limit} bytes, and ${answered}: raise ` +
         `maxBodySize (an option of serve(), or of the App's fetchOptions) to accept larger bodies`,
     );
-  }
-
-  /** The server refused the request's body (see `#leaving`): the client is no leaver. */
-  get #bodyRefused(): boolean {
-    return this.#abortReason instanceof BodyTooLargeError;
   }
 
   #abort(reason: unknown): void {
