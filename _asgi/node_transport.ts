@@ -112,6 +112,12 @@ class Connections {
   readonly #waiting = new Map<Socket, Waiting[]>();
 
   /**
+   * Connections node:http is kept from reading (see `#hold`): they have `MAX_PIPELINED` requests
+   * in progress or more.
+   */
+  readonly #held = new WeakSet<Socket>();
+
+  /**
    * What tells each connection's queued requests that it closed (see `watchQueued`), with their
    * responses (see `held`).
    */
@@ -143,7 +149,7 @@ class Connections {
    * (pipelined): node:http emits "close" only on a response that has the socket, so a client
    * that pipelined streams behind a large answer and left held their applications in send(),
    * and one waiting in receive() for the end, until shutdown (4 of 5, 5 s after it left). One
-   * listener per connection, not per request: a client may queue 64 of them.
+   * listener per connection, not per request: a client may queue thousands of them.
    *
    * @returns What stops watching, once the response has the socket (its own "close" tells).
    */
@@ -287,8 +293,9 @@ class Connections {
    * answer held in memory behind the one being sent: 200 clients that each pipelined 50 GETs for
    * 64 KiB answers and read nothing took a server to 653 MiB (the deno transport: 136 MiB).
    *
-   * Not served: a request that comes on a connection closing after an answer, and every request
-   * of a connection once it has `MAX_PIPELINED` in progress, which closes it.
+   * Not served: a request that comes on a connection closing after an answer. Once a connection
+   * has `MAX_PIPELINED` requests in progress, node:http reads no more of it until it has fewer
+   * (see `#hold`).
    */
   begin(socket: Socket, request: IncomingMessage, response: ServerResponse, serve: Serve): void {
     // A request the parser found after a body that ended while its connection closes: the answer
@@ -296,16 +303,46 @@ class Connections {
     if (this.#lingering.has(socket)) return;
     const count = this.#busy.get(socket);
     if (count === undefined) return serve(request, response);
-    if (count >= MAX_PIPELINED) {
-      socket.destroy();
-      return;
-    }
     this.#busy.set(socket, count + 1);
+    if (count + 1 >= MAX_PIPELINED && !this.#held.has(socket)) this.#hold(socket);
     this.#latest.set(socket, [request, response]);
     if (count === 0) return serve(request, response);
     const waiting = this.#waiting.get(socket);
     if (waiting === undefined) this.#waiting.set(socket, [{ request, response, serve }]);
     else waiting.push({ request, response, serve });
+  }
+
+  /**
+   * Stops reading `socket` until `#release`: the requests node:http has already read from it (all
+   * those of the read it is parsing now, one read's worth) wait their turn, and the client's
+   * next ones wait in the kernel, whose buffers fill and stop it sending. node:http resumes a
+   * socket by itself: after each request it has read whole, and once the answers it holds for it
+   * drain. Those resumes wait too: until released, `resume()` on this socket does nothing.
+   *
+   * A request head the read ended in the middle of stays half read meanwhile, and node:http's
+   * `headersTimeout` runs on: held for longer, it is answered 408 once the requests before it
+   * are (200 GETs of 20 ms each with a head split after them, `headersTimeout` 1 s: 200 answers,
+   * then 408). A client that does not pipeline never meets this. Over
+   * TLS, Deno reads on beneath a paused socket: `TlsBacklog` bounds what waits there.
+   */
+  #hold(socket: Socket): void {
+    this.#held.add(socket);
+    socket.pause();
+    socket.resume = keepPaused;
+  }
+
+  /**
+   * Lets node:http read `socket` again (see `#hold`), unless it paused the socket itself for
+   * the answers it holds (its `_paused`: it resumes once they drain) or handed it over (an
+   * Upgrade or a CONNECT read behind the held requests: its new owner reads it, and bytes read
+   * before it listens would be lost).
+   */
+  #release(socket: Socket): void {
+    if (!this.#held.has(socket)) return;
+    this.#held.delete(socket);
+    delete (socket as { resume?: unknown }).resume;
+    if ((socket as { _paused?: boolean })._paused || this.#handedOver.has(socket)) return;
+    if (!socket.destroyed) socket.resume();
   }
 
   /** `socket` is closing under a client that may still be sending: it takes no new requests. */
@@ -333,6 +370,8 @@ class Connections {
     const count = busy.get(socket);
     if (count === undefined) return;
     busy.set(socket, count - 1);
+    // Fewer than MAX_PIPELINED in progress now: node:http may read on (see `#hold`).
+    if (count === MAX_PIPELINED) this.#release(socket);
     // Nothing is in progress: `inProgress` has nothing to answer, and the pair, kept, held the
     // finished request's cycle, scope and last body chunk (6 to 70 KB) for as long as the
     // connection idled.
@@ -388,15 +427,20 @@ class Connections {
 }
 
 /**
- * The most requests one connection may have in progress: the one served and those waiting for
- * their turn (see `Connections.begin`). Deno's `node:http` hands over every request a client
- * pipelines as soon as it is read, and cannot pause a socket (Node.js stops reading while
- * responses queue up): a client that sent a million GETs and read none of the responses grew the
- * server by 400 MiB per connection, and a waiting request still holds its request and response.
- * Past this many, the connection is closed at once; the request being served sees
- * `http.disconnect`, and those waiting never run (answering 503 instead would queue more for a
- * client that reads nothing). Browsers do not pipeline, and clients that do keep far fewer
- * outstanding.
+ * How many requests one connection may have in progress (the one served and those waiting for
+ * their turn, see `Connections.begin`) before node:http stops reading it. Deno's `node:http`
+ * hands over every request a client pipelines as soon as it reads it: a client that sent a
+ * million GETs and read none of the responses grew the server by 400 MiB per connection, and a
+ * waiting request holds its request and response. Past this many, the connection was once
+ * closed at once; but node:http parses every request of one read together, so a client that
+ * wrote 65 small GETs in one write (`wrk` with a pipelining script, `h2load --h1 -m 100`) got
+ * no answer at all, where uvicorn and the deno transport answer every one, in order. Now the
+ * connection is held instead (see `Connections.#hold`): the requests of the read being parsed
+ * still wait their turn, so one connection holds at most one read's worth (2,149 GETs of 30
+ * bytes, measured), and the client's next ones wait in the kernel until fewer than this many
+ * are in progress. A client that sent GETs without end and read nothing got 4 MiB of them into
+ * the kernel's buffers and then waited, where the server read on without bound before the
+ * connection was closed (raw-socket probes, 2026-11-29).
  */
 const MAX_PIPELINED = 64;
 
@@ -406,7 +450,7 @@ const MAX_PIPELINED = 64;
  * as their applications give them, whole, and wait in memory behind the first. 20 clients that each
  * pipelined 60 GETs for 1 MiB answers and read nothing took a server from 58 to 1,281 MiB (the
  * deno transport, which answers one request of a connection at a time: 84 MiB). Past it, the
- * connection is closed, as past `MAX_PIPELINED`. The same bound as a TLS connection's unread
+ * connection is closed. The same bound as a TLS connection's unread
  * input (`HTTP_LIMIT` of node_tls_backlog.ts).
  *
  * Since the requests of a connection run one at a time (2026-11-29), an application begins only
@@ -854,6 +898,11 @@ const WHOLE_SLICE = 1024 * 1024;
 /** `bytes` in MiB, to one decimal. */
 function mib(bytes: number): string {
   return (bytes / (1024 * 1024)).toFixed(1);
+}
+
+/** `resume()` of a socket that node:http must not read yet (see `Connections.#hold`). */
+function keepPaused<T>(this: T): T {
+  return this;
 }
 
 /**
