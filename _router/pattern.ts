@@ -510,7 +510,7 @@ function exclusiveVariable(
       // of plain variables (seven segments after "/s/{file:.+}.{ext}": 1.7 s to refuse).
       const suffix = suffixTree(fixed, parsePattern(fixed));
       if (suffix === undefined || suffixVerdict(fixed, suffix.tree) === undefined) {
-        return `write ${JSON.stringify(narrowed)} for ${JSON.stringify(written)}`;
+        return `write ${describe(narrowed)} for ${describe(written)}`;
       }
     } catch {
       // The narrowed pattern does not parse: no suggestion.

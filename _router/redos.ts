@@ -12,7 +12,7 @@
  * @module
  */
 
-import { shorten } from "../_common/describe.ts";
+import { describe as quoteValue, shorten } from "../_common/describe.ts";
 import {
   fails,
   MAX_CLASSES,
@@ -151,9 +151,12 @@ function exclusiveRewrite(
   }
 }
 
-/** `text` quoted for a message, cut to {@linkcode QUOTE_MAX} code units. */
+/**
+ * `text` quoted for a message, cut to {@linkcode QUOTE_MAX} code units, as the pattern itself is
+ * quoted: backslashes as written, so a rewrite pasted from the message is the regex meant.
+ */
 function quote(text: string): string {
-  return JSON.stringify(shorten(text, QUOTE_MAX));
+  return quoteValue(shorten(text, QUOTE_MAX));
 }
 
 function describe(part: RegexNode, source: string, offset: number): string {

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { describe } from "../_common/describe.ts";
 import { hasCode } from "./redos.ts";
 import { lengths, type RegexNode } from "./regex_syntax.ts";
 import {
@@ -78,7 +79,7 @@ export function redosRisk(path: string, tokens: readonly Token[]): RouteRisk | u
         reason: `variables "${seen.name}" and "${token.name}" can both end in several places, ` +
           `and with a regex variable in the route the regex engine would have to try every ` +
           `combination on hostile paths; exclude the following text from one of them (e.g. ` +
-          `[^${member}]+ before ${JSON.stringify(char)}) or pass allowUnsafeRegex: true`,
+          `[^${member}]+ before ${describe(char)}) or pass allowUnsafeRegex: true`,
       };
     }
     seen = token;

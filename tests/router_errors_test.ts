@@ -187,7 +187,7 @@ Deno.test("AsgiRouter.addRoute() refuses regexes prone to catastrophic backtrack
       assertStringIncludes(
         error.message,
         `Invalid route pattern "${pattern}" at position ${position}: in the regex of "x", ` +
-          `${JSON.stringify(culprit)} can match the same text in too many ways`,
+          `"${culprit}" can match the same text in too many ways`,
       );
       assert(error.reason.endsWith("; or pass allowUnsafeRegex: true if you trust the regex"));
       const unsafe = new AsgiRouter({ routes: [route], allowUnsafeRegex: true });
@@ -777,6 +777,35 @@ Deno.test("AsgiRouter.addRoute() names the text that follows in its hint for two
       );
       assertStringIncludes(error.reason, "can both end in several places");
       assertStringIncludes(error.reason, hint);
+    });
+  }
+});
+
+// Newcomer pass (2026-11-29): the guard's refusals quoted the regex and the rewrite they suggest
+// through JSON.stringify, so each backslash read twice ("\\w{2,}" for "\w+\w+") beside the
+// pattern quoted as written; the rewrite copied from the message into the pattern then matched a
+// backslash, and docs/redos.md (`[^/.]+\.[^/]+`) quoted it otherwise.
+Deno.test("AsgiRouter.addRoute() quotes a refused regex and its rewrite as written, as it quotes the pattern", async (t) => {
+  const cases: [pattern: string, culprit: string, fix: string, path: string][] = [
+    ["/a/{x:\\w+\\w+}", "\\w+\\w+", 'e.g. "\\w{2,}"', "/a/ab"],
+    ["/a/{x:[^/]+\\.[^/]+}", "[^/]+\\.[^/]+", 'e.g. "[^/\\.]+\\.[^/]+"', "/a/a.b"],
+    ["/s/{file:.+}.{ext}", "{file:.+}.{ext}", 'write "{ext:[^/\\.]+}" for "{ext}"', "/s/a.tar.gz"],
+  ];
+  for (const [pattern, culprit, fix, path] of cases) {
+    await t.step(pattern, () => {
+      const error = invalid(() =>
+        new AsgiRouter({ routes: [new Route(pattern, { handler: noop })] })
+      );
+      assertStringIncludes(error.message, `"${culprit}" can match the same text in too many ways`);
+      assertStringIncludes(error.reason, fix);
+      const rewrite = /(?:e\.g\. "(.*?)"|write "(.*?)" for "(.*?)")[;)]/.exec(error.reason);
+      if (rewrite === null) throw new Error(`no rewrite in: ${error.reason}`);
+      const fixed = rewrite[1] !== undefined
+        ? pattern.replace(culprit, rewrite[1])
+        : pattern.replace(rewrite[3]!, rewrite[2]!);
+      // The rewrite, pasted into the pattern as quoted, is accepted and still matches.
+      const router = new AsgiRouter({ routes: [new Route(fixed, { handler: noop })] });
+      assert(router.match(path) !== undefined, `${fixed} does not match ${path}`);
     });
   }
 });

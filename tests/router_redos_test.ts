@@ -52,7 +52,7 @@ Deno.test("AsgiRouter() refuses every regex of issue 11's table, naming the cons
       const error = refusal(pattern);
       assertEquals(error.position, pattern.indexOf(culprit, 10));
       assertStringIncludes(error.reason, 'in the regex of "id", ');
-      assertStringIncludes(error.reason, `${JSON.stringify(culprit)} can match the same text`);
+      assertStringIncludes(error.reason, `"${culprit}" can match the same text`);
       assert(error.reason.endsWith("or pass allowUnsafeRegex: true if you trust the regex"));
     });
   }
@@ -74,7 +74,7 @@ Deno.test("AsgiRouter() suggests a rewrite that the guard accepts", async (t) =>
   for (const [regex, hint, suggestion, fixed] of cases) {
     await t.step(regex, () => {
       const reason = refusal(`/test/{id:${regex}}`).reason;
-      assertStringIncludes(reason, `${hint}, e.g. ${JSON.stringify(suggestion)}`);
+      assertStringIncludes(reason, `${hint}, e.g. "${suggestion}"`);
       new AsgiRouter({ routes: [new Route(`/test/{id:${fixed}}`, { handler: noop })] });
     });
   }
@@ -120,9 +120,9 @@ Deno.test("AsgiRouter() refuses a route whose variables backtrack together, thou
   // Each variable is linear, but the engine runs "(.+)\.([^/]+)$" from "file" on: quadratic,
   // 48 ms on a busy machine for 8 KB of dots.
   const cases: [pattern: string, from: string, fix: string][] = [
-    ["/s/{file:.+}.{ext}", "file", 'write "{ext:[^/\\\\.]+}" for "{ext}"'],
-    ["/a/{n:[0-9]+}.{x}.{y}", "n", 'write "{y:[^/\\\\.]+}" for "{y}"'],
-    ["/{a:[a-z.]+?}.{b}", "a", 'write "{b:[^/\\\\.]+}" for "{b}"'],
+    ["/s/{file:.+}.{ext}", "file", 'write "{ext:[^/\\.]+}" for "{ext}"'],
+    ["/a/{n:[0-9]+}.{x}.{y}", "n", 'write "{y:[^/\\.]+}" for "{y}"'],
+    ["/{a:[a-z.]+?}.{b}", "a", 'write "{b:[^/\\.]+}" for "{b}"'],
   ];
   for (const [pattern, from, fix] of cases) {
     const error = refusal(pattern);
