@@ -36,14 +36,23 @@ export interface TlsPair {
 export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
   if (cert === undefined && key === undefined) return undefined;
   if (typeof cert !== "string" || typeof key !== "string") {
+    // A string is not quoted: the key is a secret. Bytes are the likely mistake
+    // (Deno.readFileSync), so the fix says how to get text.
+    const bytes = cert instanceof Uint8Array || key instanceof Uint8Array;
     throw new TypeError(
-      `Invalid TLS options (cert ${describe(cert === undefined ? cert : typeof cert)}, key ${
-        describe(key === undefined ? key : typeof key)
-      }): give both cert and key as PEM text`,
+      `Invalid TLS options (cert ${given(cert)}, key ${given(key)}): give both cert and key as ` +
+        `PEM text${
+          bytes ? ", e.g. Deno.readTextFileSync(path), or new TextDecoder().decode(bytes)" : ""
+        }`,
     );
   }
   // A byte order mark (Windows Notepad writes one) makes both transports find no PEM block.
   return checkPair(cert.replace(BOM, ""), key.replace(BOM, ""));
+}
+
+/** A `cert` or `key` option for a message: `a string`, never its text, or what else it is. */
+function given(value: unknown): string {
+  return typeof value === "string" ? "a string" : describe(value);
 }
 
 /** Checks a pair of PEM texts, both given as strings; see `checkTls`. */

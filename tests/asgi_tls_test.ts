@@ -174,7 +174,20 @@ Deno.test("serve() rejects a cert without a key", () => {
   assertThrows(
     () => serve(() => Promise.resolve(), { cert: "-----BEGIN CERTIFICATE-----" }),
     TypeError,
-    'Invalid TLS options (cert "string", key undefined): give both cert and key as PEM text',
+    "Invalid TLS options (cert a string, key undefined): give both cert and key as PEM text",
+  );
+});
+
+// Newcomer pass (2026-11-29): a pair read with Deno.readFileSync() was refused as
+// '(cert "object", key "object")', the name of a type quoted as if it were the value given, and
+// a cert without a key as 'cert "string"'; neither said how to get text from the bytes.
+Deno.test("serve() names PEM bytes given for PEM text, and says how to decode them", () => {
+  const bytes = new TextEncoder().encode("-----BEGIN CERTIFICATE-----");
+  assertThrows(
+    () => serve(() => Promise.resolve(), { cert: bytes, key: bytes } as unknown as ServeOptions),
+    TypeError,
+    "Invalid TLS options (cert a Uint8Array, key a Uint8Array): give both cert and key as PEM " +
+      "text, e.g. Deno.readTextFileSync(path), or new TextDecoder().decode(bytes)",
   );
 });
 

@@ -225,7 +225,7 @@ const cases: Case[] = [
     TypeError,
     "TLS options",
     undefined,
-    '(cert "string", key undefined)',
+    "(cert a string, key undefined)",
   ],
   [
     "serve() cert given as a file name",
