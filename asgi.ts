@@ -967,10 +967,13 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
         }
       }
     } catch (error) {
-      const hint = unix === null ? listenHint(error, port) : unix.socketHint(found, path!);
+      const hint = unix === null
+        ? listenHint(error, port) || hostnameHint(hostname, port)
+        : unix.socketHint(found, path!);
       const place = path === undefined ? `${hostname}:${port}` : `unix:${path}`;
       core.logger.error(`Cannot listen on ${place}: ${errorText(error)}${hint}`);
-      // A taken port: the stack runs through Deno's and this module's internals only, so when
+      // A taken port, a hostname written as a URL: the stack runs through Deno's and this
+      // module's internals only, so when
       // the error is reported as uncaught (nothing reads `addr` or `finished`), the line above and
       // the error's own are the whole story.
       if (hint !== "" && error instanceof Error) error.stack = `${error.name}: ${error.message}`;
@@ -1176,4 +1179,25 @@ function listenHint(error: unknown, port: number): string {
     ? `: port ${port} is taken; stop what listens there, or pass another port ` +
       "(port: 0 picks a free one)"
     : "";
+}
+
+/**
+ * The fix for a `hostname` written as a URL or with its port (`"http://localhost"`,
+ * `"localhost:8000"`), which the runtimes refuse as "invalid char found in FQDN" (`deno`) or
+ * `ENOTFOUND` (`node`) without naming the option. An IPv6 address has two colons or more.
+ *
+ * @param hostname The `hostname` option.
+ * @param port The `port` option, for a hostname that names none.
+ * @returns `""` for any other hostname.
+ */
+function hostnameHint(hostname: string, port: number): string {
+  if (!hostname.includes("/") && hostname.split(":").length !== 2) return "";
+  const fix = ": give hostname a host name or address alone, and the port apart";
+  try {
+    const url = new URL(hostname.includes("://") ? hostname : `http://${hostname}`);
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    return `${fix}: { hostname: ${describe(host)}, port: ${url.port === "" ? port : url.port} }`;
+  } catch {
+    return fix;
+  }
 }

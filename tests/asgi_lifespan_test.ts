@@ -890,6 +890,39 @@ Deno.test("serve() says how to fix a port that is already taken, on both transpo
   }
 });
 
+// Newcomer pass (2026-11-29): hostname: "localhost:8000" or "http://localhost" logged
+// "Cannot listen on localhost:8000:8000: invalid host 'localhost:8000': invalid char found in
+// FQDN" (node: "getaddrinfo ENOTFOUND localhost:8000"), naming no option and no fix.
+Deno.test("serve() says how to fix a hostname written with a scheme or a port, on both transports", async (t) => {
+  const cases: [hostname: string, fix: string][] = [
+    ["localhost:19999", '{ hostname: "localhost", port: 19999 }'],
+    ["http://127.0.0.1", '{ hostname: "127.0.0.1", port: 1 }'],
+    ["http://[::1]:19999/", '{ hostname: "::1", port: 19999 }'],
+  ];
+  for (const transport of ["deno", "node"] as const) {
+    for (const [hostname, fix] of cases) {
+      await t.step(`${transport}: ${hostname}`, async () => {
+        const logger = new RecordingLogger();
+        const server = serve(async () => {}, {
+          hostname,
+          port: 1,
+          transport,
+          lifespan: "off",
+          logger,
+          onListen() {},
+        });
+        await assertRejects(() => server.addr);
+        await assertRejects(() => server.finished);
+        const [line] = logger.lines("error");
+        assertStringIncludes(
+          line!,
+          `: give hostname a host name or address alone, and the port apart: ${fix}`,
+        );
+      });
+    }
+  }
+});
+
 Deno.test("serve() [node] takes Infinity for headersTimeout and keepAliveTimeout as no limit", async () => {
   // Node refuses Infinity: once the options passed, startup ran, and only then did addr reject.
   await using server = serve(async (scope, receive, send) => {
