@@ -62,7 +62,12 @@ export function secondsOption(
  * @throws {RangeError} When it is 0, negative, NaN, infinite or longer than a timer can wait.
  */
 export function limitOption(option: string, value: unknown): number | undefined {
-  if (typeof value === "number" && value <= 0) {
+  // Every number refused here gets this message: secondsOption's says "from 0", which is wrong
+  // for these limits.
+  if (
+    typeof value === "number" &&
+    (value <= 0 || !Number.isFinite(value) || value * 1000 > MAX_TIMER_MS)
+  ) {
     throw new RangeError(
       `Invalid ${option} ${describe(value)}: use a positive number of seconds up to ` +
         `${MAX_TIMER_MS / 1000}, such as 1 or 0.5, or leave it out for no limit` +

@@ -8,7 +8,14 @@ import {
   serve,
 } from "../asgi.ts";
 import { AsgiRouter, Route } from "../router.ts";
-import { App, type AppFetchOptions, type Request, Response, type WebHandler } from "../web.ts";
+import {
+  App,
+  type AppFetchOptions,
+  type AppHandler,
+  type Request,
+  Response,
+  type WebHandler,
+} from "../web.ts";
 import {
   httpScope,
   instance,
@@ -174,6 +181,31 @@ Deno.test("App() rejects invalid options with an error naming the option", async
       "Invalid router undefined: pass an AsgiRouter",
     );
   });
+});
+
+// Newcomer pass (2026-11-29): requestTimeLimit: Infinity (meaning "no limit") was told to "use a
+// finite number of seconds from 0 to 2147483.647", though 0 is refused for these two limits.
+Deno.test("App() tells an infinite or too long time limit to use a positive number, not one from 0", async (t) => {
+  for (const option of ["requestTimeLimit", "backgroundTaskTimeLimit"] as const) {
+    for (const value of [Infinity, NaN, 3_000_000]) {
+      await t.step(`${option}: ${value}`, () => {
+        const error = assertThrows(
+          () =>
+            new App({
+              router: new AsgiRouter<AppHandler>({ routes: [] }),
+              requestTimeLimit: option === "requestTimeLimit" ? value : undefined,
+              backgroundTaskTimeLimit: option === "backgroundTaskTimeLimit" ? value : undefined,
+            }),
+          RangeError,
+        ) as RangeError;
+        assertEquals(
+          error.message,
+          `Invalid ${option} ${value}: use a positive number of seconds up to 2147483.647, ` +
+            "such as 1 or 0.5, or leave it out for no limit",
+        );
+      });
+    }
+  }
 });
 
 Deno.test("App() keeps fractional limits in seconds and applies the defaults", () => {
