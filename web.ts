@@ -514,7 +514,10 @@ export interface WebLogger {
 export interface AppOptions<A extends object = Record<never, never>> {
   /**
    * Routes requests to handlers; routes whose methods are `["WEBSOCKET"]` take a
-   * {@linkcode SocketHandler}.
+   * {@linkcode SocketHandler}. A router made empty, its routes added later with `addRoute()`,
+   * needs its handler type written out, `new AsgiRouter<AppHandler>()` (`AppHandler<A>` for an
+   * App with attributes): `new AsgiRouter()` alone is a router of any handlers, which
+   * TypeScript refuses here.
    */
   router: AsgiRouter<AppHandler<A>>;
   /**
