@@ -969,7 +969,7 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
     } catch (error) {
       const hint = unix === null
         ? listenHint(error, port) || hostnameHint(hostname, port)
-        : unix.socketHint(found, path!);
+        : unix.socketHint(found, path!, error);
       const place = path === undefined ? `${hostname}:${port}` : `unix:${path}`;
       core.logger.error(`Cannot listen on ${place}: ${errorText(error)}${hint}`);
       // A taken port, a hostname written as a URL: the stack runs through Deno's and this

@@ -16,6 +16,7 @@
 import { chmodSync, linkSync, lstatSync, unlinkSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { connect } from "node:net";
+import { dirname } from "node:path";
 
 /** What was at the path before listening. */
 export type SocketFileState =
@@ -169,8 +170,9 @@ export function setSocketMode(path: string, mode: number): void {
  *
  * @param state What `clearStaleSocket` found.
  * @param path The socket's path.
+ * @param error The listen error: a missing directory is named as such.
  */
-export function socketHint(state: SocketFileState, path: string): string {
+export function socketHint(state: SocketFileState, path: string, error?: unknown): string {
   const quoted = JSON.stringify(path);
   switch (state) {
     case "live":
@@ -179,6 +181,17 @@ export function socketHint(state: SocketFileState, path: string): string {
       return `: ${quoted} exists and is no socket, so it was left alone; remove it, or pass ` +
         "another path";
     default:
-      return "";
+      // The runtimes say "No such file or directory" (`ENOENT`), as if the socket were missing.
+      return notFound(error)
+        ? `: the directory ${JSON.stringify(dirname(path))} does not exist; create it first ` +
+          "(mkdir -p), or pass another path"
+        : "";
   }
+}
+
+/** Whether `error` is the runtime's "no such file or directory". */
+function notFound(error: unknown): boolean {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  return (deno !== undefined && error instanceof deno.errors.NotFound) ||
+    (error as { code?: unknown } | null)?.code === "ENOENT";
 }

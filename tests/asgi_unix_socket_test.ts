@@ -5,7 +5,14 @@
  * a file that is no socket, the mode, the removal at shutdown); the option checks; `proxyHeaders()`
  * behind a proxy on the socket; and the limits that still apply.
  */
-import { assert, assertEquals, assertMatch, assertRejects, assertThrows } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
 import {
   type AsgiApplication,
   type AsgiUnixAddr,
@@ -284,6 +291,26 @@ for (const transport of TRANSPORTS) {
       } finally {
         await Deno.remove(path);
       }
+    },
+  );
+
+  // Newcomer pass (2026-11-29): the docs' path, "/run/app/app.sock", in a directory that did not
+  // exist logged "Cannot listen on unix:/run/app/app.sock: No such file or directory (os error
+  // 2)" ("listen ENOENT" on node), as if the socket file itself were missing.
+  Deno.test(
+    `serve() with path on ${transport} names a missing directory and says to create it`,
+    async () => {
+      const path = `${DIR}/missing-${transport}/app.sock`;
+      const logger = new RecordingLogger();
+      const server = serve(scopeApp, quiet({ path, transport, logger }));
+      await withTimeout(assertRejects(() => server.addr), BOUND_MS, "addr");
+      await assertRejects(() => server.finished);
+      const [line] = logger.lines("error");
+      assertStringIncludes(
+        line!,
+        `: the directory "${DIR}/missing-${transport}" does not exist; create it first ` +
+          "(mkdir -p), or pass another path",
+      );
     },
   );
 
