@@ -791,7 +791,8 @@ export abstract class HttpCycle {
     const body = message.body === undefined ? EMPTY : message.body;
     if (!(body instanceof Uint8Array)) {
       throw new AsgiProtocolError(
-        `Invalid "body" ${describe(body)} in "http.response.body": use a Uint8Array`,
+        `Invalid "body" ${describe(body)} in "http.response.body": use a Uint8Array` +
+          (typeof body === "string" ? "; encode text with textBytes()" : ""),
       );
     }
     const more = message.more_body === undefined ? false : message.more_body;

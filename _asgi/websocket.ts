@@ -881,7 +881,8 @@ export abstract class WebSocketCycle {
     const body = message.body ?? EMPTY;
     if (!(body instanceof Uint8Array)) {
       throw new AsgiProtocolError(
-        `Invalid "body" ${describe(body)} in "websocket.http.response.body": use a Uint8Array`,
+        `Invalid "body" ${describe(body)} in "websocket.http.response.body": use a Uint8Array` +
+          (typeof body === "string" ? "; encode text with textBytes()" : ""),
       );
     }
     const more = message.more_body ?? false;
@@ -1055,7 +1056,8 @@ function sendData(message: WebSocketSendMessage): string | Uint8Array {
   }
   if (!(bytes instanceof Uint8Array)) {
     throw new AsgiProtocolError(
-      `Invalid "bytes" ${describe(bytes)} in "websocket.send": use a Uint8Array`,
+      `Invalid "bytes" ${describe(bytes)} in "websocket.send": use a Uint8Array` +
+        (typeof bytes === "string" ? ', or send text as "text"' : ""),
     );
   }
   return bytes;

@@ -688,7 +688,8 @@ for (const transport of TRANSPORTS) {
           { type: "http.response.start", status: 200 },
           { type: "http.response.body", body: "text" as unknown as Uint8Array },
         ],
-        'Invalid "body" "text" in "http.response.body": use a Uint8Array',
+        'Invalid "body" "text" in "http.response.body": use a Uint8Array; encode text with ' +
+        "textBytes()",
       ],
       [
         "a string more_body",

@@ -114,3 +114,24 @@ Deno.test("unofferedSubprotocol() says none when the client offered none", () =>
       "them or null",
   );
 });
+
+// Newcomer pass (2026-11-29): a text body, the first thing a port of a Python application writes
+// ({ body: "Hello" }), was told to "use a Uint8Array" and no more, where a header given as text is
+// told to encode it with textBytes().
+Deno.test("send() says how to encode a text body given for bytes", async () => {
+  let refused: unknown;
+  const handler = createFetchHandler(async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({ type: "http.response.start", status: 200 });
+    refused = await send({ type: "http.response.body", body: "Hello" as unknown as Uint8Array })
+      .catch((error) => error);
+  }, { lifespan: "off", logger: { error() {}, warn() {}, info() {} } });
+  // The response is cut off: its body fails.
+  await (await handler.fetch(new Request("http://localhost/"))).text().catch(() => {});
+  assertInstanceOf(refused, AsgiProtocolError);
+  assertEquals(
+    (refused as AsgiProtocolError).message,
+    'Invalid "body" "Hello" in "http.response.body": use a Uint8Array; encode text with ' +
+      "textBytes()",
+  );
+});

@@ -450,6 +450,51 @@ for (const transport of TRANSPORTS) {
     },
   );
 
+  // Newcomer pass (2026-11-29): text given as "bytes" (or as a denial's "body") was told to "use a
+  // Uint8Array" and no more, where a header given as text is told to encode it with textBytes().
+  Deno.test(
+    `serve() [${transport}] says how to send text given where bytes go`,
+    async () => {
+      const probe = new Probe();
+      const refused: unknown[] = [];
+      const app = probe.app(async (_scope, receive, send) => {
+        await receive();
+        refused.push(
+          await send({ type: "websocket.http.response.start", status: 403 }).then(() =>
+            send({ type: "websocket.http.response.body", body: "no" as unknown as Uint8Array })
+          ).catch((error) => error),
+        );
+      });
+      await using server = await start(app, transport);
+      await rawRequest(server.port, handshake("/"), 403);
+      await probe.finished();
+      const sent = new Probe();
+      const app2 = sent.app(async (_scope, receive, send) => {
+        await receive();
+        await send({ type: "websocket.accept" });
+        refused.push(
+          await send({ type: "websocket.send", bytes: "hi" as unknown as Uint8Array }).catch((
+            error,
+          ) => error),
+        );
+        await send({ type: "websocket.close" });
+      });
+      await using server2 = await start(app2, transport);
+      const client = await WsClient.open(ws(server2.port));
+      await sent.finished();
+      client.socket.close();
+      assertEquals(
+        refused.map((error) => `${(error as Error).name}: ${(error as Error).message}`),
+        [
+          'AsgiProtocolError: Invalid "body" "no" in "websocket.http.response.body": use a ' +
+          "Uint8Array; encode text with textBytes()",
+          'AsgiProtocolError: Invalid "bytes" "hi" in "websocket.send": use a Uint8Array, or send ' +
+          'text as "text"',
+        ],
+      );
+    },
+  );
+
   // Sweep of every error the library raises, 2026-11-29: as for a send, an accept with a
   // subprotocol the client did not offer raised ClientDisconnected once the client had gone.
   Deno.test(
