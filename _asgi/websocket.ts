@@ -413,8 +413,10 @@ export function unofferedSubprotocol(
   const more = offered.length - shown.length;
   return new AsgiProtocolError(
     `Invalid "subprotocol" ${logQuoted(subprotocol, OFFERED_QUOTED)} in "websocket.accept": ` +
-      `the client offered ${shown.join(", ") || "none"}${more > 0 ? ` and ${more} more` : ""}; ` +
-      `pick one of them or null`,
+      (shown.length === 0
+        ? "the client offered none; accept with null (no subprotocol)"
+        : `the client offered ${shown.join(", ")}${more > 0 ? ` and ${more} more` : ""}; ` +
+          "pick one of them or null"),
   );
 }
 

@@ -107,11 +107,16 @@ Deno.test("ASGI layer errors quote the offending value bounded and escaped, with
   }
 });
 
-Deno.test("unofferedSubprotocol() says none when the client offered none", () => {
+// Newcomer pass (2026-11-29): with none offered, the fix read "pick one of them or null".
+Deno.test("unofferedSubprotocol() says none when the client offered none, and to accept with null", () => {
   assertEquals(
     unofferedSubprotocol("chat", []).message,
-    'Invalid "subprotocol" "chat" in "websocket.accept": the client offered none; pick one of ' +
-      "them or null",
+    'Invalid "subprotocol" "chat" in "websocket.accept": the client offered none; accept with ' +
+      "null (no subprotocol)",
+  );
+  assertStringIncludes(
+    unofferedSubprotocol("chat", ["v1"]).message,
+    'the client offered "v1"; pick one of them or null',
   );
 });
 

@@ -514,8 +514,8 @@ for (const transport of TRANSPORTS) {
       await rawRequest(server.port, handshake("/"), 200);
       await probe.finished();
       assertEquals(late.map((error) => (error as Error).message), [
-        'Invalid "subprotocol" "zz" in "websocket.accept": the client offered none; pick one of ' +
-        "them or null",
+        'Invalid "subprotocol" "zz" in "websocket.accept": the client offered none; accept with ' +
+        "null (no subprotocol)",
         'Invalid "subprotocol" 42 in "websocket.accept": use a string or null',
         late[2] instanceof ClientDisconnected ? (late[2] as Error).message : "ClientDisconnected",
       ]);
