@@ -252,10 +252,16 @@ function checkOptions(options: ServeOptions): void {
   }
 }
 
-function checkNonNegative(name: string, value: unknown): void {
+/** The unit of a number option, and an example of it, for a message. */
+const UNITS = {
+  bytes: "a number of bytes, such as 1048576 for 1 MiB",
+  milliseconds: "a number of milliseconds, such as 30000 for 30 s",
+} as const;
+
+function checkNonNegative(name: string, value: unknown, unit: keyof typeof UNITS): void {
   if (value === undefined) return;
   if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`Invalid ${name} ${describe(value)}: use a number`);
+    throw new TypeError(`Invalid ${name} ${describe(value)}: use ${UNITS[unit]}`);
   }
   if (value < 0) {
     throw new RangeError(`Invalid ${name} ${describe(value)}: use a number of 0 or more`);
@@ -265,7 +271,7 @@ function checkNonNegative(name: string, value: unknown): void {
 /** Checks a size in bytes: a whole number of 0 or more, or `Infinity` (a fraction of a byte was
  * taken, and compared as if it meant something). */
 function checkByteCount(name: string, value: unknown): void {
-  checkNonNegative(name, value);
+  checkNonNegative(name, value, "bytes");
   if (value !== undefined && !Number.isInteger(value) && value !== Infinity) {
     throw new RangeError(
       `Invalid ${name} ${describe(value)}: use a whole number of bytes, or Infinity for no limit`,
@@ -291,7 +297,7 @@ function checkKeepAliveTimeout(value: unknown): void {
  * meant no wait at all.
  */
 function checkMilliseconds(name: string, value: unknown): void {
-  checkNonNegative(name, value);
+  checkNonNegative(name, value, "milliseconds");
   if (typeof value === "number" && value > MAX_TIMER_MS && value !== Infinity) {
     throw new RangeError(
       `Invalid ${name} ${
@@ -660,7 +666,11 @@ export function serve(
     throw new TypeError(`Invalid onListen ${describe(options.onListen)}: use a function`);
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new TypeError(`Invalid signal ${describe(options.signal)}: use an AbortSignal`);
+    throw new TypeError(
+      (options.signal as unknown) instanceof AbortController
+        ? "Invalid signal an AbortController: pass its signal, e.g. { signal: controller.signal }"
+        : `Invalid signal ${describe(options.signal)}: use an AbortSignal`,
+    );
   }
   const tls = checkTls(options.cert, options.key);
   const stallTimeout = options.stallTimeout ?? DEFAULT_STALL_TIMEOUT;

@@ -1037,11 +1037,25 @@ Deno.test("serve() rejects bad arguments with built-in errors", async (t) => {
       RangeError,
       "Invalid headersTimeout 2147483648: use milliseconds from 0 to 2147483647, or Infinity for no limit",
     ],
+    // Newcomer pass (2026-11-29): these three said "use a number" or "use an AbortSignal" and no
+    // more: not the unit, nor how to get the signal of a controller.
     [
       "string shutdown timeout",
       () => serve(app, { shutdownTimeout: "5s" as never }),
       TypeError,
-      'Invalid shutdownTimeout "5s": use a number',
+      'Invalid shutdownTimeout "5s": use a number of milliseconds, such as 30000 for 30 s',
+    ],
+    [
+      "body limit as text",
+      () => serve(app, { maxBodySize: "1mb" as never }),
+      TypeError,
+      'Invalid maxBodySize "1mb": use a number of bytes, such as 1048576 for 1 MiB',
+    ],
+    [
+      "an AbortController for signal",
+      () => serve(app, { signal: new AbortController() as never }),
+      TypeError,
+      "Invalid signal an AbortController: pass its signal, e.g. { signal: controller.signal }",
     ],
   ];
   for (const [label, call, errorClass, message] of cases) {

@@ -523,7 +523,7 @@ Deno.test("stallTimeout: a value that is no duration is refused where it is give
   assertThrows(
     () => serve(app, { stallTimeout: "60s" as unknown as number, onListen() {} }),
     TypeError,
-    'Invalid stallTimeout "60s": use a number',
+    'Invalid stallTimeout "60s": use a number of milliseconds, such as 30000 for 30 s',
   );
   assertThrows(
     () => serve(app, { stallTimeout: 1e12, onListen() {} }),
