@@ -767,7 +767,9 @@ export class Request<A extends object = Record<never, never>> {
 
   /**
    * Returns the next ASGI message: `http.request` chunks of the body (`more_body` false on the
-   * last), then, once the response is complete or the client is gone, `http.disconnect`.
+   * last), then, once the response is complete or the client is gone, `http.disconnect`
+   * (carrying `exceeded_max_body_size`, the limit, when the server refused a body that grew past
+   * `maxBodySize`, as `request.signal` then aborts with a {@linkcode BodyTooLargeError}).
    * After a disconnect it returns `http.disconnect` at once. Once {@linkcode bytes} has been
    * called, the body is its: `receive()` waits until it is read and returns what follows it.
    *

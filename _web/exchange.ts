@@ -297,7 +297,7 @@ export class Exchange implements TaskHolder {
       this.#readAhead();
       return Promise.resolve(buffered);
     }
-    if (this.#disconnected) return Promise.resolve(DISCONNECT);
+    if (this.#disconnected) return Promise.resolve(this.#farewell());
     if (!this.#pulling && this.#readers.length === 0) {
       // The common case: one reader, nothing read ahead. The bridge's own promise serves it,
       // without a queued reader and a promise of ours (some 0.2 µs of a POST's server CPU).
@@ -651,6 +651,17 @@ export class Exchange implements TaskHolder {
     );
   }
 
+  /**
+   * The `http.disconnect` a reader gets: the bridge's `exceeded_max_body_size` kept when it
+   * refused the body (`#leaving`), so a handler reading with `receive()` learns why as an ASGI
+   * application does. Built only on a disconnect: nothing per request.
+   */
+  #farewell(): HttpDisconnectMessage {
+    const reason = this.#abortReason;
+    if (!(reason instanceof BodyTooLargeError)) return DISCONNECT;
+    return Object.freeze({ type: "http.disconnect", exceeded_max_body_size: reason.maxBodySize });
+  }
+
   #abort(reason: unknown): void {
     if (this.#abortReason !== undefined) return;
     this.#abortReason = reason;
@@ -715,7 +726,8 @@ export class Exchange implements TaskHolder {
       return;
     }
     if (taken === DISCONNECT) {
-      for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
+      const farewell = this.#farewell();
+      for (const reader of this.#readers.splice(0)) reader.resolve(farewell);
       return;
     }
     const reader = this.#readers.shift();
@@ -737,10 +749,11 @@ export class Exchange implements TaskHolder {
       throw error;
     }
     if (taken === DISCONNECT) {
-      for (const reader of this.#readers.splice(0)) reader.resolve(DISCONNECT);
-    } else {
-      this.#readOn();
+      const farewell = this.#farewell();
+      for (const reader of this.#readers.splice(0)) reader.resolve(farewell);
+      return farewell;
     }
+    this.#readOn();
     return taken;
   }
 

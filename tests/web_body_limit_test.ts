@@ -397,3 +397,71 @@ Deno.test("Request.signal aborts with a BodyTooLargeError saying the response wa
     "(no 413) and disconnected",
   ]);
 });
+
+// Regression (fresh-eyes review of 2026-11-29, task V9): `request.receive()` gave a handler that
+// reads the body itself a bare `{ type: "http.disconnect" }`, the App's own frozen message,
+// dropping the bridge's `exceeded_max_body_size`: only its signal told the refusal from a
+// client that left.
+for (const transport of [...TRANSPORTS, "app.fetch"] as const) {
+  Deno.test(`Request.receive() passes on exceeded_max_body_size when the bridge refuses a body over maxBodySize (${transport}; regression)`, async () => {
+    const got = Promise.withResolvers<{ first: unknown; again: unknown; reason: unknown }>();
+    const app = new App({
+      router: new AsgiRouter<WebHandler>({
+        routes: [
+          new Route<WebHandler>("/chunks", {
+            handler: async (request) => {
+              let message = await request.receive();
+              // Bounded: the body is at most 2 000 bytes, 1 at the least per message.
+              for (let i = 0; i < 3000 && message.type === "http.request"; i++) {
+                message = await request.receive();
+              }
+              got.resolve({
+                first: message,
+                again: await request.receive(),
+                reason: request.signal.reason,
+              });
+            },
+            methods: ["POST"],
+          }),
+        ],
+      }),
+      logger: new RecordingLogger(),
+      handleSignals: false,
+      ...(transport === "app.fetch" ? { fetchOptions: { maxBodySize: LIMIT } } : {}),
+    });
+    const server = transport === "app.fetch"
+      ? undefined
+      : await startServer(app, { transport, maxBodySize: LIMIT, logger: new BridgeLog() });
+    try {
+      if (server === undefined) {
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(new Uint8Array(600));
+            controller.enqueue(new Uint8Array(600));
+            controller.close();
+          },
+        });
+        const response = await app.fetch(
+          new globalThis.Request("http://localhost/chunks", { method: "POST", body }),
+        );
+        assertEquals([response.status, await response.text()], [413, "Content Too Large"]);
+      } else {
+        const raw = await post(
+          server.port,
+          "/chunks",
+          "transfer-encoding: chunked\r\n",
+          chunked(LIMIT * 2),
+        );
+        assertEquals(responses(raw), { statuses: [413], body: "Content Too Large" });
+      }
+      const { first, again, reason } = await withTimeout(got.promise, BOUND_MS, "the handler");
+      const refused = { type: "http.disconnect", exceeded_max_body_size: LIMIT };
+      assertEquals(first, refused, "the message that ends the body");
+      assertEquals(again, refused, "a receive() after it");
+      assertEquals(instance(reason, BodyTooLargeError).maxBodySize, LIMIT);
+    } finally {
+      await server?.server.shutdown();
+      await app.shutdown();
+    }
+  });
+}
