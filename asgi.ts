@@ -786,7 +786,19 @@ function checkMode(mode: unknown, path: string | undefined): number | undefined 
     throw new RangeError(
       `Invalid mode ${
         describe(mode)
-      }${octal}: use permission bits from 0 to 0o777, such as 0o660 (owner and group may connect)`,
+      }${octal}: use permission bits up to 0o777, such as 0o660 (owner and group may connect)`,
+    );
+  }
+  // Denying the owner keeps no one out (the owner may chmod the file back), but a server not run
+  // as root could no longer connect to its own file: after a crash, its restart could not tell
+  // that file from a live server's, would leave it, and could not listen.
+  if ((mode & 0o200) === 0) {
+    throw new RangeError(
+      `Invalid mode ${describe(mode)}${
+        mode > 0 ? ` (0o${mode.toString(8)})` : ""
+      }: the socket file's owner, the server's user, needs write permission (0o200) to connect, ` +
+        "as a restart after a crash does to tell a stale socket file from a live one; add 0o200, " +
+        "such as 0o600 or 0o660",
     );
   }
   return mode;

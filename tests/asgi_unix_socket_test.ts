@@ -483,7 +483,7 @@ Deno.test("serve() refuses a bad path, and TCP options beside one, before listen
       "mode past 0o777",
       { path: "/tmp/app/x.sock", mode: 0o4777 },
       RangeError,
-      "Invalid mode 2559 (0o4777): use permission bits from 0 to 0o777, such as 0o660",
+      "Invalid mode 2559 (0o4777): use permission bits up to 0o777, such as 0o660",
     ],
     ["mode negative", { path: "/tmp/app/x.sock", mode: -1 }, RangeError, "Invalid mode -1: use"],
     [
@@ -492,6 +492,20 @@ Deno.test("serve() refuses a bad path, and TCP options beside one, before listen
       RangeError,
       "Invalid mode 1.5: use",
     ],
+    // Regression (fresh-eyes review of 2026-11-29, task V9): a mode that shut out the file's
+    // owner was taken. A server not run as root then could not connect to its own socket file,
+    // so after a crash its restart took that file for one it may not probe, left it, and failed
+    // with a bare "Address already in use".
+    [
+      "mode without the owner's write permission",
+      { path: "/tmp/app/x.sock", mode: 0o000 },
+      RangeError,
+      "Invalid mode 0: the socket file's owner, the server's user, needs write permission " +
+      "(0o200) to connect, as a restart after a crash does to tell a stale socket file from a " +
+      "live one; add 0o200, such as 0o600 or 0o660",
+    ],
+    ["mode read-only", { path: "/tmp/app/x.sock", mode: 0o444 }, RangeError, "(0o444): the"],
+    ["mode for the group only", { path: "/tmp/app/x.sock", mode: 0o070 }, RangeError, "(0o70)"],
   ];
   for (const [label, options, type, message] of cases) {
     await t.step(label, () => {
