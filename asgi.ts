@@ -971,7 +971,9 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
           );
         }
       }
-      const where: ListenAddress = path === undefined ? { hostname, port } : { path };
+      const where: ListenAddress = path === undefined
+        ? { hostname, port }
+        : { path, ...(mode === undefined ? {} : { bind: unix!.bindWithMode(mode) }) };
       listener = transport === "node"
         ? await (await import("./_asgi/node_transport.ts")).listenNode(
           core,
@@ -980,14 +982,6 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
           tls,
         )
         : listenDeno(core, where, tls);
-      if (unix !== null && mode !== undefined) {
-        try {
-          unix.setSocketMode(path!, mode);
-        } catch (error) {
-          await listener.close();
-          throw error;
-        }
-      }
     } catch (error) {
       const hint = unix === null
         ? listenHint(error, port) || hostnameHint(hostname, port)
@@ -1030,22 +1024,9 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
     if (unix !== null) {
       const state = { module: unix, ours: unix.fileIdentity(path!) };
       this.#unix = state;
-      // Listening again (after fd exhaustion) makes a new file, ours as well, with the umask's
-      // mode until it is given the one asked for.
-      listener.onRebound = () => {
-        if (mode !== undefined) {
-          try {
-            unix.setSocketMode(path!, mode);
-          } catch (error) {
-            core.logger.error(
-              `Cannot give the socket file ${logQuoted(path!)} mode 0o${
-                mode.toString(8)
-              } after listening again: ${errorText(error)}`,
-            );
-          }
-        }
-        state.ours = unix.fileIdentity(path!);
-      };
+      // Listening again (after fd exhaustion) makes a new file, ours as well (with the mode:
+      // the transport binds it through `where.bind`).
+      listener.onRebound = () => state.ours = unix.fileIdentity(path!);
     }
     listener.failed.then((error) => {
       // The listener cannot be brought back: serve what is in flight, stop, and say why.

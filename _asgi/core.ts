@@ -87,8 +87,15 @@ export interface ConnectionLimits {
   maxConnections: number | undefined;
 }
 
-/** Where a transport listens: an interface and port, or a Unix socket's path. */
-export type ListenAddress = { hostname: string; port: number } | { path: string };
+/**
+ * Where a transport listens: an interface and port, or a Unix socket's path. `bind`, when given,
+ * runs each listen on the path (the first and every one after fd exhaustion), which must bind
+ * the socket before it returns: it makes the file with the `mode` option's permission bits (see
+ * `_asgi/unix_socket.ts`, `bindWithMode`).
+ */
+export type ListenAddress =
+  | { hostname: string; port: number }
+  | { path: string; bind?: <T>(listen: () => T) => T };
 
 /** A listening transport, as `serve` drives it. */
 export interface Listener {

@@ -1060,6 +1060,7 @@ export function listenDeno(
   tls?: { cert: string; key: string },
 ): Listener {
   const path = "path" in where ? where.path : undefined;
+  const bind = "path" in where ? where.bind : undefined;
   const hostname = path === undefined ? (where as { hostname: string }).hostname : "";
   let server: [string, number | null] | null = null;
   const secure = tls !== undefined;
@@ -1073,6 +1074,13 @@ export function listenDeno(
   // Only errored response streams get here (the handler never throws), and the cycle has
   // logged why already; Deno would print the error a second time.
   const onError = () => new Response(null, { status: 500 });
+  // A handler of its own for a Unix socket, so that the TCP one does no more per request.
+  const onUnix = (request: Request) =>
+    closing
+      ? textResponse(request.method, 503, "Service Unavailable", true)
+      : handleFetch(core, request, undefined, server, true, false);
+  // Deno.serve binds before it returns (Deno 2.9.6).
+  const listenUnix = () => Deno.serve({ path: path!, onListen() {}, onError }, onUnix);
   const open = (port: number): Deno.HttpServer<Deno.Addr> => {
     const httpServer: Deno.HttpServer<Deno.Addr> = path === undefined
       ? Deno.serve(
@@ -1082,14 +1090,9 @@ export function listenDeno(
             ? textResponse(request.method, 503, "Service Unavailable", true)
             : handleFetch(core, request, info, server, true, secure),
       )
-      : Deno.serve(
-        { path, onListen() {}, onError },
-        // A handler of its own, so that the TCP one does no more per request.
-        (request) =>
-          closing
-            ? textResponse(request.method, 503, "Service Unavailable", true)
-            : handleFetch(core, request, undefined, server, true, false),
-      );
+      : bind === undefined
+      ? listenUnix()
+      : bind(listenUnix);
     servers.add(httpServer);
     httpServer.finished.then(() => servers.delete(httpServer), (error) => {
       servers.delete(httpServer);

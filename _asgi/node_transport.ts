@@ -1210,8 +1210,12 @@ export async function listenNode(
       server.off("error", reject);
       resolve();
     };
-    if ("path" in where) server.listen(where.path, listening);
-    else server.listen(where.port, where.hostname, listening);
+    // node:http binds a Unix socket before listen() returns (Deno 2.9.6).
+    if ("path" in where) {
+      const listen = () => server.listen(where.path, listening);
+      if (where.bind === undefined) listen();
+      else where.bind(listen);
+    } else server.listen(where.port, where.hostname, listening);
   });
   // An accept error (EMFILE under an fd limit) must never end the process: log it; the server
   // keeps listening, and the timeouts free the fds of idle connections.
@@ -1227,7 +1231,7 @@ export async function listenNode(
   const watchdog = watchListener(
     core,
     server,
-    info ?? { path: path! },
+    info ?? (where as { path: string; bind?: <T>(listen: () => T) => T }),
     maxConnections,
     softFdLimit(),
     () => listener.onRebound?.(),
@@ -1359,7 +1363,7 @@ const LISTENER_CHECK_TIMEOUT = 1000;
 function watchListener(
   core: Core,
   server: NetServer,
-  where: AddressInfo | { path: string },
+  where: AddressInfo | { path: string; bind?: <T>(listen: () => T) => T },
   maxConnections: number,
   fdLimit: number | undefined,
   rebound: () => void,
@@ -1467,8 +1471,12 @@ function watchListener(
     // Once per listen that succeeds (one that failed left its own to the next).
     server.off("listening", rebound);
     server.once("listening", rebound);
-    if (info === null) server.listen(path);
-    else server.listen(info.port, info.address);
+    if (info !== null) server.listen(info.port, info.address);
+    else {
+      const bind = (where as { bind?: <T>(listen: () => T) => T }).bind;
+      if (bind === undefined) server.listen(path);
+      else bind(() => server.listen(path));
+    }
   };
 
   return {

@@ -812,14 +812,14 @@ export interface UnixServeOptions
    */
   path: string;
   /**
-   * The permission bits of the socket file, up to `0o777`, set as soon as the server listens
-   * (before `onListen` runs and `addr` resolves). Connecting needs write permission on the file:
-   * `0o660` lets a proxy in the file's group connect, `0o666` (what uvicorn sets) any local user.
-   * The owner's write permission (`0o200`) is required: without it a server not run as root
-   * could not connect to its own file, as a restart after a crash does to tell that file from a
-   * live server's. Until it is set, for the moment between the listen and the change, the file has
-   * what the umask leaves: to keep others out during that moment too, put the socket in a
-   * directory they cannot enter. Refused without `path`.
+   * The permission bits of the socket file, up to `0o777`: the file is made with them when the
+   * server listens (the process umask is set to leave them for the moment of the bind), and so
+   * again when the listener is bound afresh after fd exhaustion; there is no moment with the
+   * umask's mode, and no `chmod` of the path, which a symbolic link put there could redirect.
+   * Connecting needs write permission on the file: `0o660` lets a proxy in the file's group
+   * connect, `0o666` (what uvicorn sets) any local user. The owner's write permission (`0o200`)
+   * is required: without it a server not run as root could not connect to its own file, as a
+   * restart after a crash does to tell that file from a live server's. Refused without `path`.
    *
    * @default {what the process umask leaves}
    *

@@ -13,10 +13,11 @@
  *
  * @module
  */
-import { chmodSync, linkSync, lstatSync, unlinkSync } from "node:fs";
+import { linkSync, lstatSync, unlinkSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { connect } from "node:net";
 import { dirname } from "node:path";
+import process from "node:process";
 
 /** What was at the path before listening. */
 export type SocketFileState =
@@ -155,14 +156,30 @@ export function shelterForeignSocket(
 }
 
 /**
- * Gives the socket file at `path` the permission bits `mode` (the `mode` option), once the
- * listener has made it with what the umask leaves. Connecting needs write permission on the file.
+ * What runs a listen so that the socket file it makes has the permission bits `mode` (the `mode`
+ * option) from the start: the process umask is set to leave exactly them for the synchronous
+ * bind, and put back at once. A socket file is made with `0o777` less the umask.
  *
- * @param path The socket's path.
- * @param mode Permission bits, 0 to 0o777.
+ * Not a `chmod` of the path after the listen: chmod follows a symbolic link, and a user who may
+ * write in the socket's directory could put one at the path in between, so that the server gave
+ * the mode to a file of its choosing (a root-owned `0o600` file became `0o666`, review of
+ * 2026-11-29); nor is there a moment with the umask's mode. The umask is the whole process's:
+ * a file another thread makes during the bind (an asynchronous file call already under way) gets
+ * it too, for those few microseconds.
+ *
+ * @param mode Permission bits, at most 0o777.
+ * @returns What runs a listen that binds before it returns.
  */
-export function setSocketMode(path: string, mode: number): void {
-  chmodSync(path, mode);
+export function bindWithMode(mode: number): <T>(listen: () => T) => T {
+  const mask = 0o777 & ~mode;
+  return (listen) => {
+    const previous = process.umask(mask);
+    try {
+      return listen();
+    } finally {
+      process.umask(previous);
+    }
+  };
 }
 
 /**

@@ -30,6 +30,7 @@ import {
 } from "../asgi.ts";
 import { RecordingLogger } from "./fixtures/asgi_harness.ts";
 import { clearStaleSocket } from "../_asgi/unix_socket.ts";
+import { Server as NetServer } from "node:net";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
@@ -173,6 +174,56 @@ for (const transport of TRANSPORTS) {
         assertMatch(answer, /^HTTP\/1\.1 200 /);
         await withTimeout(server.shutdown(), BOUND_MS, "shutdown");
         assert(!await exists(path), "the socket file is removed at shutdown");
+      }
+    },
+  );
+
+  // Regression (fresh-eyes review of 2026-11-29, task V9): the mode was set by a chmod of the
+  // path after the listen, and chmod follows a symbolic link. A user who may write in the socket's
+  // directory and put a link to another file there in between (a loop of rename() won the race
+  // on the first of 8 starts, as nobody against a server run as root) had that file given the
+  // mode: a root-owned 0o600 file became 0o666. The listen here stands in for that user, at once.
+  Deno.test(
+    `serve() with path and mode on ${transport} makes the file with the mode, never a chmod that follows a link put at the path`,
+    async () => {
+      const path = await socketPath(`mode-link-${transport}`);
+      const victim = await Deno.makeTempFile({ dir: DIR });
+      await Deno.chmod(victim, 0o600);
+      const swap = (at: unknown) => {
+        if (at !== path && (at as { path?: unknown })?.path !== path) return;
+        const spare = `${path}.link`;
+        Deno.symlinkSync(victim, spare);
+        Deno.renameSync(spare, path);
+      };
+      const denoServe = Deno.serve;
+      const netListen = NetServer.prototype.listen;
+      // deno-lint-ignore no-explicit-any
+      (Deno as any).serve = function (this: unknown, ...args: any[]) {
+        const server = (denoServe as (...a: unknown[]) => unknown).apply(this, args);
+        swap(args[0]);
+        return server;
+      };
+      // deno-lint-ignore no-explicit-any
+      NetServer.prototype.listen = function (this: NetServer, ...args: any[]) {
+        const server = netListen.apply(this, args as Parameters<typeof netListen>);
+        swap(args[0]);
+        return server;
+      };
+      let server;
+      try {
+        server = serve(scopeApp, quiet({ path, transport, mode: 0o666 }));
+        await withTimeout(server.addr, BOUND_MS, "addr");
+      } finally {
+        (Deno as { serve: unknown }).serve = denoServe;
+        NetServer.prototype.listen = netListen;
+      }
+      try {
+        assert((await Deno.lstat(path)).isSymlink, "the stand-in put its link at the path");
+        assertEquals((await Deno.stat(victim)).mode! & 0o777, 0o600, "the linked file's mode");
+      } finally {
+        await withTimeout(server.shutdown(), BOUND_MS, "shutdown");
+        await Deno.remove(path).catch(() => {});
+        await Deno.remove(victim);
       }
     },
   );
