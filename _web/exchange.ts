@@ -377,9 +377,15 @@ export class Exchange implements TaskHolder {
       );
     }
     if (this.#overruled !== undefined) {
+      // A body the bridge refused before the limit passed: it answered, and no 408 or 503 went.
+      const refused = this.#abortReason;
+      const got = !(refused instanceof BodyTooLargeError)
+        ? this.#overruled === SHUTDOWN ? 503 : 408
+        : `${this.#phase === PENDING ? 413 : "a response cut off"} (its body exceeded ` +
+          `maxBodySize ${refused.maxBodySize})`;
       this.#host.log.debug(
         `Ignored the response of route "${this.routePath}" to ${this.#label}: it came after ` +
-          `${this.#overruledBy}; the client got ${this.#overruled === SHUTDOWN ? 503 : 408}`,
+          `${this.#overruledBy}; the client got ${got}`,
       );
       this.#closeUnsent(response.body);
       return Promise.resolve();

@@ -465,3 +465,53 @@ for (const transport of [...TRANSPORTS, "app.fetch"] as const) {
     }
   });
 }
+
+// Regression (fresh-eyes review of 2026-11-29, task V9): a handler that caught the refusal and
+// responded after requestTimeLimit had its response ignored with the debug line "...; the client
+// got 408", though the client had the bridge's 413 and no 408 was ever sent.
+Deno.test("Request.respondWith() after requestTimeLimit says the client got the bridge's 413, not a 408, for a body refused over maxBodySize (regression)", async () => {
+  const appLog = new RecordingLogger();
+  const responded = Promise.withResolvers<void>();
+  const app = new App({
+    router: new AsgiRouter<WebHandler>({
+      routes: [
+        new Route<WebHandler>("/upload", {
+          handler: async (request) => {
+            await request.bytes().catch(() => {});
+            // Past the time limit: its timer, set at the request's start for 50 ms, fires before
+            // this one, set later for longer (timers fire in order of their due time).
+            await new Promise((resolve) => setTimeout(resolve, 150));
+            await request.respondWith(new Response({ body: "late" }));
+            responded.resolve();
+          },
+          methods: ["POST"],
+        }),
+      ],
+    }),
+    logger: appLog,
+    handleSignals: false,
+    requestTimeLimit: 0.05,
+    fetchOptions: { maxBodySize: LIMIT },
+  });
+  try {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array(600));
+        controller.enqueue(new Uint8Array(600));
+        controller.close();
+      },
+    });
+    const response = await app.fetch(
+      new globalThis.Request("http://localhost/upload", { method: "POST", body }),
+    );
+    assertEquals([response.status, await response.text()], [413, "Content Too Large"]);
+    await withTimeout(responded.promise, BOUND_MS, "the handler's late response");
+  } finally {
+    await app.shutdown();
+  }
+  const ignored = appLog.at("debug").filter((line) => line.startsWith("Ignored the response"));
+  assertEquals(ignored, [
+    'Ignored the response of route "/upload" to "POST /upload": it came after the request time ' +
+    `limit of 0.05 s; the client got 413 (its body exceeded maxBodySize ${LIMIT})`,
+  ]);
+});
