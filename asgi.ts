@@ -769,11 +769,15 @@ function checkPath(options: ServeOptions & { path?: unknown }): string | undefin
  */
 function checkMode(mode: unknown, path: string | undefined): number | undefined {
   if (mode === undefined) return undefined;
+  // A mode is written in octal, and describe() gives 0o660 as 432: both are quoted.
+  const octal = Number.isInteger(mode) && (mode as number) > 0
+    ? ` (0o${(mode as number).toString(8)})`
+    : "";
   if (path === undefined) {
     throw new TypeError(
       `Invalid mode ${
         describe(mode)
-      } without path: mode is the permission of a Unix socket's file; pass path too, or leave out mode`,
+      }${octal} without path: mode is the permission of a Unix socket's file; pass path too, or leave out mode`,
     );
   }
   if (typeof mode !== "number") {
@@ -782,7 +786,6 @@ function checkMode(mode: unknown, path: string | undefined): number | undefined 
     );
   }
   if (!Number.isInteger(mode) || mode < 0 || mode > 0o777) {
-    const octal = Number.isInteger(mode) && mode > 0 ? ` (0o${mode.toString(8)})` : "";
     throw new RangeError(
       `Invalid mode ${
         describe(mode)
@@ -794,9 +797,9 @@ function checkMode(mode: unknown, path: string | undefined): number | undefined 
   // that file from a live server's, would leave it, and could not listen.
   if ((mode & 0o200) === 0) {
     throw new RangeError(
-      `Invalid mode ${describe(mode)}${
-        mode > 0 ? ` (0o${mode.toString(8)})` : ""
-      }: the socket file's owner, the server's user, needs write permission (0o200) to connect, ` +
+      `Invalid mode ${
+        describe(mode)
+      }${octal}: the socket file's owner, the server's user, needs write permission (0o200) to connect, ` +
         "as a restart after a crash does to tell a stale socket file from a live one; add 0o200, " +
         "such as 0o600 or 0o660",
     );

@@ -522,7 +522,7 @@ Deno.test("serve() refuses a bad path, and TCP options beside one, before listen
       "mode without path",
       { port: 8000, mode: 0o660 },
       TypeError,
-      "Invalid mode 432 without path: mode is the permission of a Unix socket's file; pass path too, or leave out mode",
+      "Invalid mode 432 (0o660) without path: mode is the permission of a Unix socket's file; pass path too, or leave out mode",
     ],
     [
       "mode as a string",
