@@ -197,6 +197,15 @@ export function socketHint(state: SocketFileState, path: string, error?: unknown
     case "not-socket":
       return `: ${quoted} exists and is no socket, so it was left alone; remove it, or pass ` +
         "another path";
+    case "unknown":
+      // A socket file this process may not connect to (another user's, mode 0o755): the
+      // listen fails with "address in use", whether a server listens there or not.
+      if (addrInUse(error)) {
+        return `: a socket file is at ${quoted}, and whether a server listens on it could not ` +
+          "be learned (this process may not connect to it); remove it if no server uses it, " +
+          "or pass another path";
+      }
+      return "";
     default:
       // The runtimes say "No such file or directory" (`ENOENT`), as if the socket were missing.
       return notFound(error)
@@ -204,6 +213,13 @@ export function socketHint(state: SocketFileState, path: string, error?: unknown
           "(mkdir -p), or pass another path"
         : "";
   }
+}
+
+/** Whether `error` is the runtime's "address in use". */
+function addrInUse(error: unknown): boolean {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  return (deno !== undefined && error instanceof deno.errors.AddrInUse) ||
+    (error as { code?: unknown } | null)?.code === "EADDRINUSE";
 }
 
 /** Whether `error` is the runtime's "no such file or directory". */

@@ -29,7 +29,7 @@ import {
   type WebSocketScope,
 } from "../asgi.ts";
 import { RecordingLogger } from "./fixtures/asgi_harness.ts";
-import { clearStaleSocket } from "../_asgi/unix_socket.ts";
+import { clearStaleSocket, socketHint } from "../_asgi/unix_socket.ts";
 import { Server as NetServer } from "node:net";
 import { spawnLimitedServer } from "./fixtures/limited_server.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
@@ -769,4 +769,18 @@ Deno.test("clearStaleSocket() leaves a socket file made at the path after its pr
     live?.close();
     await Deno.remove(`${path}.old`).catch(() => {});
   }
+});
+
+// A socket file this process may not connect to (another user's, the usual mode 0o755) is
+// "unknown": the listen then fails with "address in use", and the line gave no hint at all.
+Deno.test("socketHint() says what to do about a socket file whose server could not be probed", () => {
+  const path = "/run/app/app.sock";
+  const expected = ': a socket file is at "/run/app/app.sock", and whether a server listens on ' +
+    "it could not be learned (this process may not connect to it); remove it if no server " +
+    "uses it, or pass another path";
+  const nodeError = Object.assign(new Error("listen EADDRINUSE"), { code: "EADDRINUSE" });
+  assertEquals(socketHint("unknown", path, new Deno.errors.AddrInUse("in use")), expected);
+  assertEquals(socketHint("unknown", path, nodeError), expected);
+  // Any other failure (no permission to make the file) is the runtime's own to tell.
+  assertEquals(socketHint("unknown", path, new Deno.errors.PermissionDenied("denied")), "");
 });
