@@ -618,6 +618,18 @@ class DenoCycle extends HttpCycle {
     reader.cancel().catch(() => {});
   }
 
+  /**
+   * Watches the client from the start of the request, not only once the application waits after
+   * the body. Over HTTP/2 Deno (2.9.6) tells of a stream the client reset, or a connection it
+   * closed, only to a `request.signal` read before that happened: read later, it stays quiet for
+   * good (over HTTP/1.x it says so whenever it is read). An application that did something else
+   * before it waited for the end (a query, a long poll) then never saw `http.disconnect`, and
+   * waited until shutdown. Costs an `AbortSignal` and a pending op of Deno's per request.
+   */
+  watchFromStart(): void {
+    this.watchClient();
+  }
+
   protected override watchClient(): void {
     if (this.#watching) return;
     this.#watching = true;
@@ -1013,6 +1025,10 @@ export function handleFetch(
     overHttp2,
   );
   cycle.run();
+  // Over HTTP/2 Deno tells of a reset stream only to a signal read before the reset: see
+  // watchFromStart. Over TLS (where browsers negotiate HTTP/2, whatever the authority) and for a
+  // request taken for HTTP/2; plain HTTP/1.1 pays nothing for it.
+  if (secure || overHttp2) cycle.watchFromStart();
   return cycle.response();
 }
 

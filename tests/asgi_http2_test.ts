@@ -10,6 +10,9 @@ import { bytes, RecordingLogger, sleep, start } from "./fixtures/asgi_harness.ts
 import { H2cClient } from "./fixtures/h2c_client.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
+import { selfSigned } from "./fixtures/tls.ts";
+
+const tls = await selfSigned();
 
 /** A server that records each HTTP scope and answers 200 "ok". */
 async function recording() {
@@ -353,5 +356,77 @@ Deno.test("serve() [deno] over HTTP/2 answers 501 to CONNECT before it resets th
     assertEquals(scopes.length, 1);
   } finally {
     await client.close();
+  }
+});
+
+// Regression (TLS/HTTP/2 probe, 2026-11-29): Deno (2.9.6) tells of an HTTP/2 stream the client
+// resets, or a connection it closes, only to a request.signal read before that happened; read
+// later, the signal stays quiet for good (HTTP/1.1 says it at any time). The bridge read it only
+// once the application waited after the body, so an application that did something else first (a
+// query, a long poll) and then waited for the end never saw http.disconnect: it waited until
+// shutdown. With curl --http2 -m 0.2 to https://localhost:<port>, every such request hung.
+Deno.test("serve() [deno] gives http.disconnect to an HTTP/2 request reset before the application waited", async (t) => {
+  const cases = [
+    { over: "cleartext, authority a.example", tls: false },
+    // The authority Deno makes up for a request without a Host: not taken for HTTP/2 by the
+    // bridge, as an HTTP/1.0 request without a Host looks the same, but a browser's over TLS.
+    { over: "TLS, authority localhost:<port>", tls: true },
+  ];
+  for (const { over, tls: secure } of cases) {
+    await t.step({
+      name: over,
+      ignore: secure && tls === undefined,
+      async fn() {
+        const first = Promise.withResolvers<void>();
+        const proceed = Promise.withResolvers<void>();
+        const later = Promise.withResolvers<ReceiveMessage>();
+        await using served = await start(
+          async (scope, receive, send) => {
+            if (scope.type !== "http") return;
+            if (scope.path === "/next") {
+              await send({ type: "http.response.start", status: 200 });
+              return await send({ type: "http.response.body", body: bytes("next") });
+            }
+            await receive();
+            first.resolve();
+            await proceed.promise;
+            later.resolve(await receive());
+          },
+          "deno",
+          secure ? { cert: tls!.cert, key: tls!.key } : {},
+        );
+        const client = secure
+          ? await H2cClient.connectTls(served.port, tls!.cert)
+          : await H2cClient.connect(served.port);
+        try {
+          const authority = secure ? `localhost:${served.port}` : "a.example";
+          const stream = await client.request([
+            [":method", "GET"],
+            [":scheme", secure ? "https" : "http"],
+            [":authority", authority],
+            [":path", "/poll"],
+          ]);
+          await withTimeout(first.promise, BOUND_MS, "the application's first receive()");
+          await client.reset(stream);
+          // Answered once the server has read the reset.
+          // Deno notices the reset in the stream's own task, after the frames that followed it
+          // were read (a PING's answer came first over TLS): a request on a new stream, answered,
+          // comes after that task has run.
+          const next = await client.request([
+            [":method", "GET"],
+            [":scheme", secure ? "https" : "http"],
+            [":authority", authority],
+            [":path", "/next"],
+          ]);
+          assertEquals(await client.status(next, BOUND_MS), 200);
+          proceed.resolve();
+          const message = await withTimeout(later.promise, BOUND_MS, "http.disconnect");
+          assertEquals(message.type, "http.disconnect");
+        } finally {
+          proceed.resolve();
+          await client.close();
+        }
+      },
+    });
   }
 });
