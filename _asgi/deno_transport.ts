@@ -1026,9 +1026,10 @@ export function handleFetch(
   );
   cycle.run();
   // Over HTTP/2 Deno tells of a reset stream only to a signal read before the reset: see
-  // watchFromStart. Over TLS (where browsers negotiate HTTP/2, whatever the authority) and for a
-  // request taken for HTTP/2; plain HTTP/1.1 pays nothing for it.
-  if (secure || overHttp2) cycle.watchFromStart();
+  // watchFromStart. Over TLS (where browsers negotiate HTTP/2) and for a request without a Host
+  // (every HTTP/2 one that sent no host field, whatever its authority); plain HTTP/1.1 pays
+  // nothing for it.
+  if (secure || host === undefined) cycle.watchFromStart();
   return cycle.response();
 }
 
