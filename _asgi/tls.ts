@@ -28,13 +28,24 @@ export interface TlsPair {
  * @param cert The `cert` option.
  * @param key The `key` option.
  * @returns The pair, or undefined when neither is given.
- * @throws {TypeError} When one is missing or not a string, is no PEM text (a file name, say),
+ * @throws {TypeError} When one is missing or not a string (bytes included), is no PEM text (a file name, say),
  *   holds no certificate or key that can be read (or each holds the other), a later certificate
  *   of the chain cannot be read, the key is not the first certificate's (a chain in the wrong
  *   order, say), or it is of a kind Deno's TLS cannot sign with.
  */
 export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
   if (cert === undefined && key === undefined) return undefined;
+  // Bytes, as node's fs.readFileSync and Deno.readFileSync give a file: node:https takes them,
+  // Deno.serve does not, and "cert \"object\"" named neither the mistake nor the fix.
+  for (const [name, value] of [["cert", cert], ["key", key]] as const) {
+    if (ArrayBuffer.isView(value)) {
+      throw new TypeError(
+        `Invalid TLS ${name} (a ${value.constructor.name} of ${value.byteLength} bytes, not ` +
+          "text): decode it, e.g. with new TextDecoder().decode(bytes), or read the file with " +
+          "Deno.readTextFileSync(path)",
+      );
+    }
+  }
   if (typeof cert !== "string" || typeof key !== "string") {
     // A string is not quoted: the key is a secret. Bytes are the likely mistake
     // (Deno.readFileSync), so the fix says how to get text.

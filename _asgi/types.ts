@@ -734,7 +734,7 @@ export interface ServeOptions extends FetchHandlerOptions {
    * The server certificate chain, PEM text, as `Deno.serve` takes it: given with `key`, the
    * server speaks TLS (HTTPS and WSS; scopes say `"https"` and `"wss"`). The node transport
    * passes both to `node:https`. Give the file's text (`Deno.readTextFileSync("cert.pem")`), not
-   * its name: `serve()` throws a `TypeError` for a value that is no PEM text, holds a certificate
+   * its name or its bytes: `serve()` throws a `TypeError` for a value that is no PEM text, holds a certificate
    * that cannot be read, or does not start with the certificate of `key`. Facing the open
    * internet, prefer a TLS-terminating proxy: on `deno` a stalled TLS handshake holds shutdown,
    * and a response of some 500 bytes to 64 KiB reaches the client about 44 ms late (Nagle's

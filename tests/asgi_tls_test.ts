@@ -191,6 +191,25 @@ Deno.test("serve() names PEM bytes given for PEM text, and says how to decode th
   );
 });
 
+// Regression (TLS fresh-eyes probe, 2026-11-29): a cert and key read as bytes, as node habits
+// have it (`fs.readFileSync("cert.pem")`, `Deno.readFileSync`), were refused as `cert "object"`,
+// which named neither the mistake nor the fix.
+Deno.test("serve() says how to pass a cert or key read as bytes", async (t) => {
+  const pem = new TextEncoder().encode("-----BEGIN CERTIFICATE-----\n");
+  for (
+    const [name, options] of [["cert", { cert: pem, key: "" }], ["key", { cert: "", key: pem }]]
+  ) {
+    await t.step(name as string, () => {
+      assertThrows(
+        () => serve(() => Promise.resolve(), options as ServeOptions),
+        TypeError,
+        `Invalid TLS ${name} (a Uint8Array of 28 bytes, not text): decode it, e.g. with ` +
+          "new TextDecoder().decode(bytes), or read the file with Deno.readTextFileSync(path)",
+      );
+    });
+  }
+});
+
 /** The body of `GET /` over HTTPS from 127.0.0.1:`port`, trusting `cert` alone. */
 /** A TLS connection to `port` on 127.0.0.1 that trusts the test certificate. */
 function connectTrusting(port: number): Promise<Deno.TlsConn> {
