@@ -380,7 +380,7 @@ export const lingerTiming: { ms: number } = { ms: 2_000 };
  * connection closes when the client closes its side, or `lingerTiming.ms` after the answer is
  * written (a client that reads none of it is dropped after `closeTiming.timeoutMs`).
  */
-function endAndClose(socket: Duplex, data: string | Uint8Array): void {
+export function endAndClose(socket: Duplex, data: string | Uint8Array): void {
   const destroy = () => socket.destroy();
   // A client that resets the connection (it left without reading) makes the socket emit an
   // error; unheard, that error ended the whole server process.
