@@ -47,14 +47,10 @@ export function checkTls(cert: unknown, key: unknown): TlsPair | undefined {
     }
   }
   if (typeof cert !== "string" || typeof key !== "string") {
-    // A string is not quoted: the key is a secret. Bytes are the likely mistake
-    // (Deno.readFileSync), so the fix says how to get text.
-    const bytes = cert instanceof Uint8Array || key instanceof Uint8Array;
+    // A string is not quoted: the key is a secret. Bytes were refused above, with their fix.
     throw new TypeError(
       `Invalid TLS options (cert ${given(cert)}, key ${given(key)}): give both cert and key as ` +
-        `PEM text${
-          bytes ? ", e.g. Deno.readTextFileSync(path), or new TextDecoder().decode(bytes)" : ""
-        }`,
+        "PEM text",
     );
   }
   // A byte order mark (Windows Notepad writes one) makes both transports find no PEM block.

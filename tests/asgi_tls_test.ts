@@ -181,16 +181,6 @@ Deno.test("serve() rejects a cert without a key", () => {
 // Newcomer pass (2026-11-29): a pair read with Deno.readFileSync() was refused as
 // '(cert "object", key "object")', the name of a type quoted as if it were the value given, and
 // a cert without a key as 'cert "string"'; neither said how to get text from the bytes.
-Deno.test("serve() names PEM bytes given for PEM text, and says how to decode them", () => {
-  const bytes = new TextEncoder().encode("-----BEGIN CERTIFICATE-----");
-  assertThrows(
-    () => serve(() => Promise.resolve(), { cert: bytes, key: bytes } as unknown as ServeOptions),
-    TypeError,
-    "Invalid TLS options (cert a Uint8Array, key a Uint8Array): give both cert and key as PEM " +
-      "text, e.g. Deno.readTextFileSync(path), or new TextDecoder().decode(bytes)",
-  );
-});
-
 // Regression (TLS fresh-eyes probe, 2026-11-29): a cert and key read as bytes, as node habits
 // have it (`fs.readFileSync("cert.pem")`, `Deno.readFileSync`), were refused as `cert "object"`,
 // which named neither the mistake nor the fix.
@@ -210,12 +200,12 @@ Deno.test("serve() says how to pass a cert or key read as bytes", async (t) => {
   }
 });
 
-/** The body of `GET /` over HTTPS from 127.0.0.1:`port`, trusting `cert` alone. */
 /** A TLS connection to `port` on 127.0.0.1 that trusts the test certificate. */
 function connectTrusting(port: number): Promise<Deno.TlsConn> {
   return Deno.connectTls({ hostname: "127.0.0.1", port, caCerts: [tls!.cert] });
 }
 
+/** The body of `GET /` over HTTPS from 127.0.0.1:`port`, trusting `cert` alone. */
 async function fetchTrusting(cert: string, port: number): Promise<string> {
   const client = Deno.createHttpClient({ caCerts: [cert] });
   try {
