@@ -15,7 +15,7 @@ import {
   type HttpScope,
   type ReceiveMessage,
 } from "../asgi.ts";
-import { bytes, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { bytes, start, streamOf, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
@@ -90,13 +90,7 @@ Deno.test("createFetchHandler() gives http.disconnect with exceeded_max_body_siz
     logger: { error() {}, warn() {}, info() {} },
   });
   const seen = next();
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(new Uint8Array(600));
-      controller.enqueue(new Uint8Array(600));
-      controller.close();
-    },
-  });
+  const body = streamOf(600, 600);
   const response = await handler.fetch(
     new Request("http://localhost/", { method: "POST", body }),
   );

@@ -20,6 +20,7 @@ import {
   type Scope,
   type Send,
   serve,
+  type ServeOptions,
 } from "../asgi.ts";
 import { bytes, readBody, RecordingLogger, sleep, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { freePort } from "./fixtures/net.ts";
@@ -858,6 +859,17 @@ Deno.test("serve() rejects a port that is already taken, after lifespan shutdown
   }
 });
 
+/** Serves with `options`, which must fail to listen, and returns the error line logged. */
+async function listenError(options: ServeOptions): Promise<string> {
+  const logger = new RecordingLogger();
+  const server = serve(async () => {}, { ...options, lifespan: "off", logger, onListen() {} });
+  await assertRejects(() => server.addr);
+  await assertRejects(() => server.finished);
+  const [line] = logger.lines("error");
+  if (line === undefined) throw new Error("no error line was logged");
+  return line;
+}
+
 Deno.test("serve() says how to fix a port that is already taken, on both transports", async (t) => {
   // Regression (first-hour review, 2026-11-28): the line quoted the address and the system's
   // error ("Address already in use", "listen EADDRINUSE") and stopped there; a newcomer starting
@@ -865,21 +877,11 @@ Deno.test("serve() says how to fix a port that is already taken, on both transpo
   for (const transport of ["deno", "node"] as const) {
     await t.step(transport, async () => {
       const blocker = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-      const logger = new RecordingLogger();
       try {
-        const server = serve(async () => {}, {
-          port: blocker.addr.port,
-          transport,
-          lifespan: "off",
-          logger,
-          onListen() {},
-        });
-        await assertRejects(() => server.addr);
-        await assertRejects(() => server.finished);
-        const [line] = logger.lines("error");
-        assertMatch(line!, new RegExp(`^Cannot listen on 127.0.0.1:${blocker.addr.port}: `));
+        const line = await listenError({ port: blocker.addr.port, transport });
+        assertMatch(line, new RegExp(`^Cannot listen on 127.0.0.1:${blocker.addr.port}: `));
         assertStringIncludes(
-          line!,
+          line,
           `: port ${blocker.addr.port} is taken; stop what listens there, or pass another port ` +
             "(port: 0 picks a free one)",
         );
@@ -902,20 +904,9 @@ Deno.test("serve() says how to fix a hostname written with a scheme or a port, o
   for (const transport of ["deno", "node"] as const) {
     for (const [hostname, fix] of cases) {
       await t.step(`${transport}: ${hostname}`, async () => {
-        const logger = new RecordingLogger();
-        const server = serve(async () => {}, {
-          hostname,
-          port: 1,
-          transport,
-          lifespan: "off",
-          logger,
-          onListen() {},
-        });
-        await assertRejects(() => server.addr);
-        await assertRejects(() => server.finished);
-        const [line] = logger.lines("error");
+        const line = await listenError({ hostname, port: 1, transport });
         assertStringIncludes(
-          line!,
+          line,
           `: give hostname a host name or address alone, and the port apart: ${fix}`,
         );
       });

@@ -22,7 +22,7 @@ import {
   type WebHandler,
 } from "../web.ts";
 import { instance, RecordingLogger, startServer } from "./fixtures/web_helpers.ts";
-import { TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { streamOf, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { H2cClient } from "./fixtures/h2c_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
 
@@ -320,13 +320,7 @@ Deno.test("Request.bytes() rejects with BodyTooLargeError under app.fetch for a 
   const { app, next } = uploadApp(appLog, { maxBodySize: LIMIT });
   try {
     const seen = next();
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(new Uint8Array(600));
-        controller.enqueue(new Uint8Array(600));
-        controller.close();
-      },
-    });
+    const body = streamOf(600, 600);
     const response = await app.fetch(
       new globalThis.Request("http://localhost/upload", { method: "POST", body }),
     );
@@ -369,13 +363,7 @@ Deno.test("Request.signal aborts with a BodyTooLargeError saying the response wa
     fetchOptions: { maxBodySize: LIMIT },
   });
   try {
-    const upload = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(new Uint8Array(600));
-        controller.enqueue(new Uint8Array(600));
-        controller.close();
-      },
-    });
+    const upload = streamOf(600, 600);
     const response = await app.fetch(
       new globalThis.Request("http://localhost/echo", { method: "POST", body: upload }),
     );
@@ -434,13 +422,7 @@ for (const transport of [...TRANSPORTS, "app.fetch"] as const) {
       : await startServer(app, { transport, maxBodySize: LIMIT, logger: new BridgeLog() });
     try {
       if (server === undefined) {
-        const body = new ReadableStream<Uint8Array>({
-          start(controller) {
-            controller.enqueue(new Uint8Array(600));
-            controller.enqueue(new Uint8Array(600));
-            controller.close();
-          },
-        });
+        const body = streamOf(600, 600);
         const response = await app.fetch(
           new globalThis.Request("http://localhost/chunks", { method: "POST", body }),
         );
@@ -494,13 +476,7 @@ Deno.test("Request.respondWith() after requestTimeLimit says the client got the 
     fetchOptions: { maxBodySize: LIMIT },
   });
   try {
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(new Uint8Array(600));
-        controller.enqueue(new Uint8Array(600));
-        controller.close();
-      },
-    });
+    const body = streamOf(600, 600);
     const response = await app.fetch(
       new globalThis.Request("http://localhost/upload", { method: "POST", body }),
     );
