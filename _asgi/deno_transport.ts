@@ -341,7 +341,9 @@ class DenoCycle extends HttpCycle {
    * apart by the Host alone at first, an HTTP/1.1 request without one lost the claim below too:
    * Deno then read its slow chunked upload for as long as it went on (still open after 4 s,
    * against 1 s with `drainTiming` at 1 s; review of 2026-11-29). An HTTP/1.1 request in absolute
-   * form without a Host is still taken for HTTP/2 (Deno cannot tell them apart for us).
+   * form without a Host is still taken for HTTP/2 (Deno cannot tell them apart for us), and so,
+   * over TLS, is one without a Host that carries no field HTTP/2 refuses (see `isMadeUpHost`; a
+   * chunked upload carries `transfer-encoding`).
    */
   #readUnread(): void {
     const read = this.#wholeRead = this.#readWhole();
@@ -739,16 +741,23 @@ function hasLowerCase(text: string): boolean {
 /**
  * Whether the authority of `url` (from `start` to `end`) is one Deno made up for a request that
  * came without a Host (HTTP/1.x), from the listener's address: not a Host the client sent, so not
- * one to pass on as if it had (uvicorn and node pass none; an application that trusts "localhost"
- * would trust a remote client). Under createFetchHandler the listener is not known, so any
- * `localhost` or `localhost:<port>` counts: an HTTP/2 request whose `:authority` is one of those
- * gets no Host either.
+ * one to pass on as if it had (uvicorn and node pass none). Under createFetchHandler the listener
+ * is not known, so any `localhost` or `localhost:<port>` counts.
+ *
+ * An HTTP/2 request whose `:authority` is that very text looks the same, and Deno (2.9.6) tells
+ * nothing else apart (docs/asgi.md, "Limits"). Over TLS, where every browser negotiates HTTP/2,
+ * that is each request in development (`https://localhost:8443/`), so there the authority is taken
+ * as the client's unless a field HTTP/2 refuses shows HTTP/1.x (an HTTP/1.0 client without a
+ * Host and without any such field, rare over TLS, then gets the made-up one). Over cleartext,
+ * where no browser speaks HTTP/2 and health checks send HTTP/1.0 without a Host, it stays made up.
  *
  * @param url The request's URL.
  * @param start Where its authority starts.
  * @param end Where it ends.
  * @param server The listener's address, when known (`[path, null]` on a Unix socket).
  * @param tls Whether the listener speaks TLS.
+ * @param fields The request's fields, as `[name, value, …]`.
+ * @param count How many entries of `fields` are the request's.
  */
 function isMadeUpHost(
   url: string,
@@ -756,11 +765,36 @@ function isMadeUpHost(
   end: number,
   server: [string, number | null] | null,
   tls: boolean,
+  fields: string[],
+  count: number,
 ): boolean {
   const authority = url.slice(start, end);
-  if (server === null) return /^localhost(?::\d+)?$/.test(authority);
-  if (server[1] === null) return authority === unixFallbackHost(server[0]);
-  return authority === fallbackHost(server[0], server[1], tls);
+  if (server === null) {
+    if (!/^localhost(?::\d+)?$/.test(authority)) return false;
+  } else if (server[1] === null) {
+    if (authority !== unixFallbackHost(server[0])) return false;
+  } else if (authority !== fallbackHost(server[0], server[1], tls)) {
+    return false;
+  }
+  return !tls || hasHttp1OnlyField(fields, count);
+}
+
+/**
+ * Whether the request carries a field HTTP/2 forbids (RFC 9113 §8.2.2): Deno (2.9.6) resets an
+ * HTTP/2 stream that sends one (`PROTOCOL_ERROR`, measured for each of these), so such a request
+ * came over HTTP/1.x. (`te` is left out: HTTP/2 allows `te: trailers`.)
+ */
+function hasHttp1OnlyField(fields: string[], count: number): boolean {
+  for (let i = 0; i < count; i += 2) {
+    const name = fields[i];
+    if (
+      name === "connection" || name === "keep-alive" || name === "proxy-connection" ||
+      name === "transfer-encoding" || name === "upgrade"
+    ) {
+      return true;
+    }
+  }
+  return false;
 }
 
 /**
@@ -960,8 +994,9 @@ export function handleFetch(
   // (HTTP/2's :scheme: "https" over plain TCP once made a scope say "https").
   const secure = tls ?? schemeEnd === 5;
   let fieldCount = count;
+  // One comparison for a request with a Host; the rest only for one without.
   const overHttp2 = host === undefined && pathStart > schemeEnd + 3 &&
-    !isMadeUpHost(url, schemeEnd + 3, pathStart, server, secure);
+    !isMadeUpHost(url, schemeEnd + 3, pathStart, server, secure, fields, count);
   if (overHttp2) {
     // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
     // ASGI spec asks for the authority as the Host (the scope once had none, and under

@@ -887,10 +887,24 @@ Deno.test("handleFetch() passes on no Host that Deno made up for a request witho
     ["10.0.0.5", 443, true, "https://10.0.0.5/x"],
     ["fd00::5", 8000, false, "http://[fd00::5]:8000/x"],
   ];
+  // Over TLS, a field HTTP/2 refuses (Deno resets such a stream) shows HTTP/1.x: without one, the
+  // authority is taken as the client's (see the next test).
+  const http1 = { connection: "close" };
   for (const [address, port, tls, url] of madeUp) {
     await t.step(`${url} from a listener on ${address}:${port}`, async () => {
       const server = Object.freeze([address, port]) as [string, number];
-      const response = await handleFetch(core, new Request(url), undefined, server, true, tls);
+      const request = new Request(url, { headers: tls ? http1 : {} });
+      const response = await handleFetch(core, request, undefined, server, true, tls);
+      assertEquals(response.status, 200);
+      assertEquals(hosts.at(-1), undefined);
+    });
+  }
+  for (const name of ["keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]) {
+    await t.step(`${name} shows HTTP/1.x over TLS`, async () => {
+      const server = Object.freeze(["0.0.0.0", 8443]) as [string, number];
+      const request = new Request("https://localhost:8443/x", { headers: { [name]: "x" } });
+      const response = await handleFetch(core, request, undefined, server, true, true);
+      // transfer-encoding "x" on a GET: no body is asked for, so no 501 either.
       assertEquals(response.status, 200);
       assertEquals(hosts.at(-1), undefined);
     });
@@ -900,6 +914,11 @@ Deno.test("handleFetch() passes on no Host that Deno made up for a request witho
     ["0.0.0.0", 443, true, "https://a.example/x", "a.example"],
     ["0.0.0.0", 8443, true, "https://localhost/x", "localhost"],
     ["10.0.0.5", 8000, false, "http://10.0.0.5/x", "10.0.0.5"],
+    // Regression (TLS review, 2026-11-29): the authority a browser sends in development was taken
+    // for the made-up one and dropped. Over TLS it is the client's (docs/asgi.md, "Limits").
+    ["127.0.0.1", 8443, true, "https://localhost:8443/x", "localhost:8443"],
+    ["0.0.0.0", 443, true, "https://localhost/x", "localhost"],
+    ["10.0.0.5", 8443, true, "https://10.0.0.5:8443/x", "10.0.0.5:8443"],
   ];
   for (const [address, port, tls, url, host] of real) {
     await t.step(`${url} (an :authority) on ${address}:${port}`, async () => {

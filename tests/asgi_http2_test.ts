@@ -5,7 +5,12 @@
  * body. The node transport speaks HTTP/1.1 only.
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
-import { createFetchHandler, type HttpScope, type ReceiveMessage } from "../asgi.ts";
+import {
+  createFetchHandler,
+  type HttpScope,
+  type ReceiveMessage,
+  type ServeOptions,
+} from "../asgi.ts";
 import { bytes, RecordingLogger, sleep, start } from "./fixtures/asgi_harness.ts";
 import { H2cClient } from "./fixtures/h2c_client.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
@@ -15,15 +20,19 @@ import { selfSigned } from "./fixtures/tls.ts";
 const tls = await selfSigned();
 
 /** A server that records each HTTP scope and answers 200 "ok". */
-async function recording() {
+async function recording(options: ServeOptions = {}) {
   const scopes: HttpScope[] = [];
-  const served = await start(async (scope, receive, send) => {
-    if (scope.type !== "http") return;
-    scopes.push(scope);
-    await receive();
-    await send({ type: "http.response.start", status: 200 });
-    await send({ type: "http.response.body", body: bytes("ok") });
-  }, "deno");
+  const served = await start(
+    async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      scopes.push(scope);
+      await receive();
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("ok") });
+    },
+    "deno",
+    options,
+  );
   return { served, scopes };
 }
 
@@ -204,6 +213,137 @@ Deno.test("createFetchHandler() under Deno.serve gives an HTTP/2 request its :au
     assertEquals((await handler.fetch(new Request("http://b.example/x"))).status, 200);
     assertEquals(hostsOf(scopes.at(-1)!), ["b.example"]);
   });
+});
+
+const hasCurl = await new Deno.Command("curl", { args: ["--version"], stdout: "null" }).output()
+  .then((output) => output.success, () => false);
+
+/** The response to `head`, written as it is over a TLS connection to 127.0.0.1 (ALPN http/1.1). */
+async function overTls11(port: number, head: string): Promise<string> {
+  const conn = await Deno.connectTls({
+    hostname: "127.0.0.1",
+    port,
+    caCerts: [tls!.cert],
+    alpnProtocols: ["http/1.1"],
+  });
+  try {
+    await conn.write(new TextEncoder().encode(head));
+    // HTTP/1.0 without keep-alive: the server closes after its answer.
+    return await new Response(conn.readable).text();
+  } catch (error) {
+    conn.close();
+    throw error;
+  }
+}
+
+// Regression (TLS review, 2026-11-29): Deno makes up a URL authority for an HTTP/1.x request
+// without a Host from the listener's address ("localhost:<port>" on 127.0.0.1), and the bridge
+// drops it; an HTTP/2 request whose :authority was that very text lost its host too. That is
+// every browser's request in development (https://localhost:8443/ negotiates h2): curl --http2
+// and headless Chromium both reached the application with no host, and frameworks build
+// absolute URLs, CSRF origin checks and virtual hosts from it. Over TLS the authority is now the
+// client's, unless a field that HTTP/2 refuses shows the request came over HTTP/1.x.
+Deno.test({
+  name:
+    "serve() [deno] with TLS gives an HTTP/2 request to localhost:<port> its :authority as host",
+  ignore: tls === undefined,
+  async fn(t) {
+    const { served, scopes } = await recording({ cert: tls!.cert, key: tls!.key });
+    await using _ = served;
+    const authority = `localhost:${served.port}`;
+    await t.step("HTTP/2 (ALPN h2)", async () => {
+      const client = await H2cClient.connectTls(served.port, tls!.cert);
+      try {
+        const fields = get(authority);
+        fields[1] = [":scheme", "https"];
+        assertEquals(await client.status(await client.request(fields)), 200);
+        assertEquals(hostsOf(scopes.at(-1)!), [authority]);
+      } finally {
+        await client.close();
+      }
+    });
+    await t.step({
+      name: "curl --http2",
+      ignore: !hasCurl,
+      async fn() {
+        const output = await new Deno.Command("curl", {
+          args: [
+            "-sk",
+            "--http2",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version}",
+            `https://${authority}/`,
+          ],
+          stdout: "piped",
+          stderr: "null",
+        }).output();
+        assertEquals(new TextDecoder().decode(output.stdout), "2");
+        assertEquals(hostsOf(scopes.at(-1)!), [authority]);
+      },
+    });
+    await t.step("HTTP/1.0 without a Host, with a field HTTP/2 refuses", async () => {
+      const response = await overTls11(served.port, "GET /h HTTP/1.0\r\nConnection: close\r\n\r\n");
+      assertMatch(response, /^HTTP\/1\.[01] 200 /);
+      assertEquals(hostsOf(scopes.at(-1)!), []);
+    });
+    // The trade-off (docs/asgi.md, "Limits"): Deno tells nothing else apart from HTTP/2.
+    await t.step("HTTP/1.0 without a Host or any other field: taken as the client's", async () => {
+      const response = await overTls11(served.port, "GET /h HTTP/1.0\r\n\r\n");
+      assertMatch(response, /^HTTP\/1\.[01] 200 /);
+      assertEquals(hostsOf(scopes.at(-1)!), [authority]);
+    });
+  },
+});
+
+// The same rule under Deno.serve(handler.fetch), where the listener is unknown and the URL's
+// scheme stands for TLS (regression, TLS review of 2026-11-29: "localhost:<port>" was dropped).
+Deno.test({
+  name:
+    "createFetchHandler() under Deno.serve with TLS gives an HTTP/2 request to localhost its :authority as host",
+  ignore: tls === undefined,
+  async fn(t) {
+    const scopes: HttpScope[] = [];
+    const handler = createFetchHandler(async (scope, receive, send) => {
+      if (scope.type !== "http") return;
+      scopes.push(scope);
+      await receive();
+      await send({ type: "http.response.start", status: 200 });
+      await send({ type: "http.response.body", body: bytes("ok") });
+    }, { lifespan: "off", logger: new RecordingLogger() });
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, cert: tls!.cert, key: tls!.key, onListen() {} },
+      handler.fetch,
+    );
+    const authority = `localhost:${server.addr.port}`;
+    await t.step("HTTP/2 (ALPN h2)", async () => {
+      const client = await H2cClient.connectTls(server.addr.port, tls!.cert);
+      try {
+        const fields = get(authority);
+        fields[1] = [":scheme", "https"];
+        assertEquals(await client.status(await client.request(fields)), 200);
+        assertEquals(hostsOf(scopes.at(-1)!), [authority]);
+      } finally {
+        await client.close();
+      }
+    });
+    await t.step("HTTP/1.0 without a Host, with a field HTTP/2 refuses", async () => {
+      const response = await overTls11(
+        server.addr.port,
+        "GET /h HTTP/1.0\r\nConnection: close\r\n\r\n",
+      );
+      assertMatch(response, /^HTTP\/1\.[01] 200 /);
+      assertEquals(hostsOf(scopes.at(-1)!), []);
+    });
+    await t.step("Requests made by hand", async () => {
+      assertEquals((await handler.fetch(new Request("https://localhost/x"))).status, 200);
+      assertEquals(hostsOf(scopes.at(-1)!), ["localhost"]);
+      // Cleartext: still taken for the one Deno makes up (no browser speaks HTTP/2 there).
+      assertEquals((await handler.fetch(new Request("http://localhost:8000/x"))).status, 200);
+      assertEquals(hostsOf(scopes.at(-1)!), []);
+    });
+  },
 });
 
 /** The frames of `stream` once one ends it, or all there are after `timeoutMs`. */
