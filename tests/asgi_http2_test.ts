@@ -508,8 +508,9 @@ Deno.test("serve() [deno] over HTTP/2 answers 501 to CONNECT before it resets th
 Deno.test("serve() [deno] gives http.disconnect to an HTTP/2 request reset before the application waited", async (t) => {
   const cases = [
     { over: "cleartext, authority a.example", tls: false, made: false },
-    // The authority Deno makes up for a request without a Host: not taken for HTTP/2 by the
-    // bridge, as an HTTP/1.0 request without a Host looks the same, but a browser's over TLS.
+    // The authority Deno makes up for a request without a Host: taken for HTTP/2 over TLS (a
+    // browser's in development), not over cleartext, where an HTTP/1.0 request without a Host
+    // looks the same. Either way the signal is read from the start.
     { over: "TLS, authority localhost:<port>", tls: true, made: true },
     { over: "cleartext, authority localhost:<port>", tls: false, made: true },
   ];
