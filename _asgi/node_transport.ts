@@ -28,11 +28,12 @@ import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
 import {
   endAndClose,
   isWebSocketUpgrade,
+  lingerTiming,
   MAX_HEADER_FIELDS,
   nodeUpgradeHandler,
   refuse as refuseSocket,
 } from "./node_websocket.ts";
-import { maxMessageSizeOf } from "./websocket.ts";
+import { closeTiming, maxMessageSizeOf } from "./websocket.ts";
 import { TlsBacklog } from "./node_tls_backlog.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
@@ -114,9 +115,9 @@ class Connections {
 
   /**
    * Connections node:http is kept from reading (see `#hold`): they have `MAX_PIPELINED` requests
-   * in progress or more.
+   * in progress or more. Each with the `destroySoon` it was given meanwhile (see `#closeHeld`).
    */
-  readonly #held = new WeakSet<Socket>();
+  readonly #held = new WeakMap<Socket, () => void>();
 
   /**
    * What tells each connection's queued requests that it closed (see `watchQueued`), with their
@@ -327,9 +328,45 @@ class Connections {
    * TLS, Deno reads on beneath a paused socket: `TlsBacklog` bounds what waits there.
    */
   #hold(socket: Socket): void {
-    this.#held.add(socket);
+    const close = () => this.#closeHeld(socket);
+    this.#held.set(socket, close);
     socket.pause();
     socket.resume = keepPaused;
+    // How node:http closes it after an answer that closes it, and `#next` once it serves no more.
+    // A body's lingering close (see lingerOnClose) is never set here: the request whose body is
+    // being read is the last one read, so the only one in progress.
+    if (!Object.hasOwn(socket, "destroySoon")) socket.destroySoon = close;
+  }
+
+  /**
+   * Closes a held `socket` (see `#hold`) without a reset over its answers: the client's next
+   * requests wait unread in the kernel, and a socket closed over unread bytes makes the kernel
+   * answer with a reset, which throws away the answers the client has not read yet (3,000 GETs in
+   * one write, the 101st answered "connection: close": 34 answers, then ECONNRESET). So the FIN
+   * goes out after the answers, and the socket closes `lingerTiming.ms` after they are written
+   * (within `closeTiming.timeoutMs` for a client that takes none of them), as after a refused
+   * handshake. It is read no further meanwhile: node:http's parser reads a plain socket's handle
+   * itself, past any "data" listener, and would make a request of each, served by nobody (a client
+   * that went on sending GETs held the process at full CPU with its memory growing).
+   */
+  #closeHeld(socket: Socket): void {
+    this.#held.delete(socket);
+    // The close is this one from now on: `#next` calls it again once the answer closes, and
+    // node:http's own would destroy the socket as soon as the answers are written.
+    socket.destroySoon = closing;
+    // Its `resume` stays the no-op `#hold` gave it.
+    this.#lingering.add(socket);
+    if (socket.destroyed) return;
+    const destroy = () => socket.destroy();
+    // A client that resets the connection makes the socket emit an error: unheard, it would end
+    // the process.
+    socket.on("error", destroy);
+    let timer = setTimeout(destroy, closeTiming.timeoutMs);
+    socket.once("close", () => clearTimeout(timer));
+    socket.end(() => {
+      clearTimeout(timer);
+      timer = setTimeout(destroy, lingerTiming.ms);
+    });
   }
 
   /**
@@ -339,9 +376,11 @@ class Connections {
    * before it listens would be lost).
    */
   #release(socket: Socket): void {
-    if (!this.#held.has(socket)) return;
+    const close = this.#held.get(socket);
+    if (close === undefined) return;
     this.#held.delete(socket);
     delete (socket as { resume?: unknown }).resume;
+    if (socket.destroySoon === close) delete (socket as { destroySoon?: unknown }).destroySoon;
     if ((socket as { _paused?: boolean })._paused || this.#handedOver.has(socket)) return;
     if (!socket.destroyed) socket.resume();
   }
@@ -900,6 +939,9 @@ const WHOLE_SLICE = 1024 * 1024;
 function mib(bytes: number): string {
   return (bytes / (1024 * 1024)).toFixed(1);
 }
+
+/** `destroySoon()` of a socket whose lingering close is under way (see `Connections.#closeHeld`). */
+function closing(): void {}
 
 /** `resume()` of a socket that node:http must not read yet (see `Connections.#hold`). */
 function keepPaused<T>(this: T): T {
