@@ -742,7 +742,8 @@ function hasLowerCase(text: string): boolean {
  * Whether the authority of `url` (from `start` to `end`) is one Deno made up for a request that
  * came without a Host (HTTP/1.x), from the listener's address: not a Host the client sent, so not
  * one to pass on as if it had (uvicorn and node pass none). Under createFetchHandler the listener
- * is not known, so any `localhost` or `localhost:<port>` counts.
+ * is not known, so any `localhost` or `localhost:<port>` counts, and any authority of an
+ * `http+unix:` URL (a socket's path, percent-encoded).
  *
  * An HTTP/2 request whose `:authority` is that very text looks the same, and Deno (2.9.6) tells
  * nothing else apart (docs/asgi.md, "Limits"). Over TLS, where every browser negotiates HTTP/2,
@@ -770,6 +771,9 @@ function isMadeUpHost(
 ): boolean {
   const authority = url.slice(start, end);
   if (server === null) {
+    // On a Unix socket Deno puts the socket's path in an `http+unix:` URL (an HTTP/2 request with
+    // an `:authority` gets its `:scheme` instead): never the client's, under Deno.serve({ path }).
+    if (url.startsWith("http+unix:")) return true;
     if (!/^localhost(?::\d+)?$/.test(authority)) return false;
   } else if (server[1] === null) {
     if (authority !== unixFallbackHost(server[0])) return false;

@@ -648,6 +648,36 @@ Deno.test(
   },
 );
 
+// Regression (review of 2026-11-29): under Deno.serve({ path }, handler.fetch) the listener is
+// unknown, and only "localhost[:<port>]" counted as made up, so the socket's path Deno puts in
+// the URL of a request without a Host ("http+unix://%2Ftmp%2F...") reached the application as
+// its host, as if the client had sent it.
+Deno.test(
+  "createFetchHandler() behind Deno.serve on a Unix socket passes no made-up Host for a request without one",
+  async () => {
+    const path = await socketPath("fetch-nohost");
+    const handler = createFetchHandler(scopeApp, { lifespan: "off" });
+    const host = Deno.serve({ path, onListen() {} }, handler.fetch);
+    try {
+      for (
+        const head of ["GET /h HTTP/1.0\r\n\r\n", "GET /h HTTP/1.1\r\nConnection: close\r\n\r\n"]
+      ) {
+        const answer = await request(path, head);
+        assertMatch(answer, /^HTTP\/1\.[01] 200 /);
+        const hosts = JSON.parse(body(answer)).headers.filter(([name]: string[]) =>
+          name === "host"
+        );
+        assertEquals(hosts, [], head);
+      }
+      // A Host the client sent is passed on as before.
+      const answer = await request(path, "GET /h HTTP/1.0\r\nHost: app\r\n\r\n");
+      assertEquals(JSON.parse(body(answer)).headers, [["host", "app"]]);
+    } finally {
+      await host.shutdown();
+    }
+  },
+);
+
 Deno.test(
   "createFetchHandler() takes a peer without a host and port as no client (regression: [undefined, undefined], and a null peer threw)",
   async () => {
