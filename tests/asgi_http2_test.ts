@@ -172,12 +172,11 @@ for (const declared of [30_000, 1_000_000]) {
   );
 }
 
-// Regression (TLS/HTTP/2 probe, 2026-11-27): the :authority became the host header only under
-// serve(). Under Deno.serve(handler.fetch), and so Deno.serve(app.fetch) and `deno serve`, every
-// HTTP/2 request (each browser's, over TLS) reached the application without a host, against the
-// ASGI spec. A request that came without a Host still gets none: Deno's made-up
-// "localhost:<port>" is not passed on as if the client had sent it.
-Deno.test("createFetchHandler() under Deno.serve gives an HTTP/2 request its :authority as host", async (t) => {
+/** A Fetch handler whose application answers "ok" and keeps each HTTP scope it is given. */
+function recordingHandler(): {
+  scopes: HttpScope[];
+  handler: ReturnType<typeof createFetchHandler>;
+} {
   const scopes: HttpScope[] = [];
   const handler = createFetchHandler(async (scope, receive, send) => {
     if (scope.type !== "http") return;
@@ -186,6 +185,16 @@ Deno.test("createFetchHandler() under Deno.serve gives an HTTP/2 request its :au
     await send({ type: "http.response.start", status: 200 });
     await send({ type: "http.response.body", body: bytes("ok") });
   }, { lifespan: "off", logger: new RecordingLogger() });
+  return { scopes, handler };
+}
+
+// Regression (TLS/HTTP/2 probe, 2026-11-27): the :authority became the host header only under
+// serve(). Under Deno.serve(handler.fetch), and so Deno.serve(app.fetch) and `deno serve`, every
+// HTTP/2 request (each browser's, over TLS) reached the application without a host, against the
+// ASGI spec. A request that came without a Host still gets none: Deno's made-up
+// "localhost:<port>" is not passed on as if the client had sent it.
+Deno.test("createFetchHandler() under Deno.serve gives an HTTP/2 request its :authority as host", async (t) => {
+  const { scopes, handler } = recordingHandler();
   await using server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     handler.fetch,
@@ -304,14 +313,7 @@ Deno.test({
     "createFetchHandler() under Deno.serve with TLS gives an HTTP/2 request to localhost its :authority as host",
   ignore: tls === undefined,
   async fn(t) {
-    const scopes: HttpScope[] = [];
-    const handler = createFetchHandler(async (scope, receive, send) => {
-      if (scope.type !== "http") return;
-      scopes.push(scope);
-      await receive();
-      await send({ type: "http.response.start", status: 200 });
-      await send({ type: "http.response.body", body: bytes("ok") });
-    }, { lifespan: "off", logger: new RecordingLogger() });
+    const { scopes, handler } = recordingHandler();
     await using server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, cert: tls!.cert, key: tls!.key, onListen() {} },
       handler.fetch,

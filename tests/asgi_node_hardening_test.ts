@@ -8,7 +8,15 @@
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import type { AsgiApplication, Send } from "../asgi.ts";
-import { bytes, joinBodies, readBody, sleep, start, text } from "./fixtures/asgi_harness.ts";
+import {
+  bytes,
+  joinBodies,
+  reachableScopes,
+  readBody,
+  sleep,
+  start,
+  text,
+} from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 import process from "node:process";
 
@@ -1311,16 +1319,7 @@ Deno.test("serve() [node] hands no request read after an answer that closes the 
 // idle connection 11.5 KB after a 100-byte POST, 71 KB after a 60 KB one (5.4 KB for both once
 // dropped, 300 connections), for as long as keepAliveTimeout lets it idle.
 Deno.test("serve() [node] keeps nothing of a finished request while its keep-alive connection idles", async () => {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--v8-flags=--expose-gc", "tests/fixtures/node_idle_scopes.ts", "100"],
-    cwd: new URL("..", import.meta.url).pathname,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert(output.success, new TextDecoder().decode(output.stderr));
-  const { count, reachable } = JSON.parse(
-    new TextDecoder().decode(output.stdout).trim().split("\n").at(-1)!,
-  );
+  const { count, reachable } = await reachableScopes("tests/fixtures/node_idle_scopes.ts");
   assertEquals(count, 100);
   // None once dropped; a few allowed for a collection that misses some.
   assert(reachable <= 5, `${reachable} of ${count} finished requests' scopes still reachable`);

@@ -13,7 +13,15 @@ import {
 } from "../asgi.ts";
 import { closeTiming } from "../_asgi/websocket.ts";
 import { pingTiming } from "../_asgi/node_websocket.ts";
-import { bytes, rawRequest, sleep, start, text, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import {
+  bytes,
+  rawRequest,
+  reachableScopes,
+  sleep,
+  start,
+  text,
+  TRANSPORTS,
+} from "./fixtures/asgi_harness.ts";
 import { handshake, within, WsClient } from "./fixtures/ws_client.ts";
 import { RawSocket } from "./fixtures/raw_socket.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
@@ -696,22 +704,7 @@ Deno.test("serve() [node] stops reading a client that goes on sending after its 
 // the call sites of the AbortError upgrading leaves on request.signal): 100 of 100 scopes
 // reachable after the applications returned; at 5,000 clients a second, 500-700 MiB of heap.
 Deno.test("serve() [deno] keeps nothing of a WebSocket whose client vanished once its application returned", async () => {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--v8-flags=--expose-gc",
-      "tests/fixtures/deno_vanished_ws_scopes.ts",
-      "100",
-    ],
-    cwd: new URL("..", import.meta.url).pathname,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert(output.success, new TextDecoder().decode(output.stderr));
-  const { count, reachable } = JSON.parse(
-    new TextDecoder().decode(output.stdout).trim().split("\n").at(-1)!,
-  );
+  const { count, reachable } = await reachableScopes("tests/fixtures/deno_vanished_ws_scopes.ts");
   assertEquals(count, 100);
   // None once dropped; a few allowed for a collection that misses some.
   assert(reachable <= 5, `${reachable} of ${count} vanished WebSockets' scopes still reachable`);
