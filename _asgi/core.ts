@@ -93,9 +93,10 @@ export interface ConnectionLimits {
  * the socket before it returns: it makes the file with the `mode` option's permission bits (see
  * `_asgi/unix_socket.ts`, `bindWithMode`).
  */
-export type ListenAddress =
-  | { hostname: string; port: number }
-  | { path: string; bind?: <T>(listen: () => T) => T };
+export type ListenAddress = { hostname: string; port: number } | UnixListenAddress;
+
+/** The Unix-socket form of {@linkcode ListenAddress}. */
+export type UnixListenAddress = { path: string; bind?: <T>(listen: () => T) => T };
 
 /** A listening transport, as `serve` drives it. */
 export interface Listener {

@@ -19,6 +19,7 @@ import {
   HttpCycle,
   type ListenAddress,
   type Listener,
+  type UnixListenAddress,
 } from "./core.ts";
 import { hasToken, isChunkedOnly, parseContentLength } from "./fields.ts";
 import { withResolvers } from "./promises.ts";
@@ -1274,7 +1275,7 @@ export async function listenNode(
   const watchdog = watchListener(
     core,
     server,
-    info ?? (where as { path: string; bind?: <T>(listen: () => T) => T }),
+    info ?? (where as UnixListenAddress),
     maxConnections,
     softFdLimit(),
     () => listener.onRebound?.(),
@@ -1414,7 +1415,7 @@ const LISTENER_CHECK_TIMEOUT = 1000;
 function watchListener(
   core: Core,
   server: NetServer,
-  where: AddressInfo | { path: string; bind?: <T>(listen: () => T) => T },
+  where: AddressInfo | UnixListenAddress,
   maxConnections: number,
   fdLimit: number | undefined,
   rebound: () => void,
@@ -1524,7 +1525,7 @@ function watchListener(
     server.once("listening", rebound);
     if (info !== null) server.listen(info.port, info.address);
     else {
-      const bind = (where as { bind?: <T>(listen: () => T) => T }).bind;
+      const bind = (where as UnixListenAddress).bind;
       if (bind === undefined) server.listen(path);
       else bind(() => server.listen(path));
     }
