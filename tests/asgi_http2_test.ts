@@ -252,6 +252,19 @@ async function overTls11(port: number, head: string): Promise<string> {
 // and headless Chromium both reached the application with no host, and frameworks build
 // absolute URLs, CSRF origin checks and virtual hosts from it. Over TLS the authority is now the
 // client's, unless a field that HTTP/2 refuses shows the request came over HTTP/1.x.
+/** GETs `/` over HTTP/2 on TLS with `authority`, and checks that the app saw it as its host. */
+async function getOverH2(port: number, authority: string, scopes: HttpScope[]): Promise<void> {
+  const client = await H2cClient.connectTls(port, tls!.cert);
+  try {
+    const fields = get(authority);
+    fields[1] = [":scheme", "https"];
+    assertEquals(await client.status(await client.request(fields)), 200);
+    assertEquals(hostsOf(scopes.at(-1)!), [authority]);
+  } finally {
+    await client.close();
+  }
+}
+
 Deno.test({
   name:
     "serve() [deno] with TLS gives an HTTP/2 request to localhost:<port> its :authority as host",
@@ -260,17 +273,7 @@ Deno.test({
     const { served, scopes } = await recording({ cert: tls!.cert, key: tls!.key });
     await using _ = served;
     const authority = `localhost:${served.port}`;
-    await t.step("HTTP/2 (ALPN h2)", async () => {
-      const client = await H2cClient.connectTls(served.port, tls!.cert);
-      try {
-        const fields = get(authority);
-        fields[1] = [":scheme", "https"];
-        assertEquals(await client.status(await client.request(fields)), 200);
-        assertEquals(hostsOf(scopes.at(-1)!), [authority]);
-      } finally {
-        await client.close();
-      }
-    });
+    await t.step("HTTP/2 (ALPN h2)", () => getOverH2(served.port, authority, scopes));
     await t.step({
       name: "curl --http2",
       ignore: !hasCurl,
@@ -319,17 +322,7 @@ Deno.test({
       handler.fetch,
     );
     const authority = `localhost:${server.addr.port}`;
-    await t.step("HTTP/2 (ALPN h2)", async () => {
-      const client = await H2cClient.connectTls(server.addr.port, tls!.cert);
-      try {
-        const fields = get(authority);
-        fields[1] = [":scheme", "https"];
-        assertEquals(await client.status(await client.request(fields)), 200);
-        assertEquals(hostsOf(scopes.at(-1)!), [authority]);
-      } finally {
-        await client.close();
-      }
-    });
+    await t.step("HTTP/2 (ALPN h2)", () => getOverH2(server.addr.port, authority, scopes));
     await t.step("HTTP/1.0 without a Host, with a field HTTP/2 refuses", async () => {
       const response = await overTls11(
         server.addr.port,
