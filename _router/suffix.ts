@@ -37,6 +37,13 @@ export class GreedyMatcher implements SuffixMatcher {
   readonly #slot: number;
   /** Per lookup: the greedy end of each variable in its segment, -1 for none. */
   readonly #best: Int32Array;
+  /**
+   * Per lookup: the segment last looked at, from its first character to the "/" that ends it
+   * (or the path's end); -1 before the first. Variables sharing a segment find its bounds once:
+   * found again for each, 500 variables on a path of 8,000 dots took 1.2 ms.
+   */
+  #segStart = -1;
+  #segEnd = -1;
 
   constructor(suffix: readonly Token[], slot: number) {
     const literals: string[] = [];
@@ -55,6 +62,7 @@ export class GreedyMatcher implements SuffixMatcher {
     const best = this.#best;
     // A loop, not best.fill(): a builtin call costs more than the two or three stores.
     for (let j = 0; j < best.length; j++) best[j] = UNKNOWN;
+    this.#segStart = this.#segEnd = -1;
     if (this.#end(0, pos, path) <= pos) return false;
     const literals = this.#literals;
     let start = pos;
@@ -78,23 +86,29 @@ export class GreedyMatcher implements SuffixMatcher {
     let result = -1;
     if (last && this.#catchAll) result = n;
     else {
-      let segEnd = path.indexOf("/", q);
-      if (segEnd === -1) segEnd = n;
+      let segStart = this.#segStart;
+      let segEnd = this.#segEnd;
+      if (q < segStart || q > segEnd) {
+        segEnd = path.indexOf("/", q);
+        if (segEnd === -1) segEnd = n;
+        segStart = path.lastIndexOf("/", q - 1) + 1;
+        this.#segStart = segStart;
+        this.#segEnd = segEnd;
+      }
       if (last) {
         const e = n - literal.length;
         if (literal === "") result = segEnd === n ? n : -1;
         else if (e >= 0 && e <= segEnd && path.startsWith(literal, e)) result = e;
       } else {
         let e = path.lastIndexOf(literal, segEnd);
-        // Misses mostly end here: the literal is nowhere before the segment's end.
-        const segStart = e === -1 ? 0 : path.lastIndexOf("/", q - 1) + 1;
-        while (e > segStart) {
-          const next = e + literal.length;
-          if (this.#end(j + 1, next, path) > next) {
-            result = e;
-            break;
-          }
-          e = path.lastIndexOf(literal, e - 1);
+        if (e > segStart) {
+          // Every occurrence here starts variable j + 1 in the same segment, so its greedy end
+          // is one number: an occurrence works when that end leaves the next variable a
+          // character. The last such occurrence is one search away; trying them one by one from
+          // the right made this quadratic (500 variables on a path of dots: 5 ms a lookup).
+          const limit = this.#end(j + 1, e + literal.length, path) - literal.length - 1;
+          if (e > limit) e = limit > segStart ? path.lastIndexOf(literal, limit) : -1;
+          if (e > segStart) result = e;
         }
       }
     }
