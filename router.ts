@@ -37,7 +37,10 @@
  * the variable has matched. Everything else that would look outside the variable or never
  * hold is refused when the route is made, as are backreferences and named groups (the regex
  * is embedded in a larger one). Regexes the ReDoS guard cannot prove fast are refused when
- * the route is added to a router (see `allowUnsafeRegex`).
+ * the route is added to a router (see `allowUnsafeRegex`). A regex is always a regex here, so
+ * Starlette's convertor names are refused rather than read as text (`{id:int}` would match only
+ * "int"; the error names `{id:[0-9]+}`, and `{id:(?:int)}` matches the word), as is a regex that
+ * starts or ends with a space (`{id: \d+}`; write `\x20` for a space the path must hold).
  * Names match `[A-Za-z_][A-Za-z0-9_]*` and are unique within a route.
  * Several variables may share a segment when literal text separates them (`/{name}.{ext}`,
  * `/compare/{base}...{head}`); `{a}{b}` is refused. `{` and `}` cannot be literal text.

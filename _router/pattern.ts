@@ -6,7 +6,7 @@
  * @module
  */
 
-import { describe, shorten } from "../_common/describe.ts";
+import { describe, shorten, visible } from "../_common/describe.ts";
 import { findRisk, type RegexFacts } from "./redos.ts";
 import {
   ANY,
@@ -219,6 +219,7 @@ export function parsePattern(pattern: string): Token[] {
       });
       continue;
     }
+    checkLooksMeant(name, regex, regexStart);
     const facts = regexFacts(pattern, name, regexStart, close, i === pattern.length);
     tokens.push({
       kind: REGEX,
@@ -231,6 +232,49 @@ export function parsePattern(pattern: string): Token[] {
   }
   flush(pattern.length);
   return tokens;
+}
+
+/**
+ * The regexes Starlette's convertor names stand for there (`{id:int}`), as this router writes
+ * them. Here a regex is a regex, so `int` would match only the text "int": a newcomer's route
+ * that answers 404 to every request it was written for.
+ */
+const CONVERTORS: Readonly<Record<string, (name: string) => string>> = Object.assign(
+  Object.create(null),
+  {
+    str: (name: string) => `{${name}}`,
+    path: (name: string) => `{${name}:*}`,
+    int: (name: string) => `{${name}:[0-9]+}`,
+    float: (name: string) => `{${name}:[0-9]+(?:\\.[0-9]+)?}`,
+    uuid: (name: string) =>
+      `{${name}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}}`,
+  },
+);
+
+/**
+ * Refuses a regex that is surely not the one meant: a Starlette convertor name, or one with a
+ * space at either edge (`{id: \d+}`), which the path would have to hold there.
+ */
+function checkLooksMeant(name: string, regex: string, start: number): void {
+  const convertor = CONVERTORS[regex];
+  if (convertor !== undefined) {
+    throw new PatternError(
+      `"{${name}:${regex}}" is a Starlette convertor, which this router does not have: its ` +
+        `regex "${regex}" would match only the text "${regex}"; write "${convertor(name)}" ` +
+        `(or "{${name}:(?:${regex})}" to match that text)`,
+      start,
+    );
+  }
+  const edge = regex.startsWith(" ") ? start : regex.endsWith(" ") ? start + regex.length - 1 : -1;
+  if (edge === -1) return;
+  const trimmed = regex.replace(/^ +| +$/g, "");
+  const rewrite = trimmed === "" ? `{${name}}` : `{${name}:${trimmed}}`;
+  throw new PatternError(
+    `the regex of "${name}" ${edge === start ? "starts" : "ends"} with a space, which the ` +
+      `path would have to hold there; write "${visible(shorten(rewrite, QUOTE_MAX))}" (or ` +
+      `"\\x20" for a space the path must hold)`,
+    edge,
+  );
 }
 
 /**

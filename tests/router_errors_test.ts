@@ -809,3 +809,46 @@ Deno.test("AsgiRouter.addRoute() quotes a refused regex and its rewrite as writt
     });
   }
 });
+
+// Fresh-eyes attack on the router (2026-11-29), as a newcomer: "/users/{id:int}", Starlette's
+// convertor syntax, was taken as the regex "int" and matched only "/users/int", so every request
+// for "/users/42" was a silent 404; so was "{id: \d+}", whose space the path had to hold. Each is
+// now refused when the route is made, naming the regex this router wants instead.
+Deno.test("new Route() refuses a Starlette convertor name or a space at a regex's edge, naming the regex to write", async (t) => {
+  const cases: [pattern: string, position: number, rewrite: string, path: string][] = [
+    ["/users/{id:int}", 11, "{id:[0-9]+}", "/users/42"],
+    ["/n/{x:float}", 6, "{x:[0-9]+(?:\\.[0-9]+)?}", "/n/1.5"],
+    ["/s/{s:str}", 6, "{s}", "/s/a"],
+    ["/f/{p:path}", 6, "{p:*}", "/f/a/b"],
+    [
+      "/u/{u:uuid}",
+      6,
+      "{u:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}}",
+      "/u/123e4567-e89b-12d3-a456-426614174000",
+    ],
+    ["/a/{id: \\d+}", 7, "{id:\\d+}", "/a/12"],
+    ["/a/{id:\\d+ }", 10, "{id:\\d+}", "/a/12"],
+  ];
+  for (const [pattern, position, rewrite, path] of cases) {
+    await t.step(pattern, () => {
+      const error = invalid(() => new Route(pattern, { handler: noop }));
+      assertEquals(error.position, position);
+      assertStringIncludes(error.message, `"${rewrite}"`);
+      // The rewrite it names is accepted, guard included, and matches what was meant.
+      const fixed = pattern.replace(/\{[^:}]+:(?:[^{}]|\{[^}]*\})*\}/, rewrite);
+      const router = new AsgiRouter({ routes: [new Route(fixed, { handler: noop })] });
+      assert(router.match(path) !== undefined, `${fixed} on ${path}`);
+    });
+  }
+  await t.step("the message says how to match the word itself", () => {
+    assertStringIncludes(
+      invalid(() => new Route("/users/{id:int}", { handler: noop })).message,
+      '"{id:(?:int)}"',
+    );
+    assertEquals(
+      new AsgiRouter({ routes: [new Route("/t/{id:(?:int)}", { handler: noop })] })
+        .match("/t/int")?.context,
+      { id: "int" },
+    );
+  });
+});
