@@ -711,6 +711,117 @@ Deno.test("router.ts module doc states each rule once, tested here and summarise
   assertEquals(summary, rules);
 });
 
+// Fresh-eyes review of 2026-11-29: the rule tests above check each rule by its own cases; this
+// table checks the module doc's own examples, word for word, so that the doc cannot drift from
+// the router. One row per example: the routes (in order), the path, then the route that wins
+// (undefined: no match) and the context it gives.
+Deno.test("router.ts module doc's worked examples hold as written", async (t) => {
+  type Row = [
+    example: string,
+    routes: string[],
+    path: string,
+    wins: string | undefined,
+    context?: Record<string, string>,
+    options?: { trailingSlash: "strict" },
+  ];
+  const rows: Row[] = [
+    ["{uid:[0-9a-f]{8}}", ["/u/{uid:[0-9a-f]{8}}"], "/u/0badc0de", "/u/{uid:[0-9a-f]{8}}", {
+      uid: "0badc0de",
+    }],
+    ["{path:.+} spans /", ["/f/{path:.+}"], "/f/a/b", "/f/{path:.+}", { path: "a/b" }],
+    ["{x:*} takes the rest", ["/s/{p:*}"], "/s/a/b.txt", "/s/{p:*}", { p: "a/b.txt" }],
+    ["{x:*} is non-empty", ["/s/{p:*}"], "/s/", undefined],
+    ["^ and $ restate the variable", ["/y/{a:^\\d+$}.png"], "/y/12.png", "/y/{a:^\\d+$}.png", {
+      a: "12",
+    }],
+    ["rule 1: /{name}.{ext}", ["/{name}.{ext}"], "/a.b.c", "/{name}.{ext}", {
+      name: "a.b",
+      ext: "c",
+    }],
+    [
+      "rule 2: more literal text wins",
+      ["/{base}...{head}", "/{user1}:{branch1}...{user2}:{branch2}"],
+      "/a:b...c:d",
+      "/{user1}:{branch1}...{user2}:{branch2}",
+      { user1: "a", branch1: "b", user2: "c", branch2: "d" },
+    ],
+    ["rule 2: /{name}.{ext} beats /{name}", ["/{name}", "/{name}.{ext}"], "/a.b", "/{name}.{ext}"],
+    ["rule 2: /users/new", ["/users/{id}", "/users/new"], "/users/new", "/users/new", {}],
+    ["rule 2: /users/newer", ["/users/{id}", "/users/new"], "/users/newer", "/users/{id}", {
+      id: "newer",
+    }],
+    [
+      "rule 3: /text/hellos/test",
+      ["/text/hello", "/text/{e}/test", "/{c}"],
+      "/text/hellos/test",
+      "/text/{e}/test",
+      { e: "hellos" },
+    ],
+    [
+      "rule 3: /secret/978",
+      ["/{object}/{id}", "/secret/{id}/path"],
+      "/secret/978",
+      "/{object}/{id}",
+      {
+        object: "secret",
+        id: "978",
+      },
+    ],
+    [
+      "rule 4: /other_handler/Bob",
+      ["/other_handler/{name:[a-z1-9]+}"],
+      "/other_handler/Bob",
+      undefined,
+    ],
+    ["rule 5: /u//posts", ["/u/{id}/posts"], "/u//posts", undefined],
+    ["rule 5: / and /{id}", ["/{id}"], "/", undefined],
+    ["rule 6: /claw/ reaches /claw", ["/claw"], "/claw/", "/claw", {}],
+    ["rule 6: /claw reaches /claw/", ["/claw/"], "/claw", "/claw/", {}],
+    ["rule 6: strict keeps them apart", ["/claw"], "/claw/", undefined, undefined, {
+      trailingSlash: "strict",
+    }],
+    ["rule 7: no decoding", ["/a b"], "/a%20b", undefined],
+    // JSON.parse makes "__proto__" an own key, as the router does; a literal would set the prototype.
+    [
+      "rule 9: __proto__ is an own key",
+      ["/p/{__proto__}"],
+      "/p/x",
+      "/p/{__proto__}",
+      JSON.parse(
+        '{"__proto__":"x"}',
+      ),
+    ],
+  ];
+  for (const [example, routes, path, wins, context, options] of rows) {
+    await t.step(example, () => {
+      const router = new AsgiRouter({
+        ...options,
+        routes: routes.map((route) => new Route(route, { handler: noop })),
+      });
+      const match = router.match(path);
+      assertEquals(match?.routes[0]?.path, wins, `${path} among ${routes.join(", ")}`);
+      if (context !== undefined) {
+        assertEquals({ ...match!.context }, { ...context }, `context of ${path}`);
+        assertEquals(Object.keys(match!.context), Object.keys(context));
+      }
+    });
+  }
+  await t.step("rule 8: a path past maxPathLength matches nothing", () => {
+    const router = new AsgiRouter({ routes: [new Route("/{x:*}", { handler: noop })] });
+    assertEquals(router.match("/" + "a".repeat(8191))?.routes[0]?.path, "/{x:*}");
+    assertEquals(router.match("/" + "a".repeat(8192)), undefined);
+  });
+  await t.step("rule 9: one shape, two names, both in the context", () => {
+    const router = new AsgiRouter({
+      routes: [
+        new Route("/x/{a}", { handler: noop }),
+        new Route("/x/{b}", { handler: noop, methods: ["POST"] }),
+      ],
+    });
+    assertEquals({ ...router.match("/x/1")!.context }, { a: "1", b: "1" });
+  });
+});
+
 // Probe of the router's input checks, defect 3: match(undefined) threw "Cannot read properties
 // of undefined" from inside the lookup, while the docs said it never throws.
 Deno.test("AsgiRouter.match() and getRoute() throw TypeError for a path that is not a string", async (t) => {
