@@ -90,7 +90,9 @@
  *    and both paths reach it. `"strict"` keeps them apart.
  * 7. **No decoding.** The router matches the string it is given, code unit by code unit; any
  *    Unicode works. Percent-decoding is the caller's job (the ASGI bridge passes the decoded
- *    `path`).
+ *    `path`, where `%2F` is a `/`). Nor does it resolve dot segments: `/files/{p:*}` gives
+ *    `{p: "../secret"}` for `/files/../secret`, and `{x}` can be `..`, so a handler that
+ *    turns a variable into a file name must check it.
  * 8. **Length cap.** Paths longer than `maxPathLength` (default 8192 UTF-16 code units) match
  *    nothing, so no hostile path can keep a regex busy for long.
  * 9. **Context objects.** A match's context is a plain object, fresh for every match, with one own

@@ -781,6 +781,9 @@ Deno.test("router.ts module doc's worked examples hold as written", async (t) =>
       trailingSlash: "strict",
     }],
     ["rule 7: no decoding", ["/a b"], "/a%20b", undefined],
+    ["rule 7: dot segments kept", ["/files/{p:*}"], "/files/../secret", "/files/{p:*}", {
+      p: "../secret",
+    }],
     // JSON.parse makes "__proto__" an own key, as the router does; a literal would set the prototype.
     [
       "rule 9: __proto__ is an own key",
