@@ -23,7 +23,7 @@ import {
 } from "./core.ts";
 import { hasToken, isChunkedOnly, parseContentLength } from "./fields.ts";
 import { withResolvers } from "./promises.ts";
-import { httpScope, originForm } from "./scope.ts";
+import { httpScope, originForm, targetNamesAnotherHost } from "./scope.ts";
 import { copyBytes, EMPTY } from "./bytes.ts";
 import { defaultMaxConnections, softFdLimit } from "./fd_limit.ts";
 import {
@@ -1073,6 +1073,7 @@ function handleNode(
   let expectedLength = -1;
   let hasBody = false;
   let hosts = 0;
+  let host: string | undefined;
   let codings = 0;
   let lastCodings = "";
   for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -1088,12 +1089,18 @@ function handleNode(
       lastCodings = value;
     } else if (name === "host") {
       hosts++;
+      host = value;
     }
     fields.push(name, value);
   }
   // RFC 9112 §3.2 requires 400 for more than one Host, as uvicorn and Deno.serve answer: node:http
   // passes them on, and two parties that each read a different one disagree on the target.
   if (hosts > 1) return refuse(state, request, response, 400);
+  // An absolute-form target whose authority is not the Host: see namesAnotherHost (node:http
+  // passed the Host on, and the application never saw the target's host).
+  if (host !== undefined && targetNamesAnotherHost(request.url ?? "/", host)) {
+    return refuse(state, request, response, 400);
+  }
   // RFC 9112 §6.1: a transfer-encoding in an HTTP/1.0 request means faulty framing (an HTTP/1.0
   // hop before us knows no chunked coding and read the body another way), and the connection
   // must close. node:http decoded it and kept a keep-alive connection open; Deno.serve answers

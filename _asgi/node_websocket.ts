@@ -9,7 +9,7 @@
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Core } from "./core.ts";
-import { originForm } from "./scope.ts";
+import { originForm, targetNamesAnotherHost } from "./scope.ts";
 import {
   checkHandshake,
   ClientDisconnected,
@@ -456,10 +456,17 @@ export async function nodeUpgradeHandler(
     }
     const handshake = handshakeHead(request, scheme, unixServer);
     let hosts = 0;
+    let host = "";
     for (let i = 0; i < handshake.fields.length; i += 2) {
-      if (handshake.fields[i] === "host") hosts++;
+      if (handshake.fields[i] === "host") {
+        hosts++;
+        host = handshake.fields[i + 1]!;
+      }
     }
     if (hosts > 1) return refuse(socket, 400, "More than one Host field");
+    if (hosts === 1 && targetNamesAnotherHost(request.url ?? "/", host)) {
+      return refuse(socket, 400, "The target names another host than the Host field");
+    }
     // node:http checks neither of these for a request it hands over as an upgrade, and the
     // handshake was answered 101: its HTTP side answers 505 and, over HTTP/1.1, 400 without a
     // Host (RFC 9112 3.2). RFC 6455 4.1 asks for HTTP/1.1, and RFC 9110 15.2 forbids a 101 to an

@@ -3,7 +3,8 @@
  * An HTTP request's ASGI scope, as both transports build it: the request's byte strings (raw
  * path, query, header values) copied into one shared buffer by one packer (`BytePack`), header
  * names from a bounded cache of names seen before (`NameBytes`), checked on every use, and the
- * target's forms (`originForm`, `authorityEnd`). Private: not exported from `deno.json`.
+ * target's forms (`originForm`, `authorityEnd`, `namesAnotherHost`,
+ * `targetNamesAnotherHost`). Private: not exported from `deno.json`.
  *
  * @module
  */
@@ -187,6 +188,50 @@ export function authorityEnd(url: string, start: number): number {
     if (c === 47 /* "/" */ || c === 63 /* "?" */ || c === 35 /* "#" */) return i;
   }
   return url.length;
+}
+
+/**
+ * Whether the authority of an absolute-form target, `url.slice(start, end)`, names another host
+ * than the Host field `host`. A client must send them identical but for the target's userinfo
+ * (RFC 9112 §3.2.2), and HTTP/2's host field must name the entity of `:authority` (RFC 9113
+ * §8.3.1, which asks for RFC 3986 §6.2.3's normalisation before comparing): so case is ignored,
+ * and an empty port or the scheme's default one is the same as none. Any other difference
+ * counts: a server that read one and an application that read the other would serve two hosts.
+ *
+ * @param url The target, or the URL Deno made of it (the scheme ends at `start - 3`).
+ * @param start Where the authority starts, after "://".
+ * @param end Where it ends (see {@linkcode authorityEnd}).
+ * @param host The Host field's value.
+ */
+export function namesAnotherHost(url: string, start: number, end: number, host: string): boolean {
+  const scheme = url.slice(0, start - 3).toLowerCase();
+  const at = url.lastIndexOf("@", end - 1);
+  if (at >= start) start = at + 1;
+  const port = scheme === "https" || scheme === "wss"
+    ? ":443"
+    : scheme === "http" || scheme === "ws"
+    ? ":80"
+    : ":";
+  return withoutPort(url.slice(start, end), port) !== withoutPort(host, port);
+}
+
+/**
+ * Whether `target`, a request target as sent, is in absolute form with an authority that names
+ * another host than the Host field `host` ({@linkcode namesAnotherHost}). Origin form, `*` and
+ * authority form name none. The node transport's check; the deno one's sees Deno's URL instead.
+ */
+export function targetNamesAnotherHost(target: string, host: string): boolean {
+  if (target.charCodeAt(0) === 47 /* "/" */) return false;
+  const scheme = target.indexOf("://");
+  if (scheme === -1) return false;
+  return namesAnotherHost(target, scheme + 3, authorityEnd(target, scheme + 3), host);
+}
+
+/** `authority` in lower case, without an empty port or the default one, `port` (":80"). */
+function withoutPort(authority: string, port: string): string {
+  const lower = authority.toLowerCase();
+  if (lower.endsWith(":")) return lower.slice(0, -1);
+  return lower.endsWith(port) ? lower.slice(0, -port.length) : lower;
 }
 
 /**
