@@ -1044,6 +1044,13 @@ export function handleFetch(
     fields[1] = url.slice(schemeEnd + 3, pathStart);
     fieldCount += 2;
   }
+  // Deno.serve takes two equal content-length fields (any other pair or list it refuses) and its
+  // Headers join them: the application read "5, 5", which no parser of a length takes. 400, as
+  // node:http answers (RFC 9110 §8.6 allows it); a scan of a few bytes per request that has a
+  // content-length. The connection goes on: the two agree, so the body's end is not in question.
+  if (lengthText !== undefined && lengthText.includes(",")) {
+    return textResponse(method, 400, "Bad Request");
+  }
   // Fetch (and so Deno.serve) gives GET and HEAD requests no body: no need to ask.
   let hasBody = false;
   let expectedLength = -1;

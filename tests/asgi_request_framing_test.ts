@@ -223,3 +223,37 @@ Deno.test("createFetchHandler() under Deno.serve answers 501 to CONNECT and clos
   await expectConnectRefusedAndClosed(t, server.addr.port);
   assertEquals(seen, []);
 });
+
+for (const transport of TRANSPORTS) {
+  // Malformed-request differential against uvicorn (2026-11-29): Deno.serve takes two equal
+  // Content-Length fields and its Headers join them, so the application read "content-length:
+  // 5, 5", a value no parser of a length takes (node:http refuses the request, h11 keeps one
+  // field). RFC 9110 §8.6 lets a server refuse it or keep one value; refused as on node, so the
+  // two transports agree and no application meets a list where a number must be. The two agree
+  // on where the body ends, so deno serves the request after it (node closes).
+  Deno.test(`serve() [${transport}] answers 400 to two equal content-length fields`, async (t) => {
+    const seen: string[] = [];
+    await using s = await start(echoPath(seen), transport);
+    for (const method of ["POST", "GET"]) {
+      await t.step(method, async () => {
+        using client = await RawClient.connect(s.port);
+        await client.write(
+          `${method} /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n` +
+            `hello${SMUGGLED}`,
+        );
+        const head = await client.head();
+        assertEquals(status(head), 400, head);
+        await client.body(Number(field(head, "content-length") ?? 0));
+        if (transport === "node") {
+          assert(await client.closedWithin(PATIENCE_MS) < PATIENCE_MS, "still open");
+        } else {
+          assertEquals(
+            await client.body(Number(field(await client.head(), "content-length"))),
+            "/smuggled 0",
+          );
+        }
+      });
+    }
+    assertEquals(seen, transport === "node" ? [] : ["/smuggled", "/smuggled"]);
+  });
+}
