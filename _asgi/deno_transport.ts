@@ -8,7 +8,13 @@
 import type { AsgiServerAddr, AsgiUnixAddr, HttpScope } from "./types.ts";
 import { type Core, drainTiming, HttpCycle, type ListenAddress, type Listener } from "./core.ts";
 import { AsgiProtocolError } from "./errors.ts";
-import { hasToken, isChunkedOnly, isNullBodyStatus, parseContentLength } from "./fields.ts";
+import {
+  hasToken,
+  isChunkedOnly,
+  isHostValue,
+  isNullBodyStatus,
+  parseContentLength,
+} from "./fields.ts";
 import { authorityEnd, httpScope, namesAnotherHost } from "./scope.ts";
 import { serveWebSocket } from "./deno_websocket.ts";
 import { describe, errorText } from "../_common/describe.ts";
@@ -974,9 +980,11 @@ export function handleFetch(
   }
   // Deno's request.url is the scheme, "://", the Host header as sent and the target, so a Host
   // holding "/" moved the path's start: "Host: x/admin?" turned "GET /public" into path "/admin"
-  // (a proxy that checks the target is then bypassed). A "/" is never valid in a Host (RFC 9112
-  // 3.2: 400); without one, the first "/" after the authority starts the target's path.
-  if (host !== undefined && host.includes("/")) return textResponse(method, 400, "Bad Request");
+  // (a proxy that checks the target is then bypassed). Neither it nor "?" or "#" nor any byte but
+  // a host's is valid in a Host (RFC 9112 3.2: 400, see isHostValue); without them, the first "/"
+  // after the authority starts the target's path. Only "/", "?" and "#" were refused until the
+  // malformed-request differential (2026-11-29): "Host: evil.example\.good.example" went on.
+  if (host !== undefined && !isHostValue(host)) return textResponse(method, 400, "Bad Request");
   // request.url keeps the target as the client sent it ("..", "%7e" and all); new URL() would not.
   // It is "scheme://" + Host + target for an origin-form target, the target itself for one in
   // absolute form, whose authority ends at "/", "?" or "#": the first "/" alone once read
@@ -999,11 +1007,8 @@ export function handleFetch(
     // backwards from the path, so only "scheme://" + authority is scanned.
     url.lastIndexOf("#", pathStart) > schemeEnd
   ) {
-    // Not "scheme://" + Host + target: absolute form. A Host holding "?" or "#" is as invalid as
-    // one holding "/" (RFC 9112 3.2), and would move the path's start the same way.
-    if (host !== undefined && (host.includes("?") || host.includes("#"))) {
-      return textResponse(method, 400, "Bad Request");
-    }
+    // Not "scheme://" + Host + target: absolute form (a Host holding "?" or "#", which would move
+    // the path's start as "/" does, was refused above).
     pathStart = authorityEnd(url, authorityStart);
     // RFC 9112 §3.2.2 has a client send the target's authority as the Host, and RFC 9113 §8.3.1
     // the same of HTTP/2's host field beside :authority. Passed on, a differing Host reached the

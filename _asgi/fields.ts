@@ -24,6 +24,20 @@ const TOKEN: Uint8Array = (() => {
 })();
 
 /**
+ * 1 for the bytes a Host field's value may hold: those of a registered name (unreserved,
+ * percent-escapes, sub-delimiters), of an IP literal (`[`, `]`) and the port's `:` (RFC 9110
+ * §7.2, RFC 3986 §3.2.2).
+ */
+const HOST: Uint8Array = (() => {
+  const table = new Uint8Array(256);
+  for (let c = 0x30; c <= 0x39; c++) table[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) table[c] = 1;
+  for (let c = 0x61; c <= 0x7a; c++) table[c] = 1;
+  for (const ch of "-._~%!$&'()*+,;=:[]") table[ch.charCodeAt(0)] = 1;
+  return table;
+})();
+
+/**
  * The `status` of a response start message, checked: an integer from 200 to 599 (1xx answers are
  * the server's to send, and nothing outside 100-599 is a status).
  *
@@ -189,6 +203,21 @@ export function isToken(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (code > 0xff || TOKEN[code] !== 1) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether `text` may be a Host field's value: only the bytes of a host and a port (`HOST`), or
+ * nothing (RFC 9112 §3.2 has a target without an authority send an empty Host). The rest, a
+ * space, `/`, `?`, `#`, `@`, `\`, obs-text and the like, make the request one to refuse with 400
+ * (RFC 9112 §3.2): an allow-list that tests a Host's end takes "evil.example#.good.example", and a
+ * link built from it leads to evil.example.
+ */
+export function isHostValue(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code > 0xff || HOST[code] !== 1) return false;
   }
   return true;
 }

@@ -21,7 +21,7 @@ import {
   type Listener,
   type UnixListenAddress,
 } from "./core.ts";
-import { hasToken, isChunkedOnly, parseContentLength } from "./fields.ts";
+import { hasToken, isChunkedOnly, isHostValue, parseContentLength } from "./fields.ts";
 import { withResolvers } from "./promises.ts";
 import { httpScope, originForm, targetNamesAnotherHost } from "./scope.ts";
 import { copyBytes, EMPTY } from "./bytes.ts";
@@ -1098,7 +1098,11 @@ function handleNode(
   if (hosts > 1) return refuse(state, request, response, 400);
   // An absolute-form target whose authority is not the Host: see namesAnotherHost (node:http
   // passed the Host on, and the application never saw the target's host).
-  if (host !== undefined && targetNamesAnotherHost(request.url ?? "/", host)) {
+  if (
+    host !== undefined &&
+    // A Host that is no host (RFC 9112 §3.2: 400): see isHostValue. node:http passed any on.
+    (!isHostValue(host) || targetNamesAnotherHost(request.url ?? "/", host))
+  ) {
     return refuse(state, request, response, 400);
   }
   // RFC 9112 §6.1: a transfer-encoding in an HTTP/1.0 request means faulty framing (an HTTP/1.0

@@ -10,6 +10,7 @@ import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Core } from "./core.ts";
 import { originForm, targetNamesAnotherHost } from "./scope.ts";
+import { isHostValue } from "./fields.ts";
 import {
   checkHandshake,
   ClientDisconnected,
@@ -464,6 +465,7 @@ export async function nodeUpgradeHandler(
       }
     }
     if (hosts > 1) return refuse(socket, 400, "More than one Host field");
+    if (hosts === 1 && !isHostValue(host)) return refuse(socket, 400, "A Host that is no host");
     if (hosts === 1 && targetNamesAnotherHost(request.url ?? "/", host)) {
       return refuse(socket, 400, "The target names another host than the Host field");
     }

@@ -18,7 +18,7 @@ const ROWS: Row[] = [
   },
   {
     // With the empty Host RFC 9112 §3.2 asks for: another is refused, as in
-    // tests/asgi_absolute_form_host_test.ts.
+    // tests/asgi_host_field_test.ts.
     label: "an absolute-form target with an empty authority",
     request: "GET http:///p HTTP/1.1\r\nHost:\r\n\r\n",
     outcomes: {

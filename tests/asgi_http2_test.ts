@@ -111,7 +111,7 @@ Deno.test("serve() [deno] over HTTP/2 puts the host made from :authority first",
 // A host field beside :authority that names the same host goes on as sent, whatever its case or
 // default port (RFC 9113 §8.3.1 asks for RFC 3986 §6.2.3's normalisation before comparing). A
 // first version refused any that differed as a string; one that names another host is refused
-// since 2026-11-29, as an HTTP/1.1 absolute-form target is (tests/asgi_absolute_form_host_test.ts).
+// since 2026-11-29, as an HTTP/1.1 absolute-form target is (tests/asgi_host_field_test.ts).
 Deno.test("serve() [deno] over HTTP/2 passes a host field beside :authority on as sent", async (t) => {
   const { served, scopes } = await recording();
   await using _ = served;

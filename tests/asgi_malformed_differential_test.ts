@@ -210,12 +210,15 @@ const ROWS: Row[] = [
     ),
   },
   {
-    label: "a Host that is no host (a space, userinfo): all pass it on",
+    // Passed on by both transports until 2026-11-29 (tests/asgi_host_field_test.ts). A
+    // well-framed request refused by the bridge: deno goes on, node closes.
+    label: "a Host that is no host (a space, userinfo): h11 passes it on",
     request: get("/a", "Host: u@a b\r\n"),
-    outcomes: ours(
-      ["200 GET /a 1.1 host=[u@a b] body=0", NEXT_SERVED],
-      ["200 GET /a 1.1 host=[u@a b] body=0", NEXT_SERVED],
-    ),
+    outcomes: {
+      deno: ["400", NEXT_SERVED],
+      node: REFUSED,
+      uvicorn: ["200 GET /a 1.1 host=[u@a b] body=0", NEXT_SERVED],
+    },
   },
   // Methods and versions (RFC 9112 §3).
   {
