@@ -204,6 +204,8 @@ export class Exchange implements TaskHolder {
   #ended = false;
   /** Why the exchange answered in the handler's stead (`TIME_LIMIT`, `SHUTDOWN`), if it did. */
   #overruled: typeof TIME_LIMIT | typeof SHUTDOWN | undefined;
+  /** What the client got when the exchange was overruled, for the line of a late response. */
+  #overruledGot: string | undefined;
   /** The request counts in the App's `active` (see #uncount). */
   #counted = false;
   /**
@@ -380,12 +382,12 @@ export class Exchange implements TaskHolder {
       // A body the bridge refused before the limit passed: it answered, and no 408 or 503 went.
       const refused = this.#abortReason;
       const got = !(refused instanceof BodyTooLargeError)
-        ? this.#overruled === SHUTDOWN ? 503 : 408
-        : `${this.#phase === PENDING ? 413 : "a response cut off"} (its body exceeded ` +
-          `maxBodySize ${refused.maxBodySize})`;
+        ? this.#overruledGot
+        : `the client got ${this.#phase === PENDING ? 413 : "a response cut off"} (its body ` +
+          `exceeded maxBodySize ${refused.maxBodySize})`;
       this.#host.log.debug(
         `Ignored the response of route "${this.routePath}" to ${this.#label}: it came after ` +
-          `${this.#overruledBy}; the client got ${got}`,
+          `${this.#overruledBy}; ${got}`,
       );
       this.#closeUnsent(response.body);
       return Promise.resolve();
@@ -1077,7 +1079,15 @@ export class Exchange implements TaskHolder {
       ),
     );
     this.#discardPending(this.#overruledReason);
-    if (this.#disconnected) return;
+    // Said by the line of a response that comes later: "the client got 408" once stood for a
+    // client that had left before the limit, to which nothing was sent (task Q2).
+    if (this.#disconnected) {
+      this.#overruledGot = "the client had left before it, and got nothing";
+      return;
+    }
+    this.#overruledGot = this.#phase !== PENDING
+      ? "the client got its response cut off"
+      : `the client got ${why === SHUTDOWN ? 503 : 408}`;
     if (this.#phase === PENDING) {
       // An operator must see timeouts (a cut-off stream, below, the bridge reports); shutdown's
       // 503s are counted in one line by the App.

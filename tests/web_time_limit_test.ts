@@ -296,3 +296,49 @@ Deno.test("App times a response given before the limit but passed on by a slow s
     assert(String(server[0]![1]).startsWith("Response cut off"), String(server[0]![1]));
   });
 });
+
+// Regression (log floods and porting footguns, task Q2): a handler whose client left before
+// requestTimeLimit, and which responded after it, had its response ignored with the debug line
+// "...; the client got 408", though no 408 was sent: the client had gone before the limit passed.
+Deno.test("Request.respondWith() after requestTimeLimit says the client had left, not that it got 408, when it left first (regression)", async () => {
+  const log = new RecordingLogger();
+  const left = new AbortController();
+  const responded = Promise.withResolvers<void>();
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/slow", {
+          handler: async (request: Request) => {
+            // A handler that watches its signal hears of the client leaving at once.
+            const gone = new Promise((resolve) => {
+              request.signal.addEventListener("abort", resolve, { once: true });
+            });
+            left.abort();
+            await gone;
+            // Past the time limit: its timer, set at the request's start for 50 ms, fires before
+            // this one, set later for longer (timers fire in order of their due time).
+            await new Promise((resolve) => setTimeout(resolve, 150));
+            await request.respondWith(new Response({ body: "late" }));
+            responded.resolve();
+          },
+        }),
+      ],
+    }),
+    logger: log,
+    handleSignals: false,
+    requestTimeLimit: 0.05,
+  });
+  try {
+    await app.fetch(new globalThis.Request("http://localhost/slow", { signal: left.signal }))
+      .catch(() => {});
+    await responded.promise;
+  } finally {
+    await app.shutdown();
+  }
+  const lines = log.lines.map(({ level, text }) => `${level} ${text}`);
+  assertEquals(lines.filter((line) => line.includes("408")), []);
+  assertEquals(lines.filter((line) => line.includes("Ignored the response")), [
+    'debug Ignored the response of route "/slow" to "GET /slow": it came after the request ' +
+    "time limit of 0.05 s; the client had left before it, and got nothing",
+  ]);
+});
