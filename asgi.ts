@@ -418,6 +418,7 @@ export function createFetchHandler(
       // Open WebSockets learn that the server restarts; nothing waits for their closing
       // handshakes here, since a Fetch host gives no time limit to bound the wait.
       void closeWebSockets(core);
+      core.warnHeldBack();
       return lifespan.shutdown();
     },
   };
@@ -1162,6 +1163,8 @@ class Server implements AsgiServer<AsgiServerAddr | AsgiUnixAddr> {
     // A startup abandoned at lifespanTimeout never settles: its hold must go with it.
     clearInterval(this.#keepAlive);
     this.#core.stopStallChecks();
+    // What a client caused and the log limit held back is told before the server is done.
+    this.#core.warnHeldBack();
     if (this.#onAbort !== null) {
       this.#settings.signal?.removeEventListener("abort", this.#onAbort);
       this.#onAbort = null;

@@ -123,6 +123,7 @@ import { describe, errorText } from "./_common/describe.ts";
 import { markFetchHandler } from "./_common/fetch_mark.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
 import { guardLogger } from "./_common/logger.ts";
+import { LogLimiter } from "./_common/log_limit.ts";
 import { shutdownsDone } from "./_asgi/shutdowns.ts";
 import {
   closeSockets,
@@ -1051,6 +1052,7 @@ export class App<A extends object = Record<never, never>> {
   #log: WebLogger;
   #runner: BackgroundRunner;
   #host: Host;
+  readonly #logLimit: LogLimiter = new LogLimiter();
   #graceMs: number;
   readonly #lifespanLimitMs: number;
   #handleSignals: boolean;
@@ -1154,9 +1156,16 @@ export class App<A extends object = Record<never, never>> {
     this.#log = log;
     this.#handleSignals = handleSignals;
     this.#runner = new BackgroundRunner(this.backgroundTaskLimit, taskLimitMs, log);
+    // What clients can cause once per request (a 408 to a slow upload) is bounded in the log:
+    // see _common/log_limit.ts.
+    const logLimit = this.#logLimit;
     this.#host = {
       runner: this.#runner,
       log,
+      warnOf: (kind, line) => {
+        const note = logLimit.admit(kind);
+        if (note !== null) log.warn(line + note);
+      },
       limitMs,
       graceMs: this.#graceMs,
       deadlines: limitMs === undefined ? undefined : new DeadlineQueue(limitMs),
@@ -1432,6 +1441,7 @@ export class App<A extends object = Record<never, never>> {
       }
     }
     await Promise.all([tasks, sockets]);
+    for (const line of this.#logLimit.summary()) this.#log.warn(line);
   }
 
   /**

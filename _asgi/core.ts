@@ -51,6 +51,7 @@ import {
 import { Lifespan } from "./lifespan.ts";
 import { ACCEPTED, RESOLVED, withResolvers } from "./promises.ts";
 import { describe } from "../_common/describe.ts";
+import { LogLimiter } from "../_common/log_limit.ts";
 
 /**
  * How long a connection that closes after an answer given before the request's body ended reads
@@ -144,6 +145,8 @@ export class Core {
   readonly maxBodySize: number;
   /** Where log lines go. */
   readonly logger: AsgiLogger;
+  /** The bound on the warnings a client can cause (see `warnOf`). */
+  readonly logLimit: LogLimiter = new LogLimiter();
   /** The lifespan protocol runner. */
   readonly lifespan: Lifespan;
   /**
@@ -183,6 +186,24 @@ export class Core {
     this.logger = options.logger;
     this.lifespan = new Lifespan(app, options.lifespan, options.logger);
     this.stallTimeout = Infinity;
+  }
+
+  /**
+   * Writes a warning that a client can cause once per request or connection, within the bound of
+   * `logLimit` (see _common/log_limit.ts): the first lines of each kind in full, then one now and
+   * then that counts those held back.
+   *
+   * @param kind What the line is about, in words, the same for every line of its kind.
+   * @param line The line.
+   */
+  warnOf(kind: string, line: string): void {
+    const note = this.logLimit.admit(kind);
+    if (note !== null) this.logger.warn(line + note);
+  }
+
+  /** Writes how many lines `warnOf` held back and has not told of yet (at shutdown). */
+  warnHeldBack(): void {
+    for (const line of this.logLimit.summary()) this.logger.warn(line);
   }
 
   /**
@@ -900,13 +921,15 @@ export abstract class HttpCycle {
         if (sendWaits) this.dropConnection();
         outcome = "cut the response off and disconnected";
       }
-      this.core.logger.warn(
+      this.core.warnOf(
+        "Request body stalled",
         `Request body stalled: nothing arrived for stallTimeout ${timeout} ms; ${outcome}`,
       );
     } else {
       this.abortResponse(new Error("Response stalled"), this.#status, this.#headers);
       this.dropConnection();
-      this.core.logger.warn(
+      this.core.warnOf(
+        "Response stalled",
         `Response stalled: the client took nothing for stallTimeout ${timeout} ms; cut the response off and disconnected`,
       );
     }
@@ -940,7 +963,7 @@ export abstract class HttpCycle {
   #raised(error: unknown): void {
     if (error instanceof ResponseCutOffError) {
       // Intended, and said so by the application: one line, no stack (issue 10, point 7).
-      this.core.logger.warn(`Response cut off: ${error.message}`);
+      this.core.warnOf("Response cut off", `Response cut off: ${error.message}`);
     } else if (error !== this.#reported) {
       this.core.logger.error("Exception in ASGI application\n", error);
     }
@@ -978,7 +1001,7 @@ export abstract class HttpCycle {
     } else {
       outcome = " after the response ended: disconnected";
     }
-    this.core.logger.warn(exceeds + outcome);
+    this.core.warnOf("Request body exceeds maxBodySize", exceeds + outcome);
     this.#giveUp();
   }
 

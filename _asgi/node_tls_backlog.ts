@@ -23,7 +23,6 @@
  */
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
-import type { AsgiLogger } from "./types.ts";
 
 /**
  * The most an HTTP connection may hold unread, in bytes. Eight times what node:http lets a plain
@@ -45,20 +44,25 @@ interface Watched {
   limit: number;
 }
 
+/** Where a warning a client causes goes, within the server's bound (`Core.warnOf`). */
+interface ClientWarnings {
+  warnOf(kind: string, line: string): void;
+}
+
 /** Watches the TLS connections of one node transport server: see the module doc. */
 export class TlsBacklog {
   readonly #watched = new Map<Socket, Watched>();
-  readonly #logger: AsgiLogger;
+  readonly #log: ClientWarnings;
   readonly #upgradedLimit: number;
   #timer: ReturnType<typeof setInterval> | undefined;
 
   /**
-   * @param logger Where the warning goes when a connection is closed.
+   * @param log Where the warning goes when a connection is closed (the server's `Core`).
    * @param maxMessageSize The largest WebSocket message the server accepts, in bytes: an
    *   upgraded connection may hold twice as much unread.
    */
-  constructor(logger: AsgiLogger, maxMessageSize: number) {
-    this.#logger = logger;
+  constructor(log: ClientWarnings, maxMessageSize: number) {
+    this.#log = log;
     this.#upgradedLimit = Math.max(HTTP_LIMIT, 2 * maxMessageSize);
   }
 
@@ -100,7 +104,8 @@ export class TlsBacklog {
       if (held <= limit) continue;
       this.#forget(socket);
       socket.destroy();
-      this.#logger.warn(
+      this.#log.warnOf(
+        "TLS bytes unread over the limit",
         `A TLS client sent ${mib(held)} MiB that nothing has read yet, over the limit of ` +
           `${mib(limit)} MiB: closed the connection. Deno's node:https reads TLS connections ` +
           `whatever the application takes; serve such clients with the deno transport or ` +

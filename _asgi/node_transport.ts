@@ -749,7 +749,8 @@ class NodeCycle extends HttpCycle {
     connection.destroy();
     // Now, not on "close", as in dropConnection: the queued requests learn that it closed.
     connections.closeQueued(connection);
-    this.core.logger.warn(
+    this.core.warnOf(
+      "Pipelined answers over the queue limit",
       `A client pipelined requests whose answers queued behind the one it is sent hold ${held} ` +
         `bytes, over the limit of ${MAX_QUEUED_BYTES} (${
           mib(MAX_QUEUED_BYTES)
@@ -1216,7 +1217,7 @@ export async function listenNode(
   }
   const maxMessageSize = maxMessageSizeOf(core);
   // Deno's node:https reads a TLS connection whatever its application takes: see TlsBacklog.
-  const backlog = tls === undefined ? null : new TlsBacklog(core.logger, maxMessageSize);
+  const backlog = tls === undefined ? null : new TlsBacklog(core, maxMessageSize);
   if (backlog !== null) {
     server.on("secureConnection", (socket: Socket) => {
       connections.secured(socket);

@@ -178,7 +178,8 @@ class NodeWebSocketCycle extends WebSocketCycle {
           error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH" ||
           error.code === "WS_ERR_UNSUPPORTED_DATA_PAYLOAD_LENGTH"
         ) {
-          this.core.logger.warn(
+          this.core.warnOf(
+            "WebSocket message exceeds maxMessageSize",
             `WebSocket message exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
           );
           this.closed(MESSAGE_TOO_BIG, "");
@@ -186,7 +187,8 @@ class NodeWebSocketCycle extends WebSocketCycle {
           // ws's guard against a message in countless tiny frames (each costs a Buffer): it
           // closes with 1008, which the application heard of as 1006, with no log line.
           // One code for two guards: too many fragments, or too many buffered chunks.
-          this.core.logger.warn(
+          this.core.warnOf(
+            "WebSocket message in too many fragments",
             `WebSocket message refused (${error.message}; at most ${MAX_FRAGMENTS} fragments): ` +
               `closed with 1008`,
           );

@@ -559,7 +559,8 @@ export abstract class WebSocketCycle {
       ? (data.length * 3 <= this.maxMessageSize ? 0 : utf8.encode(data).length)
       : data.length;
     if (size > this.maxMessageSize) {
-      this.core.logger.warn(
+      this.core.warnOf(
+        "WebSocket message exceeds maxMessageSize",
         `WebSocket message of ${size} bytes exceeds maxMessageSize ${this.maxMessageSize}: closed with 1009`,
       );
       this.#closeBy(MESSAGE_TOO_BIG, "");
@@ -574,7 +575,8 @@ export abstract class WebSocketCycle {
     if (this.#queue.length >= this.unreadCountLimit) {
       // Counting bytes alone let empty messages through: each still costs a queued object, and
       // 5 million of them took a deno server to 1.3 GB in 10 s (probe, 2026-11-28).
-      this.core.logger.warn(
+      this.core.warnOf(
+        "WebSocket messages unread over the limit",
         `WebSocket client sent over ${this.unreadCountLimit} messages the application has ` +
           `not received: closed with 1008`,
       );
@@ -587,7 +589,8 @@ export abstract class WebSocketCycle {
       // A transport that cannot stop reading (a Deno WebSocket) queued every message a client
       // sent to an application that did not receive them: 1.3 GB of server memory in 5 s from
       // one client (2026-11-28). Dropped, and the socket closed, as for a message too big.
-      this.core.logger.warn(
+      this.core.warnOf(
+        "WebSocket bytes unread over the limit",
         `WebSocket client sent over ${this.unreadLimit} bytes the application has not ` +
           `received (twice maxMessageSize): closed with 1008`,
       );
@@ -845,7 +848,8 @@ export abstract class WebSocketCycle {
   /** The client took nothing for `limit` ms while a send waited: it is dropped (see above). */
   #stalled(limit: number): void {
     if (this.#disconnect !== null) return;
-    this.core.logger.warn(
+    this.core.warnOf(
+      "WebSocket send stalled",
       `WebSocket send stalled: the client took nothing for stallTimeout ${limit} ms; disconnected`,
     );
     this.dropConnection();

@@ -86,6 +86,8 @@ export interface Host {
   readonly runner: BackgroundRunner;
   /** Where log lines go. */
   readonly log: TaskLogger;
+  /** Writes a warning a client can cause per request, within the App's log limit. */
+  readonly warnOf: (kind: string, line: string) => void;
   /** The request time limit in milliseconds, or `undefined` for none. */
   readonly limitMs: number | undefined;
   /** The shutdown grace period in milliseconds, for the messages of requests abandoned then. */
@@ -1092,7 +1094,11 @@ export class Exchange implements TaskHolder {
       // An operator must see timeouts (a cut-off stream, below, the bridge reports); shutdown's
       // 503s are counted in one line by the App.
       if (why === TIME_LIMIT) {
-        this.#host.log.warn(`${this.#where} did not respond within ${by}; answered 408`);
+        // A client that uploads slowly causes it: within the App's log limit.
+        this.#host.warnOf(
+          "Request time limit passed: answered 408",
+          `${this.#where} did not respond within ${by}; answered 408`,
+        );
       }
       return await sendFixed(
         this.#sendRaw,

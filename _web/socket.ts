@@ -53,6 +53,8 @@ export interface SocketHost {
   readonly runner: BackgroundRunner;
   /** Where log lines go. */
   readonly log: SocketLogger;
+  /** Writes a warning a client can cause per socket, within the App's log limit. */
+  readonly warnOf: (kind: string, line: string) => void;
   /** The request time limit in milliseconds, applied to the handshake. */
   readonly limitMs: number | undefined;
 }
@@ -781,7 +783,8 @@ export class WebSocketRequest<App = unknown> {
     if (this.#answered) return ANSWERED;
     this.#timedOut = true;
     this.#markAnswered();
-    this.#host.log.warn(
+    this.#host.warnOf(
+      "WebSocket handshake over the request time limit: answered 408",
       `${this.#label} was not accepted within the request time limit of ${
         seconds(limitMs)
       }; answered 408`,

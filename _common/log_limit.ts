@@ -1,0 +1,125 @@
+// Copyright the stellarator authors. MIT license.
+/**
+ * A bound on the log lines a client can cause. Private: not exported from `deno.json`.
+ *
+ * Some warnings are written once per request or connection, for what a client did: a body over
+ * `maxBodySize`, a stalled upload, a WebSocket message too big, a handler that the client's slow
+ * upload kept past `requestTimeLimit`. One client repeating it wrote one line each time: 9,112
+ * lines in 25 s of oversized uploads (probe of 2026-11-29), enough to fill a disk or bury every
+ * other line. Each such line has a kind, and `LogLimiter` lets through the first
+ * `LOG_BURST` lines of a kind in full, then at most one line of that kind per
+ * `LOG_INTERVAL_MS`, which says how many were held back since the last; `summary()` gives what
+ * was held back and not yet told, for the server to say at shutdown. Nothing is lost but the
+ * repeated text: the first occurrence of every kind is written in full, and every one is
+ * counted. A kind that has been quiet for a whole interval starts a new burst.
+ *
+ * Application errors (an exception in the application, a message it got wrong) are not limited:
+ * they are the application's bugs, each with its own stack, as uvicorn writes every one.
+ *
+ * @module
+ */
+
+/** How many lines of a kind are written in full before the limit applies. */
+export const LOG_BURST = 10;
+
+/** Past the burst, the least time between two lines of a kind, in milliseconds. */
+export const LOG_INTERVAL_MS = 60_000;
+
+/** What a kind has written and held back. */
+interface KindState {
+  /** Lines written in the current burst. */
+  written: number;
+  /** When the last line of the kind was written. */
+  last: number;
+  /** Lines held back since the last one written. */
+  held: number;
+  /** When the first of those held back came. */
+  heldSince: number;
+}
+
+/**
+ * Decides which lines of each kind are written.
+ *
+ * @example The first lines in full, then one a minute with a count
+ * ```ts ignore
+ * let now = 0;
+ * const limit = new LogLimiter(() => now);
+ * for (let i = 0; i < 15; i++) limit.admit("413"); // 10 × "", then 5 × null
+ * now = 60_000;
+ * limit.admit("413"); // " (5 more like it in the last 60 s were not logged…)"
+ * ```
+ */
+export class LogLimiter {
+  readonly #now: () => number;
+  readonly #kinds = new Map<string, KindState>();
+
+  /**
+   * @param now The clock, in milliseconds; `performance.now` unless told (tests pass their own).
+   */
+  constructor(now: () => number = () => performance.now()) {
+    this.#now = now;
+  }
+
+  /**
+   * Whether a line of `kind` is written now.
+   *
+   * @param kind What the line is about, in words: summaries at shutdown name it.
+   * @returns `null` to hold the line back (it is counted); else the text to end it with: `""`,
+   *   or the count of lines of its kind held back since the last one written.
+   */
+  admit(kind: string): string | null {
+    const now = this.#now();
+    let state = this.#kinds.get(kind);
+    if (state === undefined) {
+      this.#kinds.set(kind, state = { written: 0, last: now, held: 0, heldSince: now });
+    } else if (now - state.last >= LOG_INTERVAL_MS) {
+      const held = state.held;
+      state.last = now;
+      // Quiet for an interval: a new burst.
+      if (held === 0) {
+        state.written = 1;
+        return "";
+      }
+      // Still going: this line, and how many were held back since the last.
+      state.held = 0;
+      return ` (and ${held} more like it in the last ${seconds(now - state.heldSince)}, not ` +
+        `logged: ${POLICY})`;
+    } else if (state.written >= LOG_BURST) {
+      if (state.held++ === 0) state.heldSince = now;
+      return null;
+    }
+    state.written++;
+    state.last = now;
+    return "";
+  }
+
+  /**
+   * The lines held back and not yet told, kind by kind; each is then counted as told.
+   *
+   * @returns One line per kind with lines held back, e.g. `12 more "Request body exceeds
+   *   maxBodySize" lines were not logged (…)`.
+   */
+  summary(): string[] {
+    const lines: string[] = [];
+    const now = this.#now();
+    for (const [kind, state] of this.#kinds) {
+      if (state.held === 0) continue;
+      lines.push(
+        `${state.held} more ${JSON.stringify(kind)} ${
+          state.held === 1 ? "line was" : "lines were"
+        } not logged in the last ${seconds(now - state.heldSince)} (${POLICY})`,
+      );
+      state.held = 0;
+    }
+    return lines;
+  }
+}
+
+/** The rule, for the lines that tell of lines held back. */
+const POLICY = `the first ${LOG_BURST} lines of a kind are logged, then one per ${
+  LOG_INTERVAL_MS / 1000
+} s`;
+
+function seconds(ms: number): string {
+  return `${Math.max(1, Math.round(ms / 1000))} s`;
+}
