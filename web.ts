@@ -118,7 +118,13 @@ import {
 } from "./_web/background.ts";
 import { DeadlineQueue } from "./_web/deadline.ts";
 import { Exchange, type Host } from "./_web/exchange.ts";
-import { countOption, limitOption, seconds, secondsOption } from "./_web/options.ts";
+import {
+  countOption,
+  likelyMilliseconds,
+  limitOption,
+  seconds,
+  secondsOption,
+} from "./_web/options.ts";
 import { describe, errorText } from "./_common/describe.ts";
 import { markFetchHandler } from "./_common/fetch_mark.ts";
 import { rejectUnknownKeys } from "./_common/keys.ts";
@@ -526,7 +532,9 @@ export interface AppOptions<A extends object = Record<never, never>> {
    * A streamed response still being sent then is cut off; a complete one is no longer limited.
    * Any positive number up to 2147483.647 (fractions allowed); `0` is refused, as it would
    * answer every handler that awaits anything with a 408 (the bridge's timeouts, unlike this,
-   * take `0` for no limit).
+   * take `0` for no limit). A whole number of thousands from 1000 on (`5000`) reads like
+   * milliseconds: it is taken as seconds, with one warning at construction (so for every time
+   * limit of the App).
    *
    * @default {undefined (no limit)}
    */
@@ -1154,6 +1162,18 @@ export class App<A extends object = Record<never, never>> {
     // good or crash the process (see _common/logger.ts).
     const log = guardLogger(logger, ["debug", "info", "warn", "error"]);
     this.#log = log;
+    // Valid, and so not refused, but almost always milliseconds written for seconds.
+    for (
+      const option of [
+        "requestTimeLimit",
+        "backgroundTaskTimeLimit",
+        "shutdownGracePeriod",
+        "lifespanShutdownTimeLimit",
+      ] as const
+    ) {
+      const warning = likelyMilliseconds(option, options[option]);
+      if (warning !== null) log.warn(warning);
+    }
     this.#handleSignals = handleSignals;
     this.#runner = new BackgroundRunner(this.backgroundTaskLimit, taskLimitMs, log);
     // What clients can cause once per request (a 408 to a slow upload) is bounded in the log:

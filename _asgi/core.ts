@@ -43,10 +43,12 @@ import {
   declaredLength,
   headerName,
   headerPairError,
+  headersError,
   headerValue,
   isNullBodyStatus,
   noContentHeaders,
   resetContentHeaders,
+  warnCamelMoreBody,
 } from "./fields.ts";
 import { Lifespan } from "./lifespan.ts";
 import { ACCEPTED, RESOLVED, withResolvers } from "./promises.ts";
@@ -735,7 +737,7 @@ export abstract class HttpCycle {
   }
 
   #start(message: HttpResponseStartMessage): void {
-    const status = checkStatus(message.status, "http.response.start");
+    const status = checkStatus(message.status, "http.response.start", message);
     if (message.trailers !== undefined && message.trailers !== false) {
       throw new AsgiProtocolError(
         `Invalid "trailers" ${
@@ -756,11 +758,7 @@ export abstract class HttpCycle {
       codings = lastCodings;
     } else if (raw !== undefined) {
       if (raw === null || typeof (raw as Iterable<unknown>)[Symbol.iterator] !== "function") {
-        throw new AsgiProtocolError(
-          `Invalid "headers" ${
-            describe(raw)
-          } in "http.response.start": use an array of [Uint8Array, Uint8Array] pairs`,
-        );
+        throw headersError(raw, "http.response.start");
       }
       for (const pair of raw) {
         const name = pair?.[0];
@@ -824,8 +822,11 @@ export abstract class HttpCycle {
           (typeof body === "string" ? "; encode text with textBytes()" : ""),
       );
     }
-    const more = message.more_body === undefined ? false : message.more_body;
-    if (typeof more !== "boolean") {
+    let more = message.more_body;
+    if (more === undefined) {
+      more = false;
+      warnCamelMoreBody(this.core, message, "http.response.body");
+    } else if (typeof more !== "boolean") {
       throw new AsgiProtocolError(
         `Invalid "more_body" ${describe(more)} in "http.response.body": use true or false`,
       );

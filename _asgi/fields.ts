@@ -45,15 +45,78 @@ const HOST: Uint8Array = (() => {
  * @param type The message type, for the error.
  * @returns The status.
  */
-export function checkStatus(status: unknown, type: string): number {
+export function checkStatus(status: unknown, type: string, message?: object): number {
   if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
+    // A port from Python (`status_code`) or from JavaScript habits (`statusCode`) left `status`
+    // out: the message names the key that was given instead.
+    const twin = status === undefined && message !== undefined
+      ? ["statusCode", "status_code"].find((key) => key in message)
+      : undefined;
     throw new AsgiProtocolError(
-      `Invalid "status" ${describe(status)} in ${
-        JSON.stringify(type)
-      }: use an integer from 200 to 599`,
+      `Invalid "status" ${describe(status)} in ${JSON.stringify(type)}: ${
+        twin === undefined
+          ? "use an integer from 200 to 599"
+          : `the key is "status", not "${twin}": write status: ${
+            describe((message as Record<string, unknown>)[twin])
+          }`
+      }`,
     );
   }
   return status;
+}
+
+/**
+ * The error for a message's `headers` that are not iterable. An object of names and values (as
+ * `fetch` takes) is the likeliest slip: the message shows its first field as a pair of bytes.
+ *
+ * @param raw The message's `headers`.
+ * @param type The message type.
+ * @returns The error to throw.
+ */
+export function headersError(raw: unknown, type: string): AsgiProtocolError {
+  let hint = "";
+  if (raw !== null && typeof raw === "object") {
+    const first = Object.entries(raw)[0];
+    const [name, value] = first !== undefined && typeof first[1] === "string"
+      ? [first[0], first[1]]
+      : ["content-type", "text/plain"];
+    hint = `, not an object of names and values: e.g. [[textBytes(${describe(name)}), textBytes(${
+      describe(value)
+    })]]`;
+  }
+  return new AsgiProtocolError(
+    `Invalid "headers" ${
+      describe(raw)
+    } in "${type}": use an array of [Uint8Array, Uint8Array] pairs${hint}`,
+  );
+}
+
+/**
+ * Warns, once per server, of a body message whose `more_body` is missing while a camelCase
+ * `moreBody` is there: ASGI keys are snake_case, and the spec has unknown keys ignored, so the
+ * body ends with this message as for `more_body: false`, which a port from Python or a JavaScript
+ * habit did not mean (the rest of the response was then refused, naming "more_body"). Called only
+ * when `more_body` is missing, so a message written right costs nothing more.
+ *
+ * @param core Where the line goes, and whether it was said already.
+ * @param message The message, whose `more_body` is missing.
+ * @param type The message type.
+ */
+export function warnCamelMoreBody(
+  core: {
+    readonly logLimit: { once(key: string): boolean };
+    readonly logger: { warn(...data: unknown[]): void };
+  },
+  message: object,
+  type: string,
+): void {
+  const camel = (message as { moreBody?: unknown }).moreBody;
+  if (camel === undefined || !core.logLimit.once(`moreBody in ${type}`)) return;
+  core.logger.warn(
+    `Ignored "moreBody" ${describe(camel)} in "${type}": ASGI keys are snake_case, so ` +
+      `"more_body" was missing and taken as false, and the response ended with this message; ` +
+      `write more_body: ${describe(camel)} (said once per server)`,
+  );
 }
 
 /** Statuses whose responses carry no body: HTTP forbids one and Fetch refuses one. */

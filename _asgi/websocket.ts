@@ -32,12 +32,14 @@ import {
   hasToken,
   headerName,
   headerPairError,
+  headersError,
   headerValue,
   isNullBodyStatus,
   isToken,
   noContentHeaders,
   resetContentHeaders,
   trimOws,
+  warnCamelMoreBody,
 } from "./fields.ts";
 import type { RequestHead } from "./scope.ts";
 import { unquote } from "./percent.ts";
@@ -428,11 +430,7 @@ function validateHeaders(
   const headers: [string, string][] = [];
   if (raw === undefined) return headers;
   if (raw === null || typeof (raw as Iterable<unknown>)[Symbol.iterator] !== "function") {
-    throw new AsgiProtocolError(
-      `Invalid "headers" ${
-        describe(raw)
-      } in "${type}": use an array of [Uint8Array, Uint8Array] pairs`,
-    );
+    throw headersError(raw, type);
   }
   for (const pair of raw as Iterable<unknown[]>) {
     const name = pair?.[0];
@@ -867,7 +865,7 @@ export abstract class WebSocketCycle {
   }
 
   #denyStart(message: WebSocketHttpResponseStartMessage): undefined {
-    const status = checkStatus(message.status, "websocket.http.response.start");
+    const status = checkStatus(message.status, "websocket.http.response.start", message);
     const headers = validateHeaders(message.headers, "websocket.http.response.start", null);
     let declared = -1;
     for (const [name, value] of headers) {
@@ -891,8 +889,11 @@ export abstract class WebSocketCycle {
           (typeof body === "string" ? "; encode text with textBytes()" : ""),
       );
     }
-    const more = message.more_body ?? false;
-    if (typeof more !== "boolean") {
+    let more = message.more_body;
+    if (more === undefined) {
+      more = false;
+      warnCamelMoreBody(this.core, message, "websocket.http.response.body");
+    } else if (typeof more !== "boolean") {
       throw new AsgiProtocolError(
         `Invalid "more_body" ${
           describe(more)

@@ -52,6 +52,7 @@ interface KindState {
 export class LogLimiter {
   readonly #now: () => number;
   readonly #kinds = new Map<string, KindState>();
+  readonly #said = new Set<string>();
 
   /**
    * @param now The clock, in milliseconds; `performance.now` unless told (tests pass their own).
@@ -91,6 +92,18 @@ export class LogLimiter {
     state.written++;
     state.last = now;
     return "";
+  }
+
+  /**
+   * Whether a line said once per server is yet to be said: `true` the first time for `key`.
+   *
+   * @param key What the line is about.
+   * @returns `true` once per key.
+   */
+  once(key: string): boolean {
+    if (this.#said.has(key)) return false;
+    this.#said.add(key);
+    return true;
   }
 
   /**

@@ -108,6 +108,25 @@ export function countOption(option: string, value: unknown, fallback: number): n
 }
 
 /**
+ * The warning for a time in seconds that reads like milliseconds: a whole number of thousands,
+ * from 1000 on (`requestTimeLimit: 5000` is 83 minutes, and was silently taken so). The bridge's
+ * times are milliseconds, and so are most JavaScript timeouts; an App's are seconds, as uvicorn's
+ * are. A round hour (3600) or day (86400) is not a thousand's multiple, and is not warned of.
+ *
+ * @param option The option's name.
+ * @param value Its value, already checked.
+ * @returns The warning, or `null` for a value that reads as seconds.
+ */
+export function likelyMilliseconds(option: string, value: unknown): string | null {
+  if (typeof value !== "number" || value < 1000 || value % 1000 !== 0) return null;
+  return `${option} is in seconds: ${value} means ${value} s (${Math.round(value / 60)} min). For ${
+    value / 1000
+  } seconds write ${option}: ${
+    value / 1000
+  } (an App's time limits are seconds; the bridge's times, such as shutdownTimeout, milliseconds)`;
+}
+
+/**
  * Formats milliseconds as seconds for log lines and messages, without float noise.
  *
  * @param ms Milliseconds.
