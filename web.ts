@@ -1182,9 +1182,9 @@ export class App<A extends object = Record<never, never>> {
     this.#host = {
       runner: this.#runner,
       log,
-      warnOf: (kind, line) => {
-        const note = logLimit.admit(kind);
-        if (note !== null) log.warn(line + note);
+      logOf: (level, kind, line, ...data) => {
+        const note = logLimit.admit(kind, level);
+        if (note !== null) log[level](line + note, ...data);
       },
       limitMs,
       graceMs: this.#graceMs,
@@ -1461,7 +1461,7 @@ export class App<A extends object = Record<never, never>> {
       }
     }
     await Promise.all([tasks, sockets]);
-    for (const line of this.#logLimit.summary()) this.#log.warn(line);
+    for (const { level, line } of this.#logLimit.summary()) this.#log[level](line);
   }
 
   /**

@@ -205,7 +205,7 @@ export class Core {
 
   /** Writes how many lines `warnOf` held back and has not told of yet (at shutdown). */
   warnHeldBack(): void {
-    for (const line of this.logLimit.summary()) this.logger.warn(line);
+    for (const { line } of this.logLimit.summary()) this.logger.warn(line);
   }
 
   /**

@@ -25,8 +25,13 @@ export const LOG_BURST = 10;
 /** Past the burst, the least time between two lines of a kind, in milliseconds. */
 export const LOG_INTERVAL_MS = 60_000;
 
+/** A level of the loggers that lines of a kind are written at. */
+export type LogLevel = "debug" | "warn";
+
 /** What a kind has written and held back. */
 interface KindState {
+  /** The level its lines are written at, for the summary. */
+  level: LogLevel;
   /** Lines written in the current burst. */
   written: number;
   /** When the last line of the kind was written. */
@@ -65,14 +70,16 @@ export class LogLimiter {
    * Whether a line of `kind` is written now.
    *
    * @param kind What the line is about, in words: summaries at shutdown name it.
+   * @param level The level its lines are written at, for the summary: a debug line's stays a
+   *   debug line.
    * @returns `null` to hold the line back (it is counted); else the text to end it with: `""`,
    *   or the count of lines of its kind held back since the last one written.
    */
-  admit(kind: string): string | null {
+  admit(kind: string, level: LogLevel = "warn"): string | null {
     const now = this.#now();
     let state = this.#kinds.get(kind);
     if (state === undefined) {
-      this.#kinds.set(kind, state = { written: 0, last: now, held: 0, heldSince: now });
+      this.#kinds.set(kind, state = { level, written: 0, last: now, held: 0, heldSince: now });
     } else if (now - state.last >= LOG_INTERVAL_MS) {
       const held = state.held;
       state.last = now;
@@ -109,19 +116,20 @@ export class LogLimiter {
   /**
    * The lines held back and not yet told, kind by kind; each is then counted as told.
    *
-   * @returns One line per kind with lines held back, e.g. `12 more "Request body exceeds
-   *   maxBodySize" lines were not logged (…)`.
+   * @returns One line per kind with lines held back, at the level of its kind, e.g. `12 more
+   *   "Request body exceeds maxBodySize" lines were not logged (…)`.
    */
-  summary(): string[] {
-    const lines: string[] = [];
+  summary(): { level: LogLevel; line: string }[] {
+    const lines: { level: LogLevel; line: string }[] = [];
     const now = this.#now();
     for (const [kind, state] of this.#kinds) {
       if (state.held === 0) continue;
-      lines.push(
-        `${state.held} more ${JSON.stringify(kind)} ${
+      lines.push({
+        level: state.level,
+        line: `${state.held} more ${JSON.stringify(kind)} ${
           state.held === 1 ? "line was" : "lines were"
         } not logged in the last ${seconds(now - state.heldSince)} (${POLICY})`,
-      );
+      });
       state.held = 0;
     }
     return lines;

@@ -86,8 +86,11 @@ export interface Host {
   readonly runner: BackgroundRunner;
   /** Where log lines go. */
   readonly log: TaskLogger;
-  /** Writes a warning a client can cause per request, within the App's log limit. */
-  readonly warnOf: (kind: string, line: string) => void;
+  /**
+   * Writes a line a client can cause per request, within the App's log limit (see
+   * _common/log_limit.ts); `data` follows the line as given.
+   */
+  readonly logOf: (level: "warn" | "debug", kind: string, line: string, ...data: unknown[]) => void;
   /** The request time limit in milliseconds, or `undefined` for none. */
   readonly limitMs: number | undefined;
   /** The shutdown grace period in milliseconds, for the messages of requests abandoned then. */
@@ -387,7 +390,9 @@ export class Exchange implements TaskHolder {
         ? this.#overruledGot
         : `the client got ${this.#phase === PENDING ? 413 : "a response cut off"} (its body ` +
           `exceeded maxBodySize ${refused.maxBodySize})`;
-      this.#host.log.debug(
+      this.#host.logOf(
+        "debug",
+        "Late response ignored",
         `Ignored the response of route "${this.routePath}" to ${this.#label}: it came after ` +
           `${this.#overruledBy}; ${got}`,
       );
@@ -996,11 +1001,21 @@ export class Exchange implements TaskHolder {
     if (result.ok) return;
     const where = this.#where;
     const after = this.#overruled === SHUTDOWN ? "the shutdown grace period" : "the time limit";
+    // A client's slow upload makes a handler late: within the App's log limit.
     if (result.error === this.#abortReason) {
-      this.#host.log.debug(`${where} stopped on its signal after ${after}`);
+      this.#host.logOf(
+        "debug",
+        "Late handler stopped",
+        `${where} stopped on its signal after ${after}`,
+      );
     } else {
       const its = this.#overruled === SHUTDOWN ? after : "its time limit";
-      this.#host.log.debug(`${where} failed after ${its}; ignored:`, result.error);
+      this.#host.logOf(
+        "debug",
+        "Late handler failed",
+        `${where} failed after ${its}; ignored:`,
+        result.error,
+      );
     }
   }
 
@@ -1028,8 +1043,12 @@ export class Exchange implements TaskHolder {
       // The signal's own reason, rethrown by a read or a stream of the handler, says nothing the
       // line does not, and its stack runs through this file only: 30 clients leaving mid-upload
       // and mid-stream printed 7 lines each under the default logger (probe of 2026-11-29).
-      if (error === reason) log.debug(`${where} stopped after ${after}`);
-      else log.debug(`${where} stopped after ${after}:`, error);
+      // Once per client that leaves (or sends too much): within the App's log limit.
+      const kind = reason instanceof BodyTooLargeError
+        ? "Handler stopped after its body exceeded maxBodySize"
+        : "Handler stopped after its client left";
+      if (error === reason) this.#host.logOf("debug", kind, `${where} stopped after ${after}`);
+      else this.#host.logOf("debug", kind, `${where} stopped after ${after}:`, error);
       return;
     }
     if (this.#phase === PENDING) {
@@ -1084,18 +1103,21 @@ export class Exchange implements TaskHolder {
     // Said by the line of a response that comes later: "the client got 408" once stood for a
     // client that had left before the limit, to which nothing was sent (task Q2).
     if (this.#disconnected) {
-      this.#overruledGot = "the client had left before it, and got nothing";
+      this.#overruledGot = "its client had left before it, and got nothing";
       return;
     }
+    // What the App sent: whether the client took it, neither layer may know (one that left
+    // while its handler did not watch its signal is only found gone when it is written to).
     this.#overruledGot = this.#phase !== PENDING
-      ? "the client got its response cut off"
-      : `the client got ${why === SHUTDOWN ? 503 : 408}`;
+      ? "its response was cut off then"
+      : `it was answered ${why === SHUTDOWN ? 503 : 408} then`;
     if (this.#phase === PENDING) {
       // An operator must see timeouts (a cut-off stream, below, the bridge reports); shutdown's
       // 503s are counted in one line by the App.
       if (why === TIME_LIMIT) {
         // A client that uploads slowly causes it: within the App's log limit.
-        this.#host.warnOf(
+        this.#host.logOf(
+          "warn",
           "Request time limit passed: answered 408",
           `${this.#where} did not respond within ${by}; answered 408`,
         );

@@ -53,8 +53,8 @@ export interface SocketHost {
   readonly runner: BackgroundRunner;
   /** Where log lines go. */
   readonly log: SocketLogger;
-  /** Writes a warning a client can cause per socket, within the App's log limit. */
-  readonly warnOf: (kind: string, line: string) => void;
+  /** Writes a line a client can cause per socket, within the App's log limit. */
+  readonly logOf: (level: "warn" | "debug", kind: string, line: string, ...data: unknown[]) => void;
   /** The request time limit in milliseconds, applied to the handshake. */
   readonly limitMs: number | undefined;
 }
@@ -446,7 +446,11 @@ export class WebSocketRequest<App = unknown> {
     if (this.#state === CLOSED || this.#state === CLOSING) {
       // Once per socket: a handler pushing in a loop would log each of millions.
       if (this.#dropped++ === 0) {
-        this.#host.log.debug(`Dropped a message to ${this.#label}: the socket is closed`);
+        this.#host.logOf(
+          "debug",
+          "Message dropped for a closed socket",
+          `Dropped a message to ${this.#label}: the socket is closed`,
+        );
       }
       // Resolving at once lets a broadcast loop skip a closed socket for free; a handler that
       // sends to its closed socket in a loop without looking at its signal would never let the
@@ -746,7 +750,9 @@ export class WebSocketRequest<App = unknown> {
         await denied;
         void outcome.then((late) => {
           if (late.ok) return;
-          this.#host.log.debug(
+          this.#host.logOf(
+            "debug",
+            "Late socket handler stopped",
             `Route "${this.route.path}" on ${this.#label} stopped after its time limit:`,
             late.error,
           );
@@ -783,7 +789,8 @@ export class WebSocketRequest<App = unknown> {
     if (this.#answered) return ANSWERED;
     this.#timedOut = true;
     this.#markAnswered();
-    this.#host.warnOf(
+    this.#host.logOf(
+      "warn",
       "WebSocket handshake over the request time limit: answered 408",
       `${this.#label} was not accepted within the request time limit of ${
         seconds(limitMs)
@@ -798,7 +805,12 @@ export class WebSocketRequest<App = unknown> {
       await this.#deny(408, "Request time limit exceeded");
     } catch (error) {
       // The client left meanwhile, say: nobody is left to answer.
-      this.#host.log.debug(`Could not answer ${this.#label} with 408:`, error);
+      this.#host.logOf(
+        "debug",
+        "WebSocket 408 not sent",
+        `Could not answer ${this.#label} with 408:`,
+        error,
+      );
     }
     return undefined;
   }

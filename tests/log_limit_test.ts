@@ -54,7 +54,7 @@ Deno.test("LogLimiter.summary() tells each kind's lines held back, once", () => 
   for (let i = 0; i < LOG_BURST + 3; i++) limit.admit("Request body exceeds maxBodySize");
   for (let i = 0; i < LOG_BURST; i++) limit.admit("Response stalled");
   now = 2_000;
-  assertEquals(limit.summary(), [
+  assertEquals(limit.summary().map(({ line }) => line), [
     `3 more "Request body exceeds maxBodySize" lines were not logged in the last 2 s (the ` +
     `first ${LOG_BURST} lines of a kind are logged, then one per 60 s)`,
   ]);
@@ -164,4 +164,54 @@ Deno.test(`App writes at most ${LOG_BURST} "answered 408" lines for requests ove
   assertEquals(told.length, 1, lines.join("\n"));
   assertMatch(told[0]!, /^4 more "Request time limit passed: answered 408" lines were not logged/);
   assert(lines.length === LOG_BURST + 1, lines.join("\n"));
+});
+
+Deno.test(`App writes at most ${LOG_BURST} debug lines for handlers whose clients left, and counts the rest at shutdown at debug level (regression)`, async () => {
+  const log = new RecordingLogger();
+  const stopped: Promise<void>[] = [];
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/wait", {
+          handler: async (request: Request) => {
+            const done = Promise.withResolvers<void>();
+            stopped.push(done.promise);
+            try {
+              await new Promise((resolve) => {
+                request.signal.addEventListener("abort", resolve, { once: true });
+              });
+              throw request.signal.reason;
+            } finally {
+              done.resolve();
+            }
+          },
+        }),
+      ],
+    }),
+    logger: log,
+    handleSignals: false,
+  });
+  const requests = LOG_BURST + 3;
+  try {
+    for (let i = 0; i < requests; i++) {
+      const left = new AbortController();
+      const response = app.fetch(
+        new globalThis.Request("http://localhost/wait", { signal: left.signal }),
+      );
+      // Once the handler waits on its signal, the client leaves.
+      while (stopped.length <= i) await Promise.resolve();
+      left.abort();
+      await stopped[i];
+      await response.catch(() => {});
+    }
+  } finally {
+    await app.shutdown();
+  }
+  const debug = log.lines.filter(({ level }) => level === "debug").map(({ text }) => text);
+  const left = debug.filter((line) => line.includes("stopped after the client went away"));
+  assertEquals(left.length, LOG_BURST, debug.join("\n"));
+  const told = debug.filter((line) => line.includes("not logged"));
+  assertEquals(told.length, 1, debug.join("\n"));
+  assertMatch(told[0]!, /^3 more "Handler stopped after its client left" lines were not logged/);
+  assertEquals(log.lines.filter(({ level }) => level === "warn"), []);
 });

@@ -339,6 +339,6 @@ Deno.test("Request.respondWith() after requestTimeLimit says the client had left
   assertEquals(lines.filter((line) => line.includes("408")), []);
   assertEquals(lines.filter((line) => line.includes("Ignored the response")), [
     'debug Ignored the response of route "/slow" to "GET /slow": it came after the request ' +
-    "time limit of 0.05 s; the client had left before it, and got nothing",
+    "time limit of 0.05 s; its client had left before it, and got nothing",
   ]);
 });
