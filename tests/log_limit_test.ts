@@ -10,7 +10,7 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { AsgiRouter, Route } from "../router.ts";
 import { createFetchHandler, textBytes } from "../asgi.ts";
-import { App, type Request, Response } from "../web.ts";
+import { App, type Request } from "../web.ts";
 import { LOG_BURST, LOG_INTERVAL_MS, LogLimiter } from "../_common/log_limit.ts";
 import {
   RecordingLogger as AsgiRecordingLogger,
