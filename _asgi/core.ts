@@ -195,7 +195,9 @@ export class Core {
    * `logLimit` (see _common/log_limit.ts): the first lines of each kind in full, then one now and
    * then that counts those held back.
    *
-   * @param kind What the line is about, in words, the same for every line of its kind.
+   * @param kind What the line is about, in words, the same for every line of its kind. Each
+   *   outcome is a kind of its own (a 413, a response cut off), so that the first of each is
+   *   written however many of another came before; a line that never varies is its own kind.
    * @param line The line.
    */
   warnOf(kind: string, line: string): void {
@@ -922,17 +924,15 @@ export abstract class HttpCycle {
         if (sendWaits) this.dropConnection();
         outcome = "cut the response off and disconnected";
       }
-      this.core.warnOf(
-        "Request body stalled",
-        `Request body stalled: nothing arrived for stallTimeout ${timeout} ms; ${outcome}`,
-      );
+      const line =
+        `Request body stalled: nothing arrived for stallTimeout ${timeout} ms; ${outcome}`;
+      this.core.warnOf(line, line);
     } else {
       this.abortResponse(new Error("Response stalled"), this.#status, this.#headers);
       this.dropConnection();
-      this.core.warnOf(
-        "Response stalled",
-        `Response stalled: the client took nothing for stallTimeout ${timeout} ms; cut the response off and disconnected`,
-      );
+      const line = `Response stalled: the client took nothing for stallTimeout ${timeout} ms; ` +
+        "cut the response off and disconnected";
+      this.core.warnOf(line, line);
     }
     this.#giveUp();
     this.#finish();
@@ -1002,7 +1002,8 @@ export abstract class HttpCycle {
     } else {
       outcome = " after the response ended: disconnected";
     }
-    this.core.warnOf("Request body exceeds maxBodySize", exceeds + outcome);
+    const line = exceeds + outcome;
+    this.core.warnOf(line, line);
     this.#giveUp();
   }
 

@@ -51,7 +51,7 @@ interface KindState {
  * const limit = new LogLimiter(() => now);
  * for (let i = 0; i < 15; i++) limit.admit("413"); // 10 × "", then 5 × null
  * now = 60_000;
- * limit.admit("413"); // " (5 more like it in the last 60 s were not logged…)"
+ * limit.admit("413"); // " (and 5 more like it in the last 60 s, not logged: …)"
  * ```
  */
 export class LogLimiter {
@@ -117,7 +117,7 @@ export class LogLimiter {
    * The lines held back and not yet told, kind by kind; each is then counted as told.
    *
    * @returns One line per kind with lines held back, at the level of its kind, e.g. `12 more
-   *   "Request body exceeds maxBodySize" lines were not logged (…)`.
+   *   lines of a kind not logged in the last 3 s (…): Request body exceeds maxBodySize…`.
    */
   summary(): { level: LogLevel; line: string }[] {
     const lines: { level: LogLevel; line: string }[] = [];
@@ -126,9 +126,9 @@ export class LogLimiter {
       if (state.held === 0) continue;
       lines.push({
         level: state.level,
-        line: `${state.held} more ${JSON.stringify(kind)} ${
-          state.held === 1 ? "line was" : "lines were"
-        } not logged in the last ${seconds(now - state.heldSince)} (${POLICY})`,
+        // The kind last, unquoted: it may quote a route itself.
+        line: `${state.held} more ${state.held === 1 ? "line" : "lines"} of a kind not logged ` +
+          `in the last ${seconds(now - state.heldSince)} (${POLICY}): ${kind}`,
       });
       state.held = 0;
     }

@@ -1118,7 +1118,9 @@ export class Exchange implements TaskHolder {
         // A client that uploads slowly causes it: within the App's log limit.
         this.#host.logOf(
           "warn",
-          "Request time limit passed: answered 408",
+          // One kind per route (a pattern of the App's, so they are few): the first 408 of
+          // each is written, however many another route had.
+          `Route "${this.routePath}" over the request time limit: answered 408`,
           `${this.#where} did not respond within ${by}; answered 408`,
         );
       }

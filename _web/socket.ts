@@ -791,7 +791,7 @@ export class WebSocketRequest<App = unknown> {
     this.#markAnswered();
     this.#host.logOf(
       "warn",
-      "WebSocket handshake over the request time limit: answered 408",
+      `Route "${this.route.path}" not accepted within the request time limit: answered 408`,
       `${this.#label} was not accepted within the request time limit of ${
         seconds(limitMs)
       }; answered 408`,

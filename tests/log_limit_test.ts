@@ -15,6 +15,7 @@ import { LOG_BURST, LOG_INTERVAL_MS, LogLimiter } from "../_common/log_limit.ts"
 import {
   RecordingLogger as AsgiRecordingLogger,
   start,
+  streamOf,
   TRANSPORTS,
 } from "./fixtures/asgi_harness.ts";
 import { RecordingLogger } from "./fixtures/web_helpers.ts";
@@ -55,8 +56,8 @@ Deno.test("LogLimiter.summary() tells each kind's lines held back, once", () => 
   for (let i = 0; i < LOG_BURST; i++) limit.admit("Response stalled");
   now = 2_000;
   assertEquals(limit.summary().map(({ line }) => line), [
-    `3 more "Request body exceeds maxBodySize" lines were not logged in the last 2 s (the ` +
-    `first ${LOG_BURST} lines of a kind are logged, then one per 60 s)`,
+    `3 more lines of a kind not logged in the last 2 s (the first ${LOG_BURST} lines of a ` +
+    "kind are logged, then one per 60 s): Request body exceeds maxBodySize",
   ]);
   assertEquals(limit.summary(), []);
 });
@@ -94,7 +95,7 @@ for (const transport of TRANSPORTS) {
     );
     assertMatch(
       lines[LOG_BURST]!,
-      /^15 more "Request body exceeds maxBodySize" lines were not logged/,
+      /^15 more lines of a kind not logged .*\): Request body exceeds maxBodySize 10: answered 413 and disconnected$/,
     );
   });
 }
@@ -117,7 +118,10 @@ Deno.test("createFetchHandler().shutdown() counts the warnings the log limit hel
   await handler.shutdown();
   const lines = logger.lines("warn").filter((line) => line.includes("maxBodySize"));
   assertEquals(lines.length, LOG_BURST + 1);
-  assertMatch(lines.at(-1)!, /^2 more "Request body exceeds maxBodySize" lines were not logged/);
+  assertMatch(
+    lines.at(-1)!,
+    /^2 more lines of a kind not logged .*\): Request body exceeds maxBodySize 10: answered 413/,
+  );
 });
 
 Deno.test(`App writes at most ${LOG_BURST} "answered 408" lines for requests over requestTimeLimit, and counts the rest at shutdown (regression)`, async () => {
@@ -158,11 +162,14 @@ Deno.test(`App writes at most ${LOG_BURST} "answered 408" lines for requests ove
     await app.shutdown();
   }
   const lines = log.lines.filter(({ level }) => level === "warn").map(({ text }) => text);
-  const answered = lines.filter((line) => line.endsWith("answered 408"));
+  const answered = lines.filter((line) => line.endsWith("; answered 408"));
   assertEquals(answered.length, LOG_BURST, lines.join("\n"));
   const told = lines.filter((line) => line.includes("not logged"));
   assertEquals(told.length, 1, lines.join("\n"));
-  assertMatch(told[0]!, /^4 more "Request time limit passed: answered 408" lines were not logged/);
+  assertMatch(
+    told[0]!,
+    /^4 more lines of a kind not logged .*\): Route "\/slow" over the request time limit: answered 408$/,
+  );
   assert(lines.length === LOG_BURST + 1, lines.join("\n"));
 });
 
@@ -212,6 +219,51 @@ Deno.test(`App writes at most ${LOG_BURST} debug lines for handlers whose client
   assertEquals(left.length, LOG_BURST, debug.join("\n"));
   const told = debug.filter((line) => line.includes("not logged"));
   assertEquals(told.length, 1, debug.join("\n"));
-  assertMatch(told[0]!, /^3 more "Handler stopped after its client left" lines were not logged/);
+  assertMatch(
+    told[0]!,
+    /^3 more lines of a kind not logged .*\): Handler stopped after its client left$/,
+  );
   assertEquals(log.lines.filter(({ level }) => level === "warn"), []);
 });
+
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() writes the first body over maxBodySize that cuts a response off, after a flood of 413s (${transport}; regression)`, async () => {
+    const s = await start(
+      async (scope, receive, send) => {
+        if (scope.type !== "http") return;
+        // On /started the response begins before the body is read: the excess cuts it off.
+        if (scope.path === "/started") {
+          await send({ type: "http.response.start", status: 200, headers: [] });
+          await send({ type: "http.response.body", body: textBytes("a"), more_body: true });
+        }
+        for (;;) {
+          const message = await receive();
+          if (message.type !== "http.request" || !message.more_body) break;
+        }
+      },
+      transport,
+      { maxBodySize: 10 },
+    );
+    try {
+      for (let i = 0; i < LOG_BURST + 2; i++) {
+        const response = await fetch(s.url, { method: "POST", body: "x".repeat(100) });
+        assertEquals(response.status, 413);
+        await response.body?.cancel();
+      }
+      // Chunked, so that the application is called and starts its response first.
+      const cut = await fetch(`${s.url}/started`, { method: "POST", body: streamOf(5, 100) });
+      await cut.text().catch(() => {});
+    } finally {
+      await s.server.shutdown();
+    }
+    const lines = s.logger.lines("warn").filter((line) => line.includes("maxBodySize"));
+    assertEquals(
+      lines.filter((line) => line.includes("after the response started")),
+      [
+        "Request body exceeds maxBodySize 10 after the response started: cut the response off " +
+        "(no 413) and disconnected",
+      ],
+      lines.join("\n"),
+    );
+  });
+}
