@@ -587,7 +587,10 @@ export interface AppOptions<A extends object = Record<never, never>> {
    */
   attributes?: A;
   /**
-   * Where log lines go.
+   * Where log lines go. Lines a client can cause once per request (a 408, a handler that stopped
+   * after its client left) are bounded: the first 10 of each kind in full, then one a minute
+   * that counts those held back, and a count at shutdown (docs/asgi.md, "Serving an
+   * application"). Handler errors are not bounded.
    *
    * @default {console}
    */

@@ -567,7 +567,10 @@ export interface FetchHandlerOptions {
    */
   maxBodySize?: number;
   /**
-   * Where log lines go.
+   * Where log lines go. Warnings a client can cause once per request or connection (a body over
+   * `maxBodySize`, a stall) are bounded: the first 10 of each kind in full, then one a minute
+   * that counts those held back, and a count at shutdown (docs/asgi.md, "Serving an
+   * application"). Application errors are not bounded.
    *
    * @default {console}
    */
