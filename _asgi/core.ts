@@ -131,9 +131,17 @@ export interface CoreOptions {
 }
 
 /** Stall checks per `stallTimeout`: a wait is given up between 1 and 1.25 times the limit. */
-const STALL_CHECKS = 4;
+export const STALL_CHECKS = 4;
 /** The shortest period between two stall checks, in milliseconds. */
 const MIN_STALL_CHECK_MS = 10;
+
+/**
+ * The period of the stall checks for `stallTimeout` (finite): one wait is given up once more
+ * than `STALL_CHECKS` of them have passed since it began.
+ */
+export function stallCheckPeriod(stallTimeout: number): number {
+  return Math.max(MIN_STALL_CHECK_MS, Math.floor(stallTimeout / STALL_CHECKS));
+}
 
 /** The application, its lifespan and the cycles in flight: everything a transport needs. */
 export class Core {
@@ -219,8 +227,7 @@ export class Core {
    */
   waitBegins(): number {
     if (this.#stallCheck === undefined && this.stallTimeout < Infinity) {
-      const period = Math.max(MIN_STALL_CHECK_MS, Math.floor(this.stallTimeout / STALL_CHECKS));
-      const check = setInterval(this.#checkStalls, period);
+      const check = setInterval(this.#checkStalls, stallCheckPeriod(this.stallTimeout));
       // Never the reason a process stays up: whatever waits has a connection that does.
       if (typeof check === "number") Deno.unrefTimer(check);
       else (check as { unref?: () => void }).unref?.();

@@ -36,6 +36,7 @@ import {
 } from "./node_websocket.ts";
 import { closeTiming, maxMessageSizeOf } from "./websocket.ts";
 import { TlsBacklog } from "./node_tls_backlog.ts";
+import { watchUnreadAnswers, written } from "./node_unread_answers.ts";
 
 /** Shared by the cycles of one server, so responses finished during shutdown close their sockets. */
 interface ServerState {
@@ -132,6 +133,18 @@ class Connections {
    */
   inProgress(socket: Socket): [IncomingMessage, ServerResponse] | undefined {
     return (this.#busy.get(socket) ?? 0) > 0 ? this.#latest.get(socket) : undefined;
+  }
+
+  /** The connections node:http serves now: see `watchUnreadAnswers`. */
+  served(): IterableIterator<Socket> {
+    return this.#busy.keys();
+  }
+
+  /** Closes `socket` now, given up for a client that takes nothing (see `watchUnreadAnswers`). */
+  drop(socket: Socket): void {
+    socket.destroy();
+    // Now, not on "close", as in NodeCycle.dropConnection.
+    this.closeQueued(socket);
   }
 
   /** Starts tracking a connection requests come on, until it closes or is upgraded. */
@@ -728,6 +741,7 @@ class NodeCycle extends HttpCycle {
       this.#response.end(body === null ? undefined : copyBytes(body));
     } else {
       this.#writingWhole = true;
+      slicedAnswers.add(this.#response);
       this.#writeWhole(copyBytes(body), 0);
     }
     this.#boundQueued();
@@ -772,6 +786,7 @@ class NodeCycle extends HttpCycle {
       const end = at + WHOLE_SLICE;
       if (end >= body.length) {
         this.#writingWhole = false;
+        slicedAnswers.delete(response);
         response.end(body.subarray(at));
         return;
       }
@@ -932,6 +947,17 @@ class NodeCycle extends HttpCycle {
 }
 
 /**
+ * The responses whose body, given whole, goes out a slice at a time (see `NodeCycle.#writeWhole`):
+ * not ended yet, but their applications have finished giving them (see `watchUnreadAnswers`).
+ */
+const slicedAnswers = new WeakSet<ServerResponse>();
+
+/** Whether an application is still giving `response`: see `watchUnreadAnswers`. */
+function giving(response: ServerResponse): boolean {
+  return !response.writableEnded && !slicedAnswers.has(response);
+}
+
+/**
  * The largest write of a body given whole (see `NodeCycle.#writeWhole`): what a client must take
  * within `stallTimeout` for a response pipelined behind it to count it as taking something.
  */
@@ -948,14 +974,6 @@ function closing(): void {}
 /** `resume()` of a socket that node:http must not read yet (see `Connections.#hold`). */
 function keepPaused<T>(this: T): T {
   return this;
-}
-
-/**
- * The bytes `socket` has written out: handed to it, less those still waiting to go. It moves
- * when a write completes, so in lumps: a 16 MiB answer given whole counts once all of it is out.
- */
-function written(socket: Socket): number {
-  return socket.bytesWritten - socket.writableLength;
 }
 
 /**
@@ -1292,6 +1310,11 @@ export async function listenNode(
     softFdLimit(),
     () => listener.onRebound?.(),
   );
+  const unread = watchUnreadAnswers(core, {
+    served: () => connections.served(),
+    giving,
+    drop: (socket) => connections.drop(socket),
+  });
   const listener: Listener = {
     addr: info === null
       ? { transport: "unix", path: path! }
@@ -1300,10 +1323,15 @@ export async function listenNode(
       new Promise<void>((resolve) => {
         state.closing = true;
         watchdog.stop();
-        server.close(() => resolve());
+        // Not `unread`: it goes on dropping clients that hold the close up by taking nothing.
+        server.close(() => {
+          unread.stop();
+          resolve();
+        });
         connections.closeWhenIdle();
       }),
     forceClose: () => {
+      unread.stop();
       server.closeAllConnections();
       connections.destroyHandedOver();
     },

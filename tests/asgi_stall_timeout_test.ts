@@ -513,6 +513,124 @@ for (const transport of TRANSPORTS) {
   }
 }
 
+/**
+ * Writes `count` pipelined GETs of `path` in one go on a new connection and reads nothing: what
+ * a client that never takes its answers looks like.
+ */
+async function pipelineUnread(port: number, count: number, path = "/"): Promise<Deno.TcpConn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const request = bytes(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`.repeat(count));
+  // 27 bytes each: what the kernel buffers on both sides takes it whole.
+  for (let at = 0; at < request.length;) at += await conn.write(request.subarray(at));
+  return conn;
+}
+
+/** Reads `conn` to its end (or a reset) within `GIVEN_UP_BY`: the bytes it had. */
+async function drainToEnd(conn: Deno.TcpConn): Promise<number> {
+  const buffer = new Uint8Array(1 << 20);
+  let received = 0;
+  const until = performance.now() + GIVEN_UP_BY;
+  for (;;) {
+    assert(performance.now() < until, `still open after ${received} bytes`);
+    const n = await conn.read(buffer).catch(() => null);
+    if (n === null) return received;
+    received += n;
+  }
+}
+
+const unreadLine =
+  `Response stalled: the client took nothing for stallTimeout ${STALL} ms of the answers written to it; disconnected`;
+
+// Task Q1, 2026-11-29: a client that pipelined 5,000 GETs and read none of the answers held its
+// connection on node for as long as it liked (10 s with stallTimeout 500, until it left): the
+// answers filled the kernel's buffers, the one being written waited for good, and no send
+// waited, since each application had given its answer whole and returned.
+Deno.test("stallTimeout (node): a client that pipelines GETs and reads none of the answers is dropped", async () => {
+  const answer = new Uint8Array(2000).fill(0x61);
+  let answered = 0;
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    answered++;
+    await send({ type: "http.response.start", status: 200, headers: plain });
+    await send({ type: "http.response.body", body: answer });
+  };
+  await using server = await start(app, "node", { stallTimeout: STALL });
+  const requests = 5000; // 10 MB of answers: more than the kernel buffers for a client.
+  const began = performance.now();
+  const conn = await pipelineUnread(server.port, requests);
+  try {
+    await eventually(() => server.logger.lines("warn").length > 0, "the connection is dropped");
+    const after = performance.now() - began;
+    assert(after >= STALL * 0.9, `dropped after ${after} ms`);
+    assertEquals(server.logger.lines("warn"), [unreadLine]);
+    const received = await drainToEnd(conn);
+    assert(received < requests * answer.length, `received ${received} bytes`);
+    assert(answered < requests, `all ${answered} answered: the test tests nothing`);
+  } finally {
+    conn.close();
+  }
+  assertEquals(server.logger.lines("error"), []);
+});
+
+// Task Q1, 2026-11-29: the same with one answer given whole that the kernel cannot hold: the
+// application's send resolved at once, and the connection stayed while the client read nothing.
+Deno.test("stallTimeout (node): an answer given whole that the client reads none of is dropped", async () => {
+  const size = 16 * 1024 * 1024;
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({ type: "http.response.start", status: 200, headers: plain });
+    await send({ type: "http.response.body", body: new Uint8Array(size) });
+  };
+  await using server = await start(app, "node", { stallTimeout: STALL });
+  const began = performance.now();
+  const conn = await pipelineUnread(server.port, 1);
+  try {
+    await eventually(() => server.logger.lines("warn").length > 0, "the connection is dropped");
+    const after = performance.now() - began;
+    assert(after >= STALL * 0.9, `dropped after ${after} ms`);
+    assertEquals(server.logger.lines("warn"), [unreadLine]);
+    assert((await drainToEnd(conn)) < size, "the whole answer went out");
+  } finally {
+    conn.close();
+  }
+});
+
+// What the two above must not catch: a client taking pipelined answers slowly, but always some.
+Deno.test("stallTimeout (node): a client that reads pipelined answers slowly but steadily gets them all", async () => {
+  const answer = new Uint8Array(4000).fill(0xf3);
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({ type: "http.response.start", status: 200, headers: plain });
+    await send({ type: "http.response.body", body: answer });
+  };
+  // As for a large answer read steadily (above): the kernel tells of room in lumps of 1.4-1.7 MB.
+  const stallTimeout = 400;
+  await using server = await start(app, "node", { stallTimeout });
+  const requests = 2000; // 8 MB of answers: the server waits on the reader again and again.
+  const conn = await pipelineUnread(server.port, requests);
+  try {
+    const buffer = new Uint8Array(64 * 1024);
+    let bodies = 0;
+    let received = 0;
+    const began = performance.now();
+    const until = began + 15_000;
+    while (bodies < requests * answer.length) {
+      assert(performance.now() < until, `${received} bytes in 15 s`);
+      const n = await conn.read(buffer).catch(() => null);
+      if (n === null) break;
+      received += n;
+      for (let i = 0; i < n; i++) if (buffer[i] === 0xf3) bodies++;
+      await sleep(5);
+    }
+    assertEquals(bodies, requests * answer.length, server.logger.lines().join("\n"));
+    const took = performance.now() - began;
+    assert(took > stallTimeout, `over in ${took} ms: the test tests nothing`);
+  } finally {
+    conn.close();
+  }
+  assertEquals(server.logger.lines("warn"), []);
+});
+
 Deno.test("stallTimeout: a value that is no duration is refused where it is given", () => {
   const app: AsgiApplication = async () => {};
   assertThrows(
