@@ -595,6 +595,48 @@ Deno.test("stallTimeout (node): an answer given whole that the client reads none
   }
 });
 
+// The limit documented in docs/asgi.md (Limits, answers the application has finished): on deno
+// the same client is out of the bridge's sight, every handler having returned, and keeps its
+// connection. Should a later Deno let the bridge see or drop it, this fails: drop it there too.
+Deno.test("stallTimeout (deno): a client that pipelines GETs and reads none of the answers keeps its connection", async () => {
+  const answer = new Uint8Array(2000).fill(0xf3);
+  let answered = 0;
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    answered++;
+    await send({ type: "http.response.start", status: 200, headers: plain });
+    await send({ type: "http.response.body", body: answer });
+  };
+  await using server = await start(app, "deno", { stallTimeout: STALL });
+  const requests = 5000;
+  const conn = await pipelineUnread(server.port, requests);
+  try {
+    // Until no answer has gone out for three times the limit: past when node drops it.
+    let seen = -1;
+    let since = performance.now();
+    const until = since + 2 * GIVEN_UP_BY;
+    while (performance.now() - since < 3 * STALL) {
+      assert(performance.now() < until, `still answering: ${answered}`);
+      if (answered !== seen) [seen, since] = [answered, performance.now()];
+      await sleep(20);
+    }
+    assert(answered < requests, `all ${answered} answered: the test tests nothing`);
+    assertEquals(server.logger.lines("warn"), []);
+    // Still open: once the client reads, every answer comes.
+    const buffer = new Uint8Array(1 << 16);
+    let bodies = 0;
+    const reading = performance.now() + 10_000;
+    while (bodies < requests * answer.length) {
+      assert(performance.now() < reading, `${bodies} bytes of bodies in 10 s`);
+      const n = await conn.read(buffer);
+      if (n === null) throw new Error(`Closed after ${bodies} bytes of bodies`);
+      for (let i = 0; i < n; i++) if (buffer[i] === 0xf3) bodies++;
+    }
+  } finally {
+    conn.close();
+  }
+});
+
 // What the two above must not catch: a client taking pipelined answers slowly, but always some.
 Deno.test("stallTimeout (node): a client that reads pipelined answers slowly but steadily gets them all", async () => {
   const answer = new Uint8Array(4000).fill(0xf3);
