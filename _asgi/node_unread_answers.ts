@@ -31,13 +31,13 @@ import { type Core, STALL_CHECKS, stallCheckPeriod } from "./core.ts";
 export interface AnswerWriters {
   /** The connections node:http serves now (not those upgraded or handed over). */
   served(): Iterable<Socket>;
-  /** Whether an application is still giving the answer `response` (see `handedOver`). */
+  /** Whether an application is still giving the answer `response`: not ended, not given whole. */
   giving(response: ServerResponse): boolean;
   /** Closes a connection given up, and tells the requests queued on it. */
   drop(socket: Socket): void;
 }
 
-/** The answer being written when a socket was last seen waiting, and the check that saw it. */
+/** What a socket had written out when a check first saw it waiting with that count, and that check. */
 interface Seen {
   written: number;
   tick: number;

@@ -645,10 +645,11 @@ Deno.test("stallTimeout (node): a client that reads pipelined answers slowly but
     await send({ type: "http.response.start", status: 200, headers: plain });
     await send({ type: "http.response.body", body: answer });
   };
-  // As for a large answer read steadily (above): the kernel tells of room in lumps of 1.4-1.7 MB.
-  const stallTimeout = 400;
+  // As for a large answer read steadily (above): the kernel tells of room in lumps of 1.4-1.7 MB,
+  // which this reader (some 13 MB/s, 3 needed) takes well within the limit on a busy machine.
+  const stallTimeout = 600;
   await using server = await start(app, "node", { stallTimeout });
-  const requests = 2000; // 8 MB of answers: the server waits on the reader again and again.
+  const requests = 3000; // 12 MB of answers: the server waits on the reader again and again.
   const conn = await pipelineUnread(server.port, requests);
   try {
     const buffer = new Uint8Array(64 * 1024);
