@@ -80,7 +80,9 @@ export function watchUnreadAnswers(core: Core, writers: AnswerWriters): { stop()
     for (const socket of stalled) {
       seen.delete(socket);
       writers.drop(socket);
-      core.logger.warn(
+      // One per connection a client can open: bounded as the core's other stall lines are.
+      core.warnOf(
+        "answers left unread",
         `Response stalled: the client took nothing for stallTimeout ${limit} ms of the answers written to it; disconnected`,
       );
     }
