@@ -50,6 +50,10 @@ class DenoWebSocketCycle extends WebSocketCycle {
   #polling = false;
   /** The connection is being dropped: the close frame no longer waits for the sends before it. */
   #dropping = false;
+  /** The messages handed to Deno so far, counted for `#watchQueued`. */
+  #sends = 0;
+  /** The stall clock of what Deno holds unsent while no send waits: see `#watchQueued`. */
+  #queuedTimer: ReturnType<typeof setTimeout> | undefined = undefined;
 
   constructor(core: Core, request: Request, head: HandshakeHead) {
     super(core, webSocketScope(core, head));
@@ -196,6 +200,8 @@ class DenoWebSocketCycle extends WebSocketCycle {
       return Promise.resolve(false);
     }
     socket.send(data as string | Uint8Array<ArrayBuffer>);
+    this.#sends++;
+    if (this.#queuedTimer === undefined) this.#watchQueued(socket);
     if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT) return;
     // The WebSocket API has no drain event: look again until Deno has written half of it out,
     // at once at first (a reader that keeps up has taken it by the next turn of the event loop),
@@ -207,6 +213,46 @@ class DenoWebSocketCycle extends WebSocketCycle {
       this.#draining.add(resolve);
       if (!this.#polling) this.#pollDrain(socket);
     });
+  }
+
+  /**
+   * Gives the client up once it has taken nothing for `stallTimeout` of what Deno holds for it,
+   * as the cycle does while a send waits (`#watchTaken`). The sends that queued those bytes have
+   * resolved (up to 256 KiB resolve at once), so without it a client that read none of them held
+   * an application waiting in `receive()` until the client left: Deno's ping waits behind the
+   * unsent bytes, and so does its answer to a client's close frame, whose "close" event then
+   * never comes (40 s measured with stallTimeout 3 s, until the client left; node's pings and
+   * close timer bound it). One timer per socket while it sends, looked at once per
+   * `stallTimeout`: Deno counts a message out only once all of it is written, so the clock waits
+   * a whole period after the last message went or was sent.
+   */
+  #watchQueued(socket: WebSocket): void {
+    const limit = this.core.stallTimeout;
+    if (limit === Infinity) return;
+    const sends = this.#sends;
+    const buffered = socket.bufferedAmount;
+    this.#queuedTimer = setTimeout(() => {
+      this.#queuedTimer = undefined;
+      if (socket.readyState === WebSocket.OPEN) {
+        const now = socket.bufferedAmount;
+        // All written: the next send starts the clock again.
+        if (now === 0) return;
+        // Some went out, or more was sent: look again a period later.
+        if (now < buffered || this.#sends !== sends) return this.#watchQueued(socket);
+      } else if (this.#closeSent) {
+        // The server's closing handshake, bounded by the cycle's close timer.
+        return;
+      }
+      // Closing on the client's close frame (Deno answers it before its "close" event), or
+      // nothing taken for a whole period.
+      this.stalled();
+    }, limit);
+  }
+
+  override closed(code: number, reason: string, delivered = false): void {
+    clearTimeout(this.#queuedTimer);
+    this.#queuedTimer = undefined;
+    super.closed(code, reason, delivered);
   }
 
   /**

@@ -843,6 +843,14 @@ export abstract class WebSocketCycle {
     return promise;
   }
 
+  /**
+   * The client took nothing for `stallTimeout` while the transport held bytes for it that no send
+   * waits for any more (they resolved once taken): it is dropped as for a send that waited.
+   */
+  protected stalled(): void {
+    this.#stalled(this.core.stallTimeout);
+  }
+
   /** The client took nothing for `limit` ms while a send waited: it is dropped (see above). */
   #stalled(limit: number): void {
     if (this.#disconnect !== null) return;

@@ -10,6 +10,7 @@ import {
   AsgiProtocolError,
   ClientDisconnected,
   type ReceiveMessage,
+  serve,
 } from "../asgi.ts";
 import { closeTiming } from "../_asgi/websocket.ts";
 import { pingTiming } from "../_asgi/node_websocket.ts";
@@ -17,6 +18,7 @@ import {
   bytes,
   rawRequest,
   reachableScopes,
+  RecordingLogger,
   sleep,
   start,
   text,
@@ -708,4 +710,64 @@ Deno.test("serve() [deno] keeps nothing of a WebSocket whose client vanished onc
   assertEquals(count, 100);
   // None once dropped; a few allowed for a collection that misses some.
   assert(reachable <= 5, `${reachable} of ${count} vanished WebSockets' scopes still reachable`);
+});
+
+// Regression (WebSocket hardening with fresh eyes, 2026-11-29): on deno, a client that took none
+// of what the application's sends had left queued in Deno (sends that had all resolved) held the
+// application in receive() until the client left (40 s measured, stallTimeout 3 s): the stall
+// clock ran only while a send waited, Deno's ping queues behind the unsent bytes, and its answer
+// to a client's close frame waits behind them too, so no "close" event came. node's pings and its
+// close timer bound it (40 s, 10 s).
+Deno.test("serve() [deno] gives up after stallTimeout a client that takes nothing of what resolved sends left queued", async (t) => {
+  for (const closes of [false, true]) {
+    const how = closes ? "sends its close frame" : "sends nothing more";
+    await t.step(`a client that reads nothing and ${how}`, async () => {
+      const queued = Promise.withResolvers<void>();
+      const ended = Promise.withResolvers<ReceiveMessage>();
+      const app: AsgiApplication = async (scope, receive, send) => {
+        if (scope.type !== "websocket") return;
+        await receive();
+        await send({ type: "websocket.accept" });
+        await receive(); // The client's "go": it has read its 101, and reads nothing more.
+        // What Deno may hold before a send waits (256 KiB), so the send resolves at once. Over
+        // a Unix socket the kernel takes less (its default send buffer is 208 KiB): Deno keeps
+        // the message, of which the client takes nothing.
+        await send({ type: "websocket.send", bytes: new Uint8Array(256 * 1024) });
+        queued.resolve();
+        ended.resolve(await receive());
+      };
+      const path = `${await Deno.makeTempDir()}/ws.sock`;
+      const logger = new RecordingLogger();
+      await using server = serve(app, {
+        path,
+        lifespan: "off",
+        logger,
+        onListen() {},
+        stallTimeout: 300,
+        shutdownTimeout: 3000,
+      });
+      await server.addr;
+      const conn = await Deno.connect({ transport: "unix", path });
+      try {
+        await conn.write(bytes(handshake("/")));
+        // The application sends nothing before "go": this read gets the 101's head alone.
+        const head = new Uint8Array(1024);
+        const n = await within(conn.read(head), 3000, "the 101");
+        assertMatch(text(head.subarray(0, n ?? 0)), /^HTTP\/1\.1 101 /);
+        await conn.write(clientFrame(true, 0x1, bytes("go")));
+        await within(queued.promise, 3000, "the send to resolve");
+        if (closes) await conn.write(clientFrame(true, 0x8, new Uint8Array([0x03, 0xe8])));
+        const started = performance.now();
+        const disconnect = await within(ended.promise, 3000, "the application's disconnect");
+        const elapsed = performance.now() - started;
+        assert(elapsed < 2500, `given up after ${Math.round(elapsed)} ms`);
+        assertEquals(disconnect, { type: "websocket.disconnect", code: 1006, reason: "" });
+        assertEquals(logger.lines("warn"), [
+          "WebSocket send stalled: the client took nothing for stallTimeout 300 ms; disconnected",
+        ]);
+      } finally {
+        conn.close();
+      }
+    });
+  }
 });
