@@ -436,7 +436,12 @@ export async function nodeUpgradeHandler(
     noServer: true,
     // ws 8.23's default, written out so that the warning's figure holds whatever ws does next.
     maxFragments: MAX_FRAGMENTS,
-    maxPayload: Number.isFinite(maxMessageSize) ? maxMessageSize : Number.MAX_SAFE_INTEGER,
+    // ws reads 0 as no limit: with `maxMessageSize: 0` a message was buffered whole (200 MiB took
+    // RSS from 54 to 663 MiB) before the bridge closed it. At 1, ws refuses any larger from the
+    // length its frame declares, and the bridge a message of one byte (`received`), both 1009.
+    maxPayload: Number.isFinite(maxMessageSize)
+      ? Math.max(1, maxMessageSize)
+      : Number.MAX_SAFE_INTEGER,
     // Compression costs memory per socket and is a known source of trouble; uvicorn's
     // websockets implementation offers it, browsers cope without it.
     perMessageDeflate: false,

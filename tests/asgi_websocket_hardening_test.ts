@@ -771,3 +771,34 @@ Deno.test("serve() [deno] gives up after stallTimeout a client that takes nothin
     });
   }
 });
+
+// Regression (WebSocket hardening with fresh eyes, 2026-11-29): `ws` reads a `maxPayload` of 0 as
+// no limit, so with `maxMessageSize: 0` the node transport buffered a client's message whole
+// before the bridge closed it with 1009 (a 200 MiB message: RSS 54 -> 663 MiB), where any other
+// limit refuses it from the length its frame declares.
+Deno.test("serve() [node] refuses a message over maxMessageSize 0 from its declared length, before its payload", async () => {
+  const disconnect = Promise.withResolvers<ReceiveMessage>();
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "websocket") return;
+    await receive();
+    await send({ type: "websocket.accept" });
+    disconnect.resolve(await receive());
+  };
+  await using server = await start(app, "node", { maxMessageSize: 0 });
+  const client = await RawSocket.open(server.port);
+  try {
+    // A binary frame that declares 1 MiB (masked, zero key), and 10 bytes of it: nothing more.
+    const head = new Uint8Array([0x82, 0xff, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0]);
+    await client.write(head);
+    await client.write(new Uint8Array(10));
+    const frame = await client.frame(3000);
+    assertEquals(frame?.opcode, 0x8, "a close frame before the payload came");
+    assertEquals([frame!.payload[0], frame!.payload[1]], [0x03, 0xf1]); // 1009
+    assertEquals(
+      await within(disconnect.promise, 3000, "the application's disconnect"),
+      { type: "websocket.disconnect", code: 1009, reason: "" },
+    );
+  } finally {
+    client.close();
+  }
+});
