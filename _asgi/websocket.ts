@@ -182,9 +182,11 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   let upgrades = 0;
   let protocols: string[] | null = null;
   let framed = false;
+  let host = false;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i];
-    if (name === "content-length" || name === "transfer-encoding") framed = true;
+    if (name === "host") host = true;
+    else if (name === "content-length" || name === "transfer-encoding") framed = true;
     else if (name === "upgrade") {
       // A list (RFC 9110, 7.8) over every Upgrade field, whose empty elements are ignored
       // (5.6.1.2): "websocket," is one offer, as Python's `websockets` reads it.
@@ -206,6 +208,10 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
   // ran the application on node, which `ws` then refused with 400 once it had accepted, where
   // Deno answered 101. Two Upgrade fields of "websocket" each are the list "websocket, websocket",
   // refused too (`websockets` answers 426).
+  // A handshake is HTTP/1.1 (RFC 6455, 4.1), which requires a Host (RFC 9112, 3.2): deno answered
+  // one without it 101 (not knowing the version, but HTTP/1.0 may not upgrade either), where node
+  // refuses it as its HTTP side does.
+  if (!host) return { status: 400, reason: "Missing Host" };
   if (upgrades !== 1 || upgrade !== "websocket") {
     return { status: 400, reason: 'Invalid Upgrade: offer "websocket" alone' };
   }

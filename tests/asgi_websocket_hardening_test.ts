@@ -603,6 +603,21 @@ Deno.test("serve() [node] refuses a handshake its HTTP side would refuse, withou
   assertEquals(server.logger.lines("error"), []);
 });
 
+// Regression (WebSocket hardening with fresh eyes, 2026-11-29): on deno a handshake without a Host
+// was answered 101 and ran the application, where node answers 400. Deno does not say which version
+// a request came over, but neither version may upgrade without one: RFC 6455 4.1 asks for
+// HTTP/1.1, which requires a Host (RFC 9112 3.2).
+Deno.test("serve() [deno] refuses a handshake without a Host with 400, without calling the app", async () => {
+  const { app, called } = acceptingRecorder();
+  await using server = await start(app, "deno");
+  const answer = await rawRequest(server.port, handshake("/").replace("Host: 127.0.0.1\r\n", ""));
+  assertMatch(answer, /^HTTP\/1\.1 400 [^]*Missing Host$/);
+  assertEquals(called, []);
+  // The same handshake with its Host is served.
+  assertMatch(await rawRequest(server.port, handshake("/")), /^HTTP\/1\.1 101 /);
+  assertEquals(server.logger.lines("error"), []);
+});
+
 // Regression (hostile WebSocket client probe, 2026-11-28, point 2): on node reading paused only at
 // 16 unread messages whatever their size, so a client could leave 16 messages of maxMessageSize
 // with an application that did not receive: three clients sending 16 MB messages took a server
