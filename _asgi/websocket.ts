@@ -204,14 +204,14 @@ export function checkHandshake(fields: string[]): { status: number; reason: stri
       versions++;
     } else if (name === "sec-websocket-protocol") (protocols ??= []).push(fields[i + 1]!);
   }
-  // `ws` takes "websocket" alone, as uvicorn's `websockets` does: an offer of several protocols
-  // ran the application on node, which `ws` then refused with 400 once it had accepted, where
-  // Deno answered 101. Two Upgrade fields of "websocket" each are the list "websocket, websocket",
-  // refused too (`websockets` answers 426).
   // A handshake is HTTP/1.1 (RFC 6455, 4.1), which requires a Host (RFC 9112, 3.2): deno answered
   // one without it 101 (not knowing the version, but HTTP/1.0 may not upgrade either), where node
   // refuses it as its HTTP side does.
   if (!host) return { status: 400, reason: "Missing Host" };
+  // `ws` takes "websocket" alone, as uvicorn's `websockets` does: an offer of several protocols
+  // ran the application on node, which `ws` then refused with 400 once it had accepted, where
+  // Deno answered 101. Two Upgrade fields of "websocket" each are the list "websocket, websocket",
+  // refused too (`websockets` answers 426).
   if (upgrades !== 1 || upgrade !== "websocket") {
     return { status: 400, reason: 'Invalid Upgrade: offer "websocket" alone' };
   }
