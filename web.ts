@@ -831,8 +831,10 @@ export class Request<A extends object = Record<never, never>> {
    *
    * @param response The response.
    * @returns Resolves when the response is sent, dropped or ignored.
-   * @throws {TypeError} When `response` is not a {@linkcode Response}, or its streamed body was
-   *   sent before (a stream is read once).
+   * @throws {TypeError} When `response` is not a {@linkcode Response}, its streamed body was
+   *   sent before (a stream is read once), or its body is a `ReadableStream` that a reader took
+   *   after the Response was made; nothing is sent then, and a handler that lets it propagate
+   *   gets its client a 500.
    * @throws {Error} When the handler already responded, or a streamed body fails.
    * @throws {DOMException} When the client goes away during a streamed body.
    */

@@ -70,6 +70,7 @@ import { seconds } from "./options.ts";
 import {
   EMPTY,
   encodedHeaders,
+  lockedStreamError,
   Response,
   sendFixed,
   SERVER_ERROR_RESPONSE,
@@ -422,6 +423,9 @@ export class Exchange implements TaskHolder {
     }
     const body = response.body;
     if (!(body instanceof Uint8Array)) {
+      // Locked after the Response was made (which refuses one locked then): found out by the
+      // stream's first read, after the head, it got the client a 200 cut off.
+      if (body instanceof ReadableStream && body.locked) return Promise.reject(lockedStreamError());
       if (streamedBodies.has(body)) {
         return Promise.reject(
           new TypeError(

@@ -152,7 +152,8 @@ export class Response {
    *   invalid, the content type is given twice (or a `content-type` header repeated), a
    *   `content-length` header is repeated, disagrees with the body or comes with a 204, a
    *   `transfer-encoding` header is given (the server frames the body), a 204, 205 or 304
-   *   response has a body, or the body is of another type (a `Blob` included: stream it).
+   *   response has a body, the body is a `ReadableStream` a reader already holds, or the body
+   *   is of another type (a `Blob` included: stream it).
    */
   constructor(options?: ResponseOptions) {
     if (options !== undefined && (typeof options !== "object" || options === null)) {
@@ -208,6 +209,9 @@ export class Response {
               kind === "an ArrayBuffer" ? "buffer" : "view.buffer, view.byteOffset, view.byteLength"
             })`,
       );
+    } else if (body instanceof ReadableStream && body.locked) {
+      // Read by someone else: its first read here would fail after the head had gone.
+      throw lockedStreamError();
     }
     const nullBody = status === 204 || status === 205 || status === 304;
     if (nullBody && (bytes === undefined || bytes.length > 0)) {
@@ -305,6 +309,19 @@ export class Response {
     for (let i = 0; i < fields.length; i++) Object.freeze(fields[i]);
     this.headers = Object.freeze(fields);
   }
+}
+
+/**
+ * The error for a streamed body that a reader already holds: read by someone else, it cannot be
+ * sent, and was found out only after the head had gone (a 200, then a connection cut off).
+ *
+ * @returns The error.
+ */
+export function lockedStreamError(): TypeError {
+  return new TypeError(
+    "Invalid body a locked ReadableStream: a reader holds it (getReader(), a for await or a " +
+      "pipe); send a stream nobody reads, e.g. one branch of stream.tee()",
+  );
 }
 
 /**

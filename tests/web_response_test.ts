@@ -885,3 +885,57 @@ Deno.test("Response() refuses a body passed as the options, with the fix (regres
   // A plain object without keys is still an empty 200.
   assertEquals(new Response({}).status, 200);
 });
+
+// Web-layer fault probe of 2026-11-29: a handler that had read from a ReadableStream (or held a
+// reader on it) and then sent it as the body got its client a 200 head and then a cut-off
+// connection, the mistake reported only as "ReadableStream is locked" after the head.
+Deno.test("Response() refuses a locked ReadableStream body, before anything is sent (regression: a 200 cut off)", async (t) => {
+  await t.step("locked when the Response is made", () => {
+    const stream = new ReadableStream<Uint8Array>();
+    stream.getReader();
+    assertThrows(
+      () => new Response({ body: stream }),
+      TypeError,
+      "Invalid body a locked ReadableStream: a reader holds it (getReader(), a for await or a " +
+        "pipe); send a stream nobody reads, e.g. one branch of stream.tee()",
+    );
+  });
+  await t.step("locked between new Response() and respondWith(): the client gets 500", async () => {
+    const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+    const errors: unknown[] = [];
+    const app = new App({
+      router: new AsgiRouter({
+        routes: [
+          new Route("/", {
+            handler: async (request) => {
+              const stream = new ReadableStream<Uint8Array>({
+                start(controller) {
+                  controller.enqueue(new TextEncoder().encode("peeked"));
+                },
+              });
+              const response = new Response({ body: stream });
+              const reader = stream.getReader();
+              await reader.read();
+              try {
+                await request.respondWith(response);
+              } finally {
+                reader.releaseLock();
+                await stream.cancel();
+              }
+            },
+          }),
+        ],
+      }),
+      logger: { error: (...args) => void errors.push(args[1]), warn() {}, info() {}, debug() {} },
+    });
+    const handler = createFetchHandler(app, { lifespan: "off" });
+    const response = await handler.fetch(new Request("http://localhost/"));
+    assertEquals([response.status, await response.text()], [500, "Internal Server Error"]);
+    assertEquals(errors.length, 1);
+    assertEquals(
+      String(errors[0]),
+      "TypeError: Invalid body a locked ReadableStream: a reader holds it (getReader(), a for " +
+        "await or a pipe); send a stream nobody reads, e.g. one branch of stream.tee()",
+    );
+  });
+});
