@@ -7,7 +7,7 @@
 import { STATUS_CODE } from "@std/http/status";
 import { textBytes } from "../_asgi/bytes.ts";
 import type { Send } from "../_asgi/types.ts";
-import { describe, shorten } from "../_common/describe.ts";
+import { describe, shorten, visible } from "../_common/describe.ts";
 import { rejectUnknownKeys } from "../_common/keys.ts";
 import { logText } from "../_common/log_text.ts";
 
@@ -82,6 +82,32 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Printable ASCII, space and tab. Wider values would depend on how each transport maps bytes to
 // text; percent-encode anything else (RFC 8187 does for file names).
 const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+/** One character of a token, and of a field value: for naming the first one refused. */
+const TOKEN_CHAR = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]$/;
+const FIELD_CHAR = /^[\t\x20-\x7e]$/;
+
+/**
+ * The first character of `text` that `allowed` refuses, with its code point and position (in
+ * UTF-16 code units): a long value is quoted cut to its first 200 characters, and a stray
+ * newline at its end was refused with nothing in the message to show it (fault probe of
+ * 2026-11-29). Only on the way to an error.
+ *
+ * @param text Text that holds such a character.
+ * @param allowed Matches one allowed character.
+ * @returns E.g. `"\n" (U+000A) at position 300`.
+ */
+function firstRefused(text: string, allowed: RegExp): string {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.codePointAt(i)!;
+    const character = String.fromCodePoint(code);
+    if (!allowed.test(character)) {
+      const hex = code.toString(16).toUpperCase().padStart(4, "0");
+      return `"${visible(character)}" (U+${hex}) at position ${i}`;
+    }
+    if (code > 0xffff) i++;
+  }
+  return "a character";
+}
 
 /** The encoded header pairs of a response, for the ASGI message (set by `Response`). */
 export let encodedHeaders: (response: Response) => readonly (readonly [Uint8Array, Uint8Array])[];
@@ -390,14 +416,22 @@ export function checkedField(pair: unknown): readonly [string, string] {
   // Checked before lower-casing: the Kelvin sign (U+212A) lower-cases to ASCII "k", so
   // "X-\u212Aey" went out as "x-key".
   if (!TOKEN.test(text)) {
+    const why = text === ""
+      ? "a header name cannot be empty"
+      : `${firstRefused(text, TOKEN_CHAR)} is not allowed in a header name`;
     throw new TypeError(
-      `Invalid header name ${describe(rawName)}: use letters, digits and !#$%&'*+-.^_\`|~ only`,
+      `Invalid header name ${describe(rawName)}: ${why}; use letters, digits and ` +
+        `!#$%&'*+-.^_\`|~ only`,
     );
   }
   const name = text.toLowerCase();
   if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
+    const why = typeof value === "string"
+      ? `${firstRefused(value, FIELD_CHAR)} is not ` +
+        `printable ASCII; `
+      : "";
     throw new TypeError(
-      `Invalid value ${describe(value)} for header "${name}": use a string of ` +
+      `Invalid value ${describe(value)} for header "${name}": ${why}use a string of ` +
         `printable ASCII (percent-encode other text)`,
     );
   }
@@ -406,8 +440,11 @@ export function checkedField(pair: unknown): readonly [string, string] {
 
 function checkedContentType(contentType: unknown): string {
   if (typeof contentType !== "string" || !FIELD_VALUE.test(contentType)) {
+    const why = typeof contentType === "string"
+      ? `${firstRefused(contentType, FIELD_CHAR)} is not printable ASCII; `
+      : "";
     throw new TypeError(
-      `Invalid contentType ${describe(contentType)}: use a string of printable ASCII`,
+      `Invalid contentType ${describe(contentType)}: ${why}use a string of printable ASCII`,
     );
   }
   return contentType;
