@@ -825,8 +825,10 @@ export class Exchange implements TaskHolder {
     }
     if (this.scope.method === "HEAD") {
       // No one gets the body of a HEAD response (the GET route serves it): it is not made. A
-      // stream is cancelled, a generator closed.
-      await body[Symbol.asyncIterator]().return?.();
+      // stream is cancelled, a generator closed, and not waited for: awaited, a cancel() that
+      // took its time held the finished head until the time limit cut it off (for ever without
+      // one), and one that failed cut it off as a failed response (fault probe, 2026-11-29).
+      this.#closeStream(body);
     } else {
       // abortable() stops waiting for the next chunk when the time limit passes or the client
       // goes away; Detachable lets it close the iterator without waiting for a chunk still on

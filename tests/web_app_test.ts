@@ -1434,3 +1434,55 @@ Deno.test("App() given the router in place of the options says to pass it as { r
     "Invalid options an AsgiRouter: pass it as { router }, e.g. new App({ router })",
   );
 });
+
+// Web-layer fault probe of 2026-11-29: HEAD on a streamed GET route waited for the body's close,
+// which nobody needs: a ReadableStream whose cancel() took its time (a proxied upstream body,
+// say) held the HEAD response until the request time limit cut it off, or for ever without one,
+// and one whose cancel() failed turned the finished head into a response cut off, logged as an
+// exception in the application.
+Deno.test("App answers HEAD on a streamed GET route without waiting for the body to close (regression: held until the time limit)", async (t) => {
+  const cases: [string, () => Promise<void>][] = [
+    ["a cancel() that never settles", () => new Promise<void>(() => {})],
+    ["a cancel() that throws", () => {
+      throw new Error("cancel failed");
+    }],
+  ];
+  for (const [name, cancel] of cases) {
+    await t.step(name, async () => {
+      let cancels = 0;
+      const settled = Promise.withResolvers<string>();
+      async function stream(request: Request): Promise<void> {
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            controller.enqueue(new TextEncoder().encode("x"));
+          },
+          cancel() {
+            cancels++;
+            return cancel();
+          },
+        });
+        await request.respondWith(new Response({ body })).then(
+          () => settled.resolve("resolved"),
+          (error) => settled.resolve(String(error)),
+        );
+      }
+      const appLogger = new RecordingLogger();
+      const bridgeLogger = new RecordingLogger();
+      const app = appWith([["/stream", stream]], { logger: appLogger, requestTimeLimit: 5 });
+      await using served = await startServer(app, { logger: bridgeLogger });
+      const response = await fetch(`${served.base}/stream`, { method: "HEAD" });
+      assertEquals(response.status, 200);
+      assertEquals(
+        await withTimeout(response.text(), BOUND_MS, "the HEAD response to end"),
+        "",
+      );
+      assertEquals(
+        await withTimeout(settled.promise, BOUND_MS, "respondWith() to settle"),
+        "resolved",
+      );
+      assertEquals(cancels, 1);
+      assertEquals(appLogger.lines.filter((line) => line.level !== "debug"), []);
+      assertEquals(bridgeLogger.lines, []);
+    });
+  }
+});
