@@ -2,8 +2,10 @@
  * Closing a streamed response body without waiting for a chunk still on its way. Private: not
  * exported from `deno.json`.
  *
- * A streamed body is read through `abortable()` from `@std/async`, which stops waiting for the
- * next chunk when `request.signal` aborts and then awaits the iterator's `return()`. An async
+ * A streamed body is read one chunk at a time, each wait through `abortable()` from `@std/async`,
+ * which stops waiting for the next chunk when `request.signal` aborts; the iterator's `return()`
+ * is then awaited. (Not `abortable()` over the whole iterable: it held every chunk sent until the
+ * stream ended, see `Exchange.#stream`.) An async
  * generator suspended in an `await` of its own closes only once that await settles, so
  * `respondWith()` waited with it: a stream waiting for its next event held the handler of every
  * client that had left, for as long as no event came (hostile-client probe of the web layer,

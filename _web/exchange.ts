@@ -830,13 +830,20 @@ export class Exchange implements TaskHolder {
       // one), and one that failed cut it off as a failed response (fault probe, 2026-11-29).
       this.#closeStream(body);
     } else {
-      // abortable() stops waiting for the next chunk when the time limit passes or the client
-      // goes away; Detachable lets it close the iterator without waiting for a chunk still on
-      // its way (_web/abandon.ts).
+      // Each wait for a chunk stops when the time limit passes or the client goes away
+      // (abortable() over that one promise); Detachable lets the close that follows skip a
+      // chunk still on its way (_web/abandon.ts). Not abortable() over the iterable: it races
+      // every chunk against one promise that settles only at the abort, and each race left a
+      // reaction on it, holding its chunk until the stream ended (a 500 MB stream took the
+      // server to 508 MB RSS; fault probe, 2026-11-29).
       const source = new Detachable(body);
-      const chunks = abortable(source, this.signal) as AsyncIterable<unknown>;
+      const signal = this.signal;
       try {
-        for await (const chunk of chunks) {
+        for (;;) {
+          signal.throwIfAborted();
+          const step = await abortable(source.next(), signal);
+          if (step.done) break;
+          const chunk: unknown = step.value;
           let bytes: Uint8Array;
           if (typeof chunk === "string") bytes = encoder.encode(chunk);
           else if (chunk instanceof Uint8Array) bytes = chunk;
@@ -848,9 +855,9 @@ export class Exchange implements TaskHolder {
           await this.#send({ type: "http.response.body", body: bytes, more_body: true });
         }
       } finally {
-        // abortable() closes the iterator when it fails or the signal aborts, not when the loop
-        // stops early (a send to a client that left, a chunk of the wrong type): then it is idle
-        // at a yield, and closing it runs its finally now.
+        // Closes the iterator however the loop ended: the signal aborted, the body failed, a
+        // send to a client that left, a chunk of the wrong type. Idle at a yield, it closes
+        // now (its finally runs); producing a chunk, it is asked to close and not waited for.
         await source.return();
       }
     }

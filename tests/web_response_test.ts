@@ -1,4 +1,4 @@
-import { assertEquals, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertThrows } from "@std/assert";
 import { Response } from "../web.ts";
 
 const text = (bytes: unknown) => new TextDecoder().decode(bytes as Uint8Array);
@@ -981,4 +981,17 @@ Deno.test("Response() names the character it refuses in a header name, value or 
   for (const [name, make, message] of cases) {
     await t.step(name, () => void assertThrows(make, TypeError, message));
   }
+});
+
+// Web-layer fault probe of 2026-11-29: a streamed body was read through abortable() from
+// @std/async, whose iterator races each chunk against one promise that settles only when the
+// signal aborts; every race left a reaction on it, and with it the chunk, until the stream
+// ended. A 500 MB stream (8,000 chunks of 64 KiB) took the server to 508 MB RSS, 119 MB for the
+// bridge alone; an endless stream (server-sent events) grew without bound.
+Deno.test("Request.respondWith() keeps no chunk of a stream it has sent (regression: every chunk held until the stream ended)", async () => {
+  const { reachableScopes } = await import("./fixtures/asgi_harness.ts");
+  const { count, reachable } = await reachableScopes("tests/fixtures/web_stream_chunks.ts", 500);
+  assertEquals(count, 500);
+  // A few may still sit in the stream's queues; before the fix all 500 were reachable.
+  assert(reachable < 20, `${reachable} of ${count} chunks sent are still reachable`);
 });
