@@ -838,6 +838,10 @@ export class Exchange implements TaskHolder {
       // server to 508 MB RSS; fault probe, 2026-11-29).
       const source = new Detachable(body);
       const signal = this.signal;
+      // A high surrogate that ended the last text chunk, held for the low one that may start the
+      // next: encoded apart, a pair split across chunks went out as two U+FFFD (fault probe,
+      // 2026-11-29), where a TextEncoderStream keeps it whole. One charCodeAt per text chunk.
+      let held = "";
       try {
         for (;;) {
           signal.throwIfAborted();
@@ -845,15 +849,30 @@ export class Exchange implements TaskHolder {
           if (step.done) break;
           const chunk: unknown = step.value;
           let bytes: Uint8Array;
-          if (typeof chunk === "string") bytes = encoder.encode(chunk);
-          else if (chunk instanceof Uint8Array) bytes = chunk;
-          else {
+          if (typeof chunk === "string") {
+            let text = held === "" ? chunk : held + chunk;
+            held = "";
+            const last = text.charCodeAt(text.length - 1);
+            if (last >= 0xd800 && last <= 0xdbff) {
+              held = text.slice(-1);
+              text = text.slice(0, -1);
+            }
+            bytes = encoder.encode(text);
+          } else if (chunk instanceof Uint8Array) {
+            if (held !== "") {
+              // No low half can follow now: the high one goes out alone, as U+FFFD.
+              await this.#send(textChunk(held));
+              held = "";
+            }
+            bytes = chunk;
+          } else {
             throw new TypeError(
               `Invalid body chunk ${describe(chunk)}: send a string or a Uint8Array`,
             );
           }
           await this.#send({ type: "http.response.body", body: bytes, more_body: true });
         }
+        if (held !== "") await this.#send(textChunk(held));
       } finally {
         // Closes the iterator however the loop ended: the signal aborted, the body failed, a
         // send to a client that left, a chunk of the wrong type. Idle at a yield, it closes
@@ -1154,6 +1173,11 @@ export class Exchange implements TaskHolder {
       }${by}`,
     );
   }
+}
+
+/** A body message of more to come holding `text`, UTF-8 encoded. */
+function textChunk(text: string): SendMessage {
+  return { type: "http.response.body", body: encoder.encode(text), more_body: true };
 }
 
 /**

@@ -995,3 +995,37 @@ Deno.test("Request.respondWith() keeps no chunk of a stream it has sent (regress
   // A few may still sit in the stream's queues; before the fix all 500 were reachable.
   assert(reachable < 20, `${reachable} of ${count} chunks sent are still reachable`);
 });
+
+// Web-layer fault probe of 2026-11-29: each text chunk of a streamed body was encoded on its own,
+// so a character outside the BMP split across two chunks (text cut into slices of a fixed
+// length, say) went out as two U+FFFD, where a TextEncoderStream keeps it whole.
+Deno.test("Request.respondWith() keeps a surrogate pair split across text chunks whole (regression: two U+FFFD)", async (t) => {
+  const { App, AsgiRouter, Route } = await import("../web.ts");
+  const cases: [string, (string | Uint8Array)[], string][] = [
+    ["a pair split in two", ["a\ud83d", "\ude00b"], "a\u{1F600}b"],
+    ["a chunk that is only the high half", ["\ud83d", "\ude00"], "\u{1F600}"],
+    ["an empty chunk between the halves", ["\ud83d", "", "\ude00"], "\u{1F600}"],
+    ["a high half that ends the body", ["a\ud83d"], "a\ufffd"],
+    ["a high half before bytes", ["\ud83d", new TextEncoder().encode("b")], "\ufffdb"],
+    ["two high halves in a row", ["\ud83d", "\ud83d", "\ude00"], "\ufffd\u{1F600}"],
+  ];
+  for (const [name, chunks, expected] of cases) {
+    await t.step(name, async () => {
+      async function* body() {
+        for (const chunk of chunks) yield chunk;
+      }
+      const app = new App({
+        router: new AsgiRouter({
+          routes: [
+            new Route("/", {
+              handler: (request) => request.respondWith(new Response({ body: body() })),
+            }),
+          ],
+        }),
+      });
+      const response = await app.fetch(new Request("http://localhost/"));
+      assertEquals(await response.text(), expected);
+      await app.shutdown();
+    });
+  }
+});
