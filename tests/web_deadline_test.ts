@@ -382,3 +382,36 @@ Deno.test("DeadlineQueue arms no timer beyond the longest delay a timer takes", 
   assertEquals(delays.length, 1);
   assert(delays[0]! <= MAX_TIMER_MS, `armed a timer of ${delays[0]} ms`);
 });
+
+// Web-layer fault probe of 2026-11-29: 10,000 requests through app.fetch, each handler failing
+// 80 ms into a 50 ms limit: 3,728 got 500, not 408. The expiry read the clock once, then ran the
+// callbacks (each sends a 408) for hundreds of milliseconds; deadlines that fell due meanwhile
+// waited for a timer armed after them, behind the handlers' own timers, due in that time too.
+Deno.test("DeadlineQueue expires in the same turn the deadlines that fall due while callbacks run (regression: 500s, not 408s, under load)", async () => {
+  const queue = new DeadlineQueue(30);
+  const order: string[] = [];
+  const done = Promise.withResolvers<void>();
+  let secondAt = Infinity;
+  queue.arm(() => {
+    // A slow callback: the second deadline falls due while it runs.
+    while (performance.now() <= secondAt + 1);
+    queueMicrotask(() => order.push("a microtask of the first"));
+    order.push("first");
+  });
+  const armed = performance.now();
+  while (performance.now() < armed + 5);
+  secondAt = performance.now() + 30;
+  queue.arm(() => {
+    order.push("second");
+    done.resolve();
+  });
+  // The queue's timer is unref'd: this one keeps the test's event loop alive meanwhile.
+  const alive = setTimeout(() => {}, 10_000);
+  try {
+    await done.promise;
+  } finally {
+    clearTimeout(alive);
+  }
+  await Promise.resolve();
+  assertEquals(order, ["first", "second", "a microtask of the first"]);
+});
