@@ -94,7 +94,7 @@ const FIELD_CHAR = /^[\t\x20-\x7e]$/;
  *
  * @param text Text that holds such a character.
  * @param allowed Matches one allowed character.
- * @returns E.g. `"\n" (U+000A) at position 300`.
+ * @returns E.g. ` ("\n", U+000A, at position 300)`, to follow the quoted value.
  */
 function firstRefused(text: string, allowed: RegExp): string {
   for (let i = 0; i < text.length; i++) {
@@ -102,11 +102,11 @@ function firstRefused(text: string, allowed: RegExp): string {
     const character = String.fromCodePoint(code);
     if (!allowed.test(character)) {
       const hex = code.toString(16).toUpperCase().padStart(4, "0");
-      return `"${visible(character)}" (U+${hex}) at position ${i}`;
+      return ` ("${visible(character)}", U+${hex}, at position ${i})`;
     }
     if (code > 0xffff) i++;
   }
-  return "a character";
+  return "";
 }
 
 /** The encoded header pairs of a response, for the ASGI message (set by `Response`). */
@@ -416,22 +416,17 @@ export function checkedField(pair: unknown): readonly [string, string] {
   // Checked before lower-casing: the Kelvin sign (U+212A) lower-cases to ASCII "k", so
   // "X-\u212Aey" went out as "x-key".
   if (!TOKEN.test(text)) {
-    const why = text === ""
-      ? "a header name cannot be empty"
-      : `${firstRefused(text, TOKEN_CHAR)} is not allowed in a header name`;
+    const where = typeof rawName === "string" ? firstRefused(text, TOKEN_CHAR) : "";
     throw new TypeError(
-      `Invalid header name ${describe(rawName)}: ${why}; use letters, digits and ` +
+      `Invalid header name ${describe(rawName)}${where}: use letters, digits and ` +
         `!#$%&'*+-.^_\`|~ only`,
     );
   }
   const name = text.toLowerCase();
   if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
-    const why = typeof value === "string"
-      ? `${firstRefused(value, FIELD_CHAR)} is not ` +
-        `printable ASCII; `
-      : "";
+    const where = typeof value === "string" ? firstRefused(value, FIELD_CHAR) : "";
     throw new TypeError(
-      `Invalid value ${describe(value)} for header "${name}": ${why}use a string of ` +
+      `Invalid value ${describe(value)}${where} for header "${name}": use a string of ` +
         `printable ASCII (percent-encode other text)`,
     );
   }
@@ -440,11 +435,9 @@ export function checkedField(pair: unknown): readonly [string, string] {
 
 function checkedContentType(contentType: unknown): string {
   if (typeof contentType !== "string" || !FIELD_VALUE.test(contentType)) {
-    const why = typeof contentType === "string"
-      ? `${firstRefused(contentType, FIELD_CHAR)} is not printable ASCII; `
-      : "";
+    const where = typeof contentType === "string" ? firstRefused(contentType, FIELD_CHAR) : "";
     throw new TypeError(
-      `Invalid contentType ${describe(contentType)}: ${why}use a string of printable ASCII`,
+      `Invalid contentType ${describe(contentType)}${where}: use a string of printable ASCII`,
     );
   }
   return contentType;

@@ -155,8 +155,8 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "header name with a space",
       () => new Response({ headers: { "x y": "1" } }),
       TypeError,
-      'Invalid header name "x y": " " (U+0020) at position 1 is not allowed in a header name; ' +
-      "use letters, digits and !#$%&'*+-.^_`|~ only",
+      'Invalid header name "x y" (" ", U+0020, at position 1): use letters, digits and ' +
+      "!#$%&'*+-.^_`|~ only",
     ],
     // Review (2026-11-28): the Kelvin sign lower-cases to ASCII "k", and the name was checked
     // after lower-casing: "X-\u212Aey" went out as "x-key".
@@ -164,15 +164,15 @@ Deno.test("Response() rejects invalid options with the fix in the message", asyn
       "header name with a Kelvin sign",
       () => new Response({ headers: { "X-\u212Aey": "1" } }),
       TypeError,
-      'Invalid header name "X-\u212Aey": "\u212A" (U+212A) at position 2 is not allowed in a ' +
-      "header name; use letters, digits and !#$%&'*+-.^_`|~ only",
+      'Invalid header name "X-\u212Aey" ("\u212A", U+212A, at position 2): use letters, ' +
+      "digits and !#$%&'*+-.^_`|~ only",
     ],
     [
       "header value with CR LF",
       () => new Response({ headers: { "x-a": "1\r\nx-b: 2" } }),
       TypeError,
-      'Invalid value "1\\r\\nx-b: 2" for header "x-a": "\\r" (U+000D) at position 1 is not ' +
-      "printable ASCII; use a string of printable ASCII (percent-encode other text)",
+      'Invalid value "1\\r\\nx-b: 2" ("\\r", U+000D, at position 1) for header "x-a": use a ' +
+      "string of printable ASCII (percent-encode other text)",
     ],
     [
       "content type twice",
@@ -950,32 +950,29 @@ Deno.test("Response() names the character it refuses in a header name, value or 
     [
       "a newline after 300 good characters",
       () => new Response({ headers: { "x-token": "a".repeat(300) + "\n" } }),
-      `…" for header "x-token": "\\n" (U+000A) at position 300 is not printable ASCII; use a ` +
-      "string of printable ASCII (percent-encode other text)",
+      `…" ("\\n", U+000A, at position 300) for header "x-token": use a string of printable ` +
+      "ASCII (percent-encode other text)",
     ],
     [
       "a non-ASCII letter",
       () => new Response({ headers: [["x-name", "café"]] }),
-      'Invalid value "café" for header "x-name": "é" (U+00E9) at position 3 is not printable ' +
-      "ASCII; use a string of printable ASCII (percent-encode other text)",
+      'Invalid value "café" ("é", U+00E9, at position 3) for header "x-name": use a string of ' +
+      "printable ASCII (percent-encode other text)",
     ],
     [
       "a space in a long name",
       () => new Response({ headers: { ["x-" + "b".repeat(250) + " c"]: "1" } }),
-      `…": " " (U+0020) at position 252 is not allowed in a header name; use letters, digits ` +
-      "and !#$%&'*+-.^_`|~ only",
+      `…" (" ", U+0020, at position 252): use letters, digits and !#$%&'*+-.^_\`|~ only`,
     ],
     [
-      "a Kelvin sign, which looks like K",
-      () => new Response({ headers: { "X-\u212Aey": "1" } }),
-      'Invalid header name "X-\u212Aey": "\u212A" (U+212A) at position 2 is not allowed in a ' +
-      "header name",
+      "a character outside the BMP, named whole",
+      () => new Response({ headers: { "x-mood": "ok \u{1F600}" } }),
+      'Invalid value "ok \u{1F600}" ("\u{1F600}", U+1F600, at position 3) for header "x-mood"',
     ],
     [
       "a control character in a long content type",
       () => new Response({ contentType: "text/plain; x=" + "y".repeat(250) + "\u0000" }),
-      `…": "\\u0000" (U+0000) at position 264 is not printable ASCII; use a string of printable ` +
-      "ASCII",
+      `…" ("\\u0000", U+0000, at position 264): use a string of printable ASCII`,
     ],
   ];
   for (const [name, make, message] of cases) {
