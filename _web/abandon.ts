@@ -10,8 +10,7 @@
  * its next event held the handler of every client that had left, for as long as no event came
  * (hostile-client probe of the web layer, 2026-11-29: 20 of 20 handlers held). Wrapped in a
  * {@linkcode Detachable}, the iterator is asked to close and left to do so: JavaScript cannot
- * interrupt its await, but nobody waits for it, and its
- * `finally` runs once the await settles.
+ * interrupt its await, but nobody waits for it, and its `finally` runs once the await settles.
  *
  * @module
  */
