@@ -406,9 +406,13 @@ export function createFetchHandler(
             "string"
         ? info as PeerInfo
         : undefined;
-      if (lifespan.ready) return Promise.resolve(handleFetch(core, request, peer, null));
+      // No info: a Request made in process, not handed over by a server (see handleFetch).
+      const byHand = info === undefined;
+      if (lifespan.ready) {
+        return Promise.resolve(handleFetch(core, request, peer, null, false, undefined, byHand));
+      }
       return lifespan.startup().then(
-        () => handleFetch(core, request, peer, null),
+        () => handleFetch(core, request, peer, null, false, undefined, byHand),
         (error) => unavailable(request.method, error),
       );
     }, "the ASGI application given to createFetchHandler()"),

@@ -940,6 +940,9 @@ export interface PeerInfo {
  *   the listener (an ASGI server's `server` is a tuple, immutable in Python too).
  * @param denoServes `true` when our own `Deno.serve` writes the response.
  * @param tls Whether our own listener speaks TLS; left out, the scheme of `request.url` says.
+ * @param byHand `true` for a Request no server handed over (a Fetch handler called without
+ *   `info`): its URL is its caller's choice, so a Host beside it that names another host is
+ *   passed on, not refused.
  * @returns The response when the application started it before its first await, else the
  *   promise of it.
  */
@@ -950,6 +953,7 @@ export function handleFetch(
   server: [string, number | null] | null,
   denoServes = false,
   tls?: boolean,
+  byHand = false,
 ): Response | Promise<Response> {
   const method = request.method;
   if (method !== "GET" && method !== "POST") {
@@ -1015,8 +1019,10 @@ export function handleFetch(
     // application while a proxy in front went by the target (review of the malformed-request
     // differential, 2026-11-29): 400, as Kestrel and HAProxy answer.
     // An empty Host gets the authority Deno makes up for none: only another one is the target's.
+    // A Request made by hand (app.fetch(new Request("http://localhost/p", { headers: { host } }))
+    // in a test) has no proxy in front to disagree with, and was refused once this came in.
     if (
-      host !== undefined &&
+      host !== undefined && !byHand &&
       (host === ""
         ? !isFallbackAuthority(url, authorityStart, pathStart, server, tls ?? schemeEnd === 5)
         : namesAnotherHost(url, authorityStart, pathStart, host))
@@ -1039,10 +1045,9 @@ export function handleFetch(
     // Over HTTP/2 Deno builds request.url from the client's :authority and lists no Host: the
     // ASGI spec asks for the authority as the Host (the scope once had none, and under
     // createFetchHandler, so Deno.serve(app.fetch), it still had none). A Host sent beside
-    // it is passed on as sent, as over HTTP/1.1: Deno does not say which version a request came
-    // over, and an HTTP/1.1 request in absolute form may carry a Host that differs from its
-    // target (RFC 9112 3.2.2), which must not be refused. A Request made by hand has its
-    // authority in its URL only, as an HTTP/2 one.
+    // it is passed on as sent when it names the same host, and refused above when it names
+    // another (RFC 9113 §8.3.1), as a Host beside an HTTP/1.1 absolute-form target is. A
+    // Request made by hand without a Host has its authority in its URL only, as an HTTP/2 one.
     // At the start of the list, where the ASGI spec puts the :authority (it was once last).
     for (let i = fieldCount - 1; i >= 0; i--) fields[i + 2] = fields[i]!;
     fields[0] = "host";
