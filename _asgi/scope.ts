@@ -11,6 +11,7 @@
 import type { HttpScope } from "./types.ts";
 import { EMPTY, reserve, SLAB_MAX } from "./bytes.ts";
 import { unquote } from "./percent.ts";
+import { isHostValue } from "./fields.ts";
 
 /** What a scope takes from the state a server's requests share (`Core`). */
 export interface ScopeSource {
@@ -196,7 +197,8 @@ export function authorityEnd(url: string, start: number): number {
  * (RFC 9112 §3.2.2), and HTTP/2's host field must name the entity of `:authority` (RFC 9113
  * §8.3.1, which asks for RFC 3986 §6.2.3's normalisation before comparing): so case is ignored,
  * and an empty port or the scheme's default one is the same as none. Any other difference
- * counts: a server that read one and an application that read the other would serve two hosts.
+ * counts: a server that read one and an application that read the other would serve two hosts;
+ * so does an authority holding a byte no host or userinfo holds (see {@linkcode isHostValue}).
  *
  * @param url The target, or the URL Deno made of it (the scheme ends at `start - 3`).
  * @param start Where the authority starts, after "://".
@@ -206,7 +208,14 @@ export function authorityEnd(url: string, start: number): number {
 export function namesAnotherHost(url: string, start: number, end: number, host: string): boolean {
   const scheme = url.slice(0, start - 3).toLowerCase();
   const at = url.lastIndexOf("@", end - 1);
-  if (at >= start) start = at + 1;
+  if (at >= start) {
+    // Only host bytes before the "@" too: Deno passed "http://evil\@good/p" with Host good on,
+    // where a WHATWG URL parser (a proxy in JavaScript) reads "\" as "/" and the host as evil
+    // (node's parser refuses the target). A userinfo holds no other byte (RFC 3986 §3.2.1).
+    if (!isHostValue(url.slice(start, at).replaceAll("@", ""))) return true;
+    start = at + 1;
+  }
+  if (!isHostValue(url.slice(start, end))) return true;
   const port = scheme === "https" || scheme === "wss"
     ? ":443"
     : scheme === "http" || scheme === "ws"
