@@ -14,7 +14,8 @@
  * So a periodic check looks at every connection node:http serves, which costs a request nothing:
  * one with bytes waiting to be written whose application has finished giving them, and of which
  * no write has completed for `stallTimeout`, is dropped, with one warning. A client that takes
- * some, however slowly, moves the count and keeps its connection. What waits while an
+ * some, however slowly, moves the count and keeps its connection, and so does one whose request
+ * body still arrives (answered early, it reads once it has sent it all). What waits while an
  * application still sends is the core's to judge (a send waiting on the client), or nobody's (an
  * application thinking between two sends).
  *
@@ -71,7 +72,12 @@ export function watchUnreadAnswers(core: Core, writers: AnswerWriters): { stop()
         seen.delete(socket);
         continue;
       }
-      const taken = written(socket);
+      // A client that sends its whole body before it reads (Python's http.client) is moving
+      // while its body arrives: answered early, it was dropped mid-upload. Bytes read count as
+      // long as the answer's request is unfinished (a body over maxBodySize ends the connection).
+      const taken = response?.req?.complete === false
+        ? written(socket) + socket.bytesRead
+        : written(socket);
       const last = seen.get(socket);
       if (last === undefined || last.written !== taken) seen.set(socket, { written: taken, tick });
       else if (tick - last.tick > STALL_CHECKS) (stalled ??= []).push(socket);

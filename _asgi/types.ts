@@ -706,7 +706,8 @@ export interface ServeOptions extends FetchHandlerOptions {
    * `deno` only once the client leaves: Deno cannot abort it), `receive()` says 1006 and that send
    * rejects with `ClientDisconnected`; one warning is logged. On `transport: "node"` a connection
    * whose client takes nothing of answers the applications have finished giving (a client that
-   * pipelines GETs and never reads) is closed after this long too, with one warning; on `deno`
+   * pipelines GETs and never reads), nor sends more of the body of the request answered, is
+   * closed after this long too, with one warning; on `deno`
    * that cannot be seen, and such a client keeps its connection until it leaves (docs/asgi.md,
    * Limits). `0` or `Infinity`: no limit; at most 2147483647 otherwise.
    * A value above 0 and under 100 is logged as a warning: likely seconds written by mistake.

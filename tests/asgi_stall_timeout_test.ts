@@ -712,6 +712,45 @@ Deno.test("stallTimeout (node): a client that reads pipelined answers slowly but
   assertEquals(server.logger.lines("warn"), []);
 });
 
+// Review of the unread-answers check (2026-11-29): a client that sends its whole body before it
+// reads (Python's http.client, requests) was dropped mid-upload on node when the application had
+// answered early with more than the kernel buffers: its body kept arriving, but none of the
+// answer was taken, and the check looked at the answer alone (deno, and node before, served it).
+Deno.test("stallTimeout (node): a client still sending its body keeps an early answer it has not read yet", async () => {
+  const size = 8 * 1024 * 1024;
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    await send({ type: "http.response.start", status: 200, headers: plain });
+    await send({ type: "http.response.body", body: new Uint8Array(size).fill(0xf5) });
+  };
+  await using server = await start(app, "node", { stallTimeout: STALL });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+  try {
+    const piece = new Uint8Array(32 * 1024).fill(0x78);
+    const pieces = 30; // One every 40 ms: 1.2 s, six times the limit.
+    await conn.write(
+      bytes(`POST / HTTP/1.1\r\nhost: x\r\ncontent-length: ${pieces * piece.length}\r\n\r\n`),
+    );
+    for (let i = 0; i < pieces; i++) {
+      await conn.write(piece);
+      await sleep(40);
+    }
+    const buffer = new Uint8Array(1 << 20);
+    let body = 0;
+    const until = performance.now() + 10_000;
+    while (body < size) {
+      assert(performance.now() < until, `${body} bytes of the answer in 10 s`);
+      const n = await conn.read(buffer).catch(() => null);
+      if (n === null) break;
+      for (let i = 0; i < n; i++) if (buffer[i] === 0xf5) body++;
+    }
+    assertEquals(body, size, server.logger.lines().join("\n"));
+  } finally {
+    conn.close();
+  }
+  assertEquals(server.logger.lines("warn"), []);
+});
+
 Deno.test("stallTimeout: a value that is no duration is refused where it is given", () => {
   const app: AsgiApplication = async () => {};
   assertThrows(
