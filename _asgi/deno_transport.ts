@@ -1048,10 +1048,14 @@ export function handleFetch(
     // it is passed on as sent when it names the same host, and refused above when it names
     // another (RFC 9113 §8.3.1), as a Host beside an HTTP/1.1 absolute-form target is. A
     // Request made by hand without a Host has its authority in its URL only, as an HTTP/2 one.
+    const authority = url.slice(schemeEnd + 3, pathStart);
+    // Held to a Host's rule: Deno takes a userinfo in an :authority (RFC 9113 §8.3.1 forbids
+    // one), and "good.example@evil.example" once reached the application as its Host.
+    if (!isHostValue(authority)) return textResponse(method, 400, "Bad Request");
     // At the start of the list, where the ASGI spec puts the :authority (it was once last).
     for (let i = fieldCount - 1; i >= 0; i--) fields[i + 2] = fields[i]!;
     fields[0] = "host";
-    fields[1] = url.slice(schemeEnd + 3, pathStart);
+    fields[1] = authority;
     fieldCount += 2;
   }
   // Deno.serve takes two equal content-length fields (any other pair or list it refuses) and its

@@ -92,6 +92,26 @@ Deno.test("serve() [deno] over HTTP/2 gives the scope :authority as its host hea
   }
 });
 
+// Review of the Host refusals (2026-11-29): an HTTP/1.1 Host that is no host is refused, but the
+// host the bridge makes from :authority was not checked, and Deno takes a userinfo in it: ":authority:
+// good.example@evil.example" reached the application as the Host "good.example@evil.example",
+// which a prefix allow-list takes and a link built from it sends to evil.example. RFC 9113 §8.3.1
+// forbids a userinfo there.
+Deno.test("serve() [deno] over HTTP/2 answers 400 to an :authority with a userinfo", async () => {
+  const { served, scopes } = await recording();
+  await using _ = served;
+  const client = await H2cClient.connect(served.port);
+  try {
+    for (const authority of ["good.example@evil.example", "u:p@a.example:8080"]) {
+      assertEquals(await client.status(await client.request(get(authority))), 400, authority);
+    }
+    assertEquals(await client.status(await client.request(get("a.example"))), 200);
+    assertEquals(scopes.map(hostsOf), [["a.example"]]);
+  } finally {
+    await client.close();
+  }
+});
+
 // Regression (TLS/HTTP/2 probe, 2026-11-27): the host made from :authority came last, after the
 // fields Deno had sorted; the ASGI spec adds it "to the start of the iterable".
 Deno.test("serve() [deno] over HTTP/2 puts the host made from :authority first", async () => {
