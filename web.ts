@@ -1065,7 +1065,10 @@ export class App<A extends object = Record<never, never>> {
   #log: WebLogger;
   #runner: BackgroundRunner;
   #host: Host;
-  readonly #logLimit: LogLimiter = new LogLimiter();
+  readonly #logLimit: LogLimiter = new LogLimiter(
+    undefined,
+    (level, line) => this.#log[level](line),
+  );
   #graceMs: number;
   readonly #lifespanLimitMs: number;
   #handleSignals: boolean;

@@ -156,7 +156,10 @@ export class Core {
   /** Where log lines go. */
   readonly logger: AsgiLogger;
   /** The bound on the warnings a client can cause (see `warnOf`). */
-  readonly logLimit: LogLimiter = new LogLimiter();
+  readonly logLimit: LogLimiter = new LogLimiter(
+    undefined,
+    (_level, line) => this.logger.warn(line),
+  );
   /** The lifespan protocol runner. */
   readonly lifespan: Lifespan;
   /**

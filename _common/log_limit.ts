@@ -8,10 +8,12 @@
  * lines in 25 s of oversized uploads (probe of 2026-11-29), enough to fill a disk or bury every
  * other line. Each such line has a kind, and `LogLimiter` lets through the first
  * `LOG_BURST` lines of a kind in full, then at most one line of that kind per
- * `LOG_INTERVAL_MS`, which says how many were held back since the last; `summary()` gives what
- * was held back and not yet told, for the server to say at shutdown. Nothing is lost but the
- * repeated text: the first occurrence of every kind is written in full, and every one is
- * counted. A kind that has been quiet for a whole interval starts a new burst.
+ * `LOG_INTERVAL_MS`, which says how many were held back since the last. Lines held back that no
+ * later line of their kind tells are told on their own once the interval has passed (a flood that
+ * stopped was otherwise untold for as long as the server ran), and `summary()` gives what is not
+ * yet told, for the server to say at shutdown. Nothing is lost but the repeated text: the first
+ * occurrence of every kind is written in full, and every one is counted. A kind that has been
+ * quiet for a whole interval starts a new burst.
  *
  * Application errors (an exception in the application, a message it got wrong) are not limited:
  * they are the application's bugs, each with its own stack, as uvicorn writes every one.
@@ -56,14 +58,28 @@ interface KindState {
  */
 export class LogLimiter {
   readonly #now: () => number;
+  readonly #tell: ((level: LogLevel, line: string) => void) | undefined;
+  readonly #schedule: Schedule;
+  /** Cancels the timer that tells lines held back (see `#tellDue`), while one is set. */
+  #cancel: (() => void) | null = null;
   readonly #kinds = new Map<string, KindState>();
   readonly #said = new Set<string>();
 
   /**
    * @param now The clock, in milliseconds; `performance.now` unless told (tests pass their own).
+   * @param tell Where lines held back are told once their interval has passed with no later line
+   *   of their kind to tell them; without it, only `admit()` and `summary()` tell them.
+   * @param schedule Runs a function after some milliseconds without keeping the process alive,
+   *   and returns what cancels it (tests pass their own).
    */
-  constructor(now: () => number = () => performance.now()) {
+  constructor(
+    now: () => number = () => performance.now(),
+    tell?: (level: LogLevel, line: string) => void,
+    schedule: Schedule = unrefTimeout,
+  ) {
     this.#now = now;
+    this.#tell = tell;
+    this.#schedule = schedule;
   }
 
   /**
@@ -94,6 +110,9 @@ export class LogLimiter {
         `logged: ${POLICY})`;
     } else if (state.written >= LOG_BURST) {
       if (state.held++ === 0) state.heldSince = now;
+      if (this.#cancel === null && this.#tell !== undefined) {
+        this.#cancel = this.#schedule(() => this.#tellDue(), state.last + LOG_INTERVAL_MS - now);
+      }
       return null;
     }
     state.written++;
@@ -120,20 +139,57 @@ export class LogLimiter {
    *   lines of a kind not logged in the last 3 s (…): Request body exceeds maxBodySize…`.
    */
   summary(): { level: LogLevel; line: string }[] {
+    this.#cancel?.();
+    this.#cancel = null;
     const lines: { level: LogLevel; line: string }[] = [];
     const now = this.#now();
     for (const [kind, state] of this.#kinds) {
       if (state.held === 0) continue;
-      lines.push({
-        level: state.level,
-        // The kind last, unquoted: it may quote a route itself.
-        line: `${state.held} more ${state.held === 1 ? "line" : "lines"} of a kind not logged ` +
-          `in the last ${seconds(now - state.heldSince)} (${POLICY}): ${kind}`,
-      });
+      lines.push({ level: state.level, line: heldLine(kind, state, now) });
       state.held = 0;
     }
     return lines;
   }
+
+  /**
+   * Tells the lines held back of each kind whose interval has passed, as the line that would
+   * have told them; that counts as the kind's line of the interval. Then waits for the next due.
+   */
+  #tellDue(): void {
+    this.#cancel = null;
+    const now = this.#now();
+    let next = Infinity;
+    for (const [kind, state] of this.#kinds) {
+      if (state.held === 0) continue;
+      const due = state.last + LOG_INTERVAL_MS;
+      if (now < due) {
+        next = Math.min(next, due);
+        continue;
+      }
+      this.#tell!(state.level, heldLine(kind, state, now));
+      state.held = 0;
+      state.last = now;
+    }
+    if (next !== Infinity) this.#cancel = this.#schedule(() => this.#tellDue(), next - now);
+  }
+}
+
+/** Runs a function after `ms` milliseconds; returns what cancels it. */
+type Schedule = (run: () => void, ms: number) => () => void;
+
+/** A timer that does not keep the process alive: lines held back are no reason to stay up. */
+function unrefTimeout(run: () => void, ms: number): () => void {
+  const timer = setTimeout(run, Math.max(0, ms));
+  if (typeof timer === "number") Deno.unrefTimer(timer);
+  else (timer as { unref?: () => void }).unref?.();
+  return () => clearTimeout(timer);
+}
+
+/** The line that tells of the lines of `kind` held back. */
+function heldLine(kind: string, state: KindState, now: number): string {
+  // The kind last, unquoted: it may quote a route itself.
+  return `${state.held} more ${state.held === 1 ? "line" : "lines"} of a kind not logged ` +
+    `in the last ${seconds(now - state.heldSince)} (${POLICY}): ${kind}`;
 }
 
 /** The rule, for the lines that tell of lines held back. */

@@ -49,6 +49,43 @@ Deno.test("LogLimiter.admit() starts a new burst for a kind quiet for a whole in
   assertEquals(notes, [...Array(LOG_BURST).fill(""), null]);
 });
 
+// Review of the log limit (2026-11-29): lines held back were told only with the next line of
+// their kind after the interval, or at shutdown. A flood that stopped (9,990 oversized uploads in
+// 10 s, then none) left 10 lines in the log and its size untold for as long as the server ran, or
+// for ever if it never shut down cleanly.
+Deno.test("LogLimiter tells the lines held back once the interval has passed, with no later line of the kind", () => {
+  let now = 0;
+  const told: [string, string][] = [];
+  const timers: { run: () => void; at: number; cancelled: boolean }[] = [];
+  const schedule = (run: () => void, ms: number) => {
+    const timer = { run, at: now + ms, cancelled: false };
+    timers.push(timer);
+    return () => void (timer.cancelled = true);
+  };
+  const limit = new LogLimiter(() => now, (level, line) => told.push([level, line]), schedule);
+  for (let i = 0; i < LOG_BURST; i++) assertEquals(limit.admit("413"), "");
+  assertEquals(timers.length, 0, "nothing held back, nothing to tell");
+  now = 1_000;
+  for (let i = 0; i < 3; i++) assertEquals(limit.admit("413"), null);
+  assertEquals(limit.admit("slow", "debug"), "");
+  assertEquals(timers.length, 1, "one timer for all that is held back");
+  assertEquals(timers[0]!.at, LOG_INTERVAL_MS, "due when the next line of the kind would be");
+  now = LOG_INTERVAL_MS;
+  timers[0]!.run();
+  assertEquals(told.length, 1);
+  assertEquals(told[0]![0], "warn");
+  assertMatch(told[0]![1], /^3 more lines of a kind not logged in the last 59 s \(.*\): 413$/);
+  assertEquals(limit.summary(), [], "told once");
+  // Still at most one line per interval: the next is held back and told an interval later.
+  now += 1;
+  assertEquals(limit.admit("413"), null);
+  assertEquals(timers.length, 2);
+  assertEquals(timers[1]!.at, 2 * LOG_INTERVAL_MS);
+  // Shutdown tells it instead, and nothing is told twice.
+  assertEquals(limit.summary().length, 1);
+  assert(timers[1]!.cancelled, "the summary cancels the timer");
+});
+
 Deno.test("LogLimiter.summary() tells each kind's lines held back, once", () => {
   let now = 0;
   const limit = new LogLimiter(() => now);
