@@ -576,6 +576,22 @@ async function drainToEnd(conn: Deno.TcpConn): Promise<number> {
   }
 }
 
+/** The size of each answer of `countingAnswers()`, every byte of it 0xf3 (none in a head). */
+const COUNTED_ANSWER = 2000;
+
+/** An application that answers every request with `COUNTED_ANSWER` bytes, counting requests. */
+function countingAnswers(): { app: AsgiApplication; answered(): number } {
+  const answer = new Uint8Array(COUNTED_ANSWER).fill(0xf3);
+  let answered = 0;
+  const app: AsgiApplication = async (scope, _receive, send) => {
+    if (scope.type !== "http") return;
+    answered++;
+    await send({ type: "http.response.start", status: 200, headers: plain });
+    await send({ type: "http.response.body", body: answer });
+  };
+  return { app, answered: () => answered };
+}
+
 const unreadLine =
   `Response stalled: the client took nothing for stallTimeout ${STALL} ms of the answers written to it; disconnected`;
 
@@ -584,14 +600,7 @@ const unreadLine =
 // answers filled the kernel's buffers, the one being written waited for good, and no send
 // waited, since each application had given its answer whole and returned.
 Deno.test("stallTimeout (node): a client that pipelines GETs and reads none of the answers is dropped", async () => {
-  const answer = new Uint8Array(2000).fill(0x61);
-  let answered = 0;
-  const app: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    answered++;
-    await send({ type: "http.response.start", status: 200, headers: plain });
-    await send({ type: "http.response.body", body: answer });
-  };
+  const { app, answered } = countingAnswers();
   await using server = await start(app, "node", { stallTimeout: STALL });
   const requests = 5000; // 10 MB of answers: more than the kernel buffers for a client.
   const began = performance.now();
@@ -602,8 +611,8 @@ Deno.test("stallTimeout (node): a client that pipelines GETs and reads none of t
     assert(after >= STALL * 0.9, `dropped after ${after} ms`);
     assertEquals(server.logger.lines("warn"), [unreadLine]);
     const received = await drainToEnd(conn);
-    assert(received < requests * answer.length, `received ${received} bytes`);
-    assert(answered < requests, `all ${answered} answered: the test tests nothing`);
+    assert(received < requests * COUNTED_ANSWER, `received ${received} bytes`);
+    assert(answered() < requests, `all ${answered()} answered: the test tests nothing`);
   } finally {
     conn.close();
   }
@@ -637,14 +646,7 @@ Deno.test("stallTimeout (node): an answer given whole that the client reads none
 // the same client is out of the bridge's sight, every handler having returned, and keeps its
 // connection. Should a later Deno let the bridge see or drop it, this fails: drop it there too.
 Deno.test("stallTimeout (deno): a client that pipelines GETs and reads none of the answers keeps its connection", async () => {
-  const answer = new Uint8Array(2000).fill(0xf3);
-  let answered = 0;
-  const app: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    answered++;
-    await send({ type: "http.response.start", status: 200, headers: plain });
-    await send({ type: "http.response.body", body: answer });
-  };
+  const { app, answered } = countingAnswers();
   await using server = await start(app, "deno", { stallTimeout: STALL });
   const requests = 5000;
   const conn = await pipelineUnread(server.port, requests);
@@ -654,17 +656,17 @@ Deno.test("stallTimeout (deno): a client that pipelines GETs and reads none of t
     let since = performance.now();
     const until = since + 2 * GIVEN_UP_BY;
     while (performance.now() - since < 3 * STALL) {
-      assert(performance.now() < until, `still answering: ${answered}`);
-      if (answered !== seen) [seen, since] = [answered, performance.now()];
+      assert(performance.now() < until, `still answering: ${answered()}`);
+      if (answered() !== seen) [seen, since] = [answered(), performance.now()];
       await sleep(20);
     }
-    assert(answered < requests, `all ${answered} answered: the test tests nothing`);
+    assert(answered() < requests, `all ${answered()} answered: the test tests nothing`);
     assertEquals(server.logger.lines("warn"), []);
     // Still open: once the client reads, every answer comes.
     const buffer = new Uint8Array(1 << 16);
     let bodies = 0;
     const reading = performance.now() + 10_000;
-    while (bodies < requests * answer.length) {
+    while (bodies < requests * COUNTED_ANSWER) {
       assert(performance.now() < reading, `${bodies} bytes of bodies in 10 s`);
       const n = await conn.read(buffer);
       if (n === null) throw new Error(`Closed after ${bodies} bytes of bodies`);
