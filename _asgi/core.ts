@@ -349,6 +349,18 @@ const BODY_DONE = 2;
  * that left. A state of `#body` rather than a field of its own: nothing more per request.
  */
 const BODY_REFUSED = 3;
+/**
+ * The states below say why the server ended a request whose client did not leave, as
+ * `BODY_REFUSED` does (`HttpDisconnectMessage.reason`): the body stalled for `stallTimeout` (408)…
+ */
+const BODY_STALLED = 4;
+/** …could not be parsed (a bad chunk size: 400)… */
+const BODY_MALFORMED = 5;
+/** …or the stream of a `Request` a program built for `createFetchHandler` failed (500). */
+const BODY_FAILED = 6;
+
+/** Why a body read failed, as a transport tells (`HttpCycle.readFailed`). */
+export type BodyFailure = "client_left" | "body_malformed" | "body_failed";
 
 function disconnect(): HttpDisconnectMessage {
   return { type: "http.disconnect" };
@@ -452,6 +464,14 @@ export abstract class HttpCycle {
   ): void;
   /** Reads the next request body chunk; `null` at the end; rejects when the client has gone. */
   protected abstract readChunk(): Promise<Uint8Array | null>;
+  /**
+   * Why `readChunk` rejected with `error`: the client left (the default), or it is still there
+   * and the body could not be parsed, or (a `Request` built by a program) its stream failed.
+   * Asked only when a read fails.
+   */
+  protected readFailed(_error: unknown): BodyFailure {
+    return "client_left";
+  }
   /**
    * Closes the connection at once, unsent bytes and all: the client took none of the response
    * for `stallTimeout`, so a close that waits for them to go out would wait for good.
@@ -634,12 +654,13 @@ export abstract class HttpCycle {
         if (this.#gone || this.#phase === DONE) return resolve(this.#disconnectMessage());
         resolve(this.#chunkMessage(chunk));
       },
-      () => {
+      (error) => {
         this.readMark = -1;
         this.#reading = null;
         this.#readWaiter = null;
+        this.#readFailedWith(error);
         this.clientGone();
-        resolve(disconnect());
+        resolve(this.#disconnectMessage());
       },
     );
     // The receive, not the read: a request given up (stallTimeout) wakes the receive while its
@@ -678,8 +699,54 @@ export abstract class HttpCycle {
    * body, so the application can tell the 413 from a client that left.
    */
   #disconnectMessage(): HttpDisconnectMessage {
-    if (this.#body !== BODY_REFUSED) return disconnect();
-    return { type: "http.disconnect", exceeded_max_body_size: this.core.maxBodySize };
+    switch (this.#body) {
+      case BODY_REFUSED:
+        return {
+          type: "http.disconnect",
+          reason: "exceeded_max_body_size",
+          exceeded_max_body_size: this.core.maxBodySize,
+        };
+      case BODY_STALLED:
+        return { type: "http.disconnect", reason: "body_stalled" };
+      case BODY_MALFORMED:
+        return { type: "http.disconnect", reason: "body_malformed" };
+      case BODY_FAILED:
+        return { type: "http.disconnect", reason: "body_failed" };
+      default:
+        return disconnect();
+    }
+  }
+
+  /**
+   * Why a read of the body failed, as the transport tells: nothing to note for a client that
+   * left; else the state that makes every `http.disconnect` from now on say so, and a log line.
+   */
+  #readFailedWith(error: unknown): void {
+    if (this.#gone || this.#phase === DONE) return;
+    this.bodyUnreadable(this.readFailed(error), error);
+  }
+
+  /**
+   * The body cannot be read to its end, for `failure`: unless the client left, every
+   * `http.disconnect` from now on says why, and a line is logged. For a transport that learns
+   * of a malformed body before its read fails (node's parser error); else see `readFailed`.
+   *
+   * @param failure Why.
+   * @param error What the read failed with, if known.
+   */
+  protected bodyUnreadable(failure: BodyFailure, error?: unknown): void {
+    if (failure === "client_left" || this.#body !== BODY_PENDING) return;
+    if (failure === "body_malformed") {
+      this.#body = BODY_MALFORMED;
+      const line =
+        "Request body malformed: it could not be read; the request ends and the connection closes";
+      // The client's doing, and any client can do it: within the log limit.
+      this.core.warnOf(line, line);
+    } else {
+      this.#body = BODY_FAILED;
+      // The program that built the Request gave a body that fails: its own fault, not a client's.
+      this.core.logger.error("Request body stream failed; answered 500:", error);
+    }
   }
 
   #waitForEnd(): Promise<ReceiveMessage> {
@@ -694,7 +761,7 @@ export abstract class HttpCycle {
     const reader = this.#readWaiter;
     if (reader !== null) {
       this.#readWaiter = null;
-      reader(disconnect());
+      reader(this.#disconnectMessage());
     }
     this.#wakeEndWaiters();
   }
@@ -704,7 +771,7 @@ export abstract class HttpCycle {
     const waiters = this.#waiters;
     if (waiters === null) return;
     this.#waiters = null;
-    for (const wake of waiters) wake(disconnect());
+    for (const wake of waiters) wake(this.#disconnectMessage());
   }
 
   #send(message: SendMessage): Promise<void> | undefined {
@@ -923,6 +990,7 @@ export abstract class HttpCycle {
     const timeout = this.core.stallTimeout;
     let outcome: string;
     if (bodyStalled) {
+      this.#body = BODY_STALLED;
       this.refuseBody();
       if (this.#phase === AWAIT_START) {
         this.#closingAnswer(408, "Request Timeout");

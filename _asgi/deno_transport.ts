@@ -6,7 +6,14 @@
  * @module
  */
 import type { AsgiServerAddr, AsgiUnixAddr, HttpScope } from "./types.ts";
-import { type Core, drainTiming, HttpCycle, type ListenAddress, type Listener } from "./core.ts";
+import {
+  type BodyFailure,
+  type Core,
+  drainTiming,
+  HttpCycle,
+  type ListenAddress,
+  type Listener,
+} from "./core.ts";
 import { AsgiProtocolError } from "./errors.ts";
 import {
   hasToken,
@@ -582,6 +589,21 @@ class DenoCycle extends HttpCycle {
    */
   #noteBodyFailure(): void {
     if (this.#denoServes) this.#bodyFailed = true;
+  }
+
+  /**
+   * Deno (2.9.6) fails a read of a body whose client left, or half-closed mid-body, with a
+   * `BadResource`, and one of a body it cannot parse (a bad chunk size, a chunk extension of
+   * 4 KiB or more) with an `Error` "invalid HTTP/1 request: …". The stream of a `Request` a
+   * program built fails with whatever it was given.
+   */
+  protected override readFailed(error: unknown): BodyFailure {
+    const name = error instanceof Error ? error.name : "";
+    if (name === "BadResource") return "client_left";
+    if (this.#denoServes || /^invalid HTTP\//.test(String((error as Error)?.message))) {
+      return "body_malformed";
+    }
+    return "body_failed";
   }
 
   /**

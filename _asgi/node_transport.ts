@@ -13,6 +13,7 @@ import { type AddressInfo, connect, Server as NetServer, type Socket } from "nod
 import type { Duplex } from "node:stream";
 import type { HttpScope } from "./types.ts";
 import {
+  type BodyFailure,
   type ConnectionLimits,
   type Core,
   drainTiming,
@@ -649,8 +650,15 @@ class NodeCycle extends HttpCycle {
   /** The response closed, or the connection of a queued one did. */
   #closed(): void {
     this.#wakeWriter();
-    // "close" follows "finish" after a complete response; without it the client went away.
-    if (!this.#response.writableFinished) this.clientGone();
+    // "close" follows "finish" after a complete response; without it the client went away, or
+    // the parser refused the body (see `refuseUnreadable`).
+    if (this.#response.writableFinished) return;
+    if (malformedBodies.has(this.#request)) this.bodyUnreadable("body_malformed");
+    this.clientGone();
+  }
+
+  protected override readFailed(): BodyFailure {
+    return malformedBodies.has(this.#request) ? "body_malformed" : "client_left";
   }
 
   #wakeWriter(): void {
@@ -1352,6 +1360,9 @@ export async function listenNode(
   return listener;
 }
 
+/** Requests whose body node:http's parser refused: see `refuseUnreadable`. */
+const malformedBodies = new WeakSet<IncomingMessage>();
+
 /** The status node:http answers bytes it cannot read as a request with, by its error's code. */
 const UNREADABLE_STATUS: Readonly<Record<string, number>> = {
   HPE_HEADER_OVERFLOW: 431,
@@ -1385,6 +1396,9 @@ function refuseUnreadable(
   const reason = STATUS_CODES[status]!;
   const unreadable = code.startsWith("HPE_") || code === "ERR_HTTP_REQUEST_TIMEOUT";
   const current = connections.inProgress(socket);
+  // A malformed chunk of the body of the request in progress: its application is told so, not
+  // that its client left (see `NodeCycle.readFailed`).
+  if (unreadable && current !== undefined && !current[0].complete) malformedBodies.add(current[0]);
   // Bytes after the whole of the last request: that request, and any before it, is answered
   // first. Bytes of its body (a malformed chunk) are its own failure: its application, if its
   // turn has come, sees http.disconnect once the requests before it are answered. Refused at once,

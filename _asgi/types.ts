@@ -220,6 +220,22 @@ export interface HttpDisconnectMessage {
    * for a client that left. Not an ASGI key: see docs/asgi.md, "Limits".
    */
   exceeded_max_body_size?: number;
+  /**
+   * Present only when the bridge itself ended the request, its client still there: why. Absent
+   * for a client that left, and for the end of a complete exchange. Not an ASGI key (see
+   * docs/asgi.md, "Why a request ended"):
+   *
+   * - `"exceeded_max_body_size"`: the body grew past `maxBodySize`; the client got 413 (or a
+   *   response cut off). `exceeded_max_body_size` gives the limit.
+   * - `"body_stalled"`: no byte of the body arrived for `stallTimeout`; the client got 408 (or a
+   *   response cut off).
+   * - `"body_malformed"`: the body could not be parsed (a bad chunk size, on either transport;
+   *   a chunk extension of 4 KiB or more, on `deno`); the client got 400 (or a response cut
+   *   off), and the connection closes.
+   * - `"body_failed"`: the body stream of a `Request` given to `createFetchHandler` failed (the
+   *   program's fault, logged as an error); the caller gets 500 if no response had started.
+   */
+  reason?: "exceeded_max_body_size" | "body_stalled" | "body_malformed" | "body_failed";
 }
 
 /**

@@ -64,7 +64,11 @@ for (const transport of TRANSPORTS) {
       const { head } = await client.response();
       assertMatch(head, /^HTTP\/1\.1 413 /);
       const { scope, messages } = await withTimeout(seen, BOUND_MS, "the application's reads");
-      const refused = { type: "http.disconnect", exceeded_max_body_size: LIMIT };
+      const refused = {
+        type: "http.disconnect",
+        reason: "exceeded_max_body_size",
+        exceeded_max_body_size: LIMIT,
+      };
       assertEquals(messages, [refused, refused]);
       assertEquals(scope.extensions, {});
     });
@@ -97,6 +101,10 @@ Deno.test("createFetchHandler() gives http.disconnect with exceeded_max_body_siz
   assertEquals(response.status, 413);
   await response.body?.cancel();
   const { messages } = await withTimeout(seen, BOUND_MS, "the application's reads");
-  const refused = { type: "http.disconnect", exceeded_max_body_size: LIMIT };
+  const refused = {
+    type: "http.disconnect",
+    reason: "exceeded_max_body_size",
+    exceeded_max_body_size: LIMIT,
+  };
   assertEquals(messages, [refused, refused]);
 });

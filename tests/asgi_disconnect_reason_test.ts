@@ -1,0 +1,109 @@
+/**
+ * The bridge tells an application why it ended a request whose client did not leave: the
+ * `http.disconnect` it then gives carries `reason` (a key the ASGI spec does not define, which
+ * applications that do not know it ignore): `"body_stalled"` when the body stalled for
+ * `stallTimeout` and the bridge answered 408, `"body_malformed"` when the body could not be
+ * parsed (a bad chunk size) and the client got 400, `"body_failed"` when the body stream of a
+ * `Request` given to `createFetchHandler` failed. A client that leaves still causes a bare
+ * `http.disconnect` (tests/asgi_body_limit_reason_test.ts).
+ *
+ * Regression (fault review of 2026-11-29, task Q8): each of these reached the application as a
+ * bare `http.disconnect`, so the web layer told its handler "The client disconnected" while the
+ * client was still there, reading the 408 or 400.
+ */
+import { assertEquals, assertMatch } from "@std/assert";
+import { type AsgiApplication, createFetchHandler, type ReceiveMessage } from "../asgi.ts";
+import { bytes, start, TRANSPORTS } from "./fixtures/asgi_harness.ts";
+import { RawClient } from "./fixtures/raw_client.ts";
+import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
+
+const STALL_MS = 300;
+const PORTS = { deno: 20960, node: 20961 } as const;
+
+/**
+ * An application that reads the body until a message other than a chunk with more to come, then
+ * calls `receive()` once more. `firstChunk` settles when the first chunk arrived; `messages` with
+ * what came after the chunks.
+ */
+function reader() {
+  const firstChunk = Promise.withResolvers<void>();
+  const messages = Promise.withResolvers<ReceiveMessage[]>();
+  const app: AsgiApplication = async (scope, receive, send) => {
+    if (scope.type !== "http") return;
+    const seen: ReceiveMessage[] = [];
+    for (;;) {
+      const message = await receive();
+      if (message.type === "http.request" && message.more_body) {
+        firstChunk.resolve();
+        continue;
+      }
+      seen.push(message);
+      break;
+    }
+    seen.push(await receive());
+    messages.resolve(seen);
+    await send({ type: "http.response.start", status: 200 });
+    await send({ type: "http.response.body", body: bytes("read") });
+  };
+  return { app, firstChunk: firstChunk.promise, messages: messages.promise };
+}
+
+const HEAD = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() gives http.disconnect with reason "body_stalled" for a body that stalls past stallTimeout (${transport}; regression)`, async () => {
+    const { app, firstChunk, messages } = reader();
+    await using s = await start(app, transport, { stallTimeout: STALL_MS, port: PORTS[transport] });
+    using client = await RawClient.connect(s.port);
+    await client.write(HEAD + "5\r\nabcde\r\n");
+    await withTimeout(firstChunk, BOUND_MS, "the first chunk");
+    const { head } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 408 /);
+    const stalled = { type: "http.disconnect", reason: "body_stalled" };
+    assertEquals(await withTimeout(messages, BOUND_MS, "the reads"), [stalled, stalled]);
+  });
+
+  Deno.test(`serve() gives http.disconnect with reason "body_malformed" for a bad chunk size (${transport}; regression)`, async () => {
+    const { app, firstChunk, messages } = reader();
+    await using s = await start(app, transport, { port: PORTS[transport] });
+    using client = await RawClient.connect(s.port);
+    await client.write(HEAD + "5\r\nabcde\r\n");
+    await withTimeout(firstChunk, BOUND_MS, "the first chunk");
+    await client.write("zz\r\nabc\r\n0\r\n\r\n");
+    const { head } = await client.response();
+    assertMatch(head, /^HTTP\/1\.1 400 /);
+    const malformed = { type: "http.disconnect", reason: "body_malformed" };
+    assertEquals(await withTimeout(messages, BOUND_MS, "the reads"), [malformed, malformed]);
+    assertEquals(
+      s.logger.lines("warn").filter((line) => line.includes("malformed")),
+      ["Request body malformed: it could not be read; the request ends and the connection closes"],
+    );
+  });
+}
+
+Deno.test(`createFetchHandler() gives http.disconnect with reason "body_failed" and logs the error when the Request's body stream fails (regression)`, async () => {
+  const { app, firstChunk, messages } = reader();
+  const errors: unknown[][] = [];
+  const handler = createFetchHandler(app, {
+    lifespan: "off",
+    logger: { error: (...data) => errors.push(data), warn() {}, info() {} },
+  });
+  const failure = new Error("the source went away");
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new Uint8Array(10));
+    },
+    async pull(controller) {
+      await firstChunk;
+      controller.error(failure);
+    },
+  });
+  const response = await handler.fetch(
+    new Request("http://localhost/", { method: "POST", body }),
+  );
+  assertEquals(response.status, 500);
+  await response.body?.cancel();
+  const failed = { type: "http.disconnect", reason: "body_failed" };
+  assertEquals(await withTimeout(messages, BOUND_MS, "the reads"), [failed, failed]);
+  assertEquals(errors, [["Request body stream failed; answered 500:", failure]]);
+});
