@@ -766,9 +766,12 @@ export class Request<A extends object = Record<never, never>> {
    * Aborts when the request time limit passes before the response is complete (reason: a
    * `TimeoutError` `DOMException`), the client goes away (reason: an `AbortError`
    * `DOMException`, "The client disconnected"), the server refuses a body that grew past
-   * `maxBodySize` and answers 413 itself (reason: a {@linkcode BodyTooLargeError}), or the
-   * handler is still running when shutdown's grace period ends (reason: an `AbortError` saying
-   * the app shut down). Pass it on, e.g. to `delay(ms, { signal })` or
+   * `maxBodySize` and answers 413 itself (reason: a {@linkcode BodyTooLargeError}), the server
+   * gives up a body that stalled for `stallTimeout` and answers 408 (reason: a `TimeoutError`
+   * `DOMException` that names `stallTimeout`), the body cannot be parsed and the client gets
+   * 400, or the body stream of a `Request` given to `app.fetch` fails (reason: a `TypeError`
+   * each, saying which), or the handler is still running when shutdown's grace period ends
+   * (reason: an `AbortError` saying the app shut down). Pass it on, e.g. to `delay(ms, { signal })` or
    * `fetch(url, { signal })`, so that work really stops.
    *
    * @returns The signal.
@@ -780,8 +783,10 @@ export class Request<A extends object = Record<never, never>> {
   /**
    * Returns the next ASGI message: `http.request` chunks of the body (`more_body` false on the
    * last), then, once the response is complete or the client is gone, `http.disconnect`
-   * (carrying `exceeded_max_body_size`, the limit, when the server refused a body that grew past
-   * `maxBodySize`, as `request.signal` then aborts with a {@linkcode BodyTooLargeError}).
+   * (carrying the bridge's `reason` when the server ended the request itself, and
+   * `exceeded_max_body_size`, the limit, when it refused a body that grew past `maxBodySize`, as
+   * `request.signal` then aborts with a {@linkcode BodyTooLargeError}; see docs/asgi.md, "Why a
+   * request ended").
    * After a disconnect it returns `http.disconnect` at once. Once {@linkcode bytes} has been
    * called, the body is its: `receive()` waits until it is read and returns what follows it.
    *
@@ -799,6 +804,10 @@ export class Request<A extends object = Record<never, never>> {
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
    * @throws {BodyTooLargeError} The signal's reason, when the body grows past `maxBodySize`: the
    *   server has answered 413 for the handler, and what it sends afterwards is dropped.
+   * @throws {DOMException} The signal's reason, a `TimeoutError`, when the body stalls for the
+   *   server's `stallTimeout`: the server has answered 408 for the handler.
+   * @throws {TypeError} The signal's reason, when the body cannot be parsed (the server has
+   *   answered 400) or the stream of a `Request` given to `app.fetch` fails (500).
    * @throws {TypeError} When `receive()` has taken part or all of the body, or the response was
    *   complete before the body was read (the request ends with its response: read it first).
    */
@@ -812,6 +821,9 @@ export class Request<A extends object = Record<never, never>> {
    * @returns The text.
    * @throws {DOMException} The signal's reason, when the client goes away while the body is read.
    * @throws {BodyTooLargeError} The signal's reason, when the body grows past `maxBodySize`.
+   * @throws {DOMException} A `TimeoutError`, when the body stalls for `stallTimeout` (408).
+   * @throws {TypeError} The signal's reason, when the body is malformed (400) or its stream fails
+   *   under `app.fetch` (500).
    * @throws {TypeError} When `receive()` has taken part or all of the body, or the response was
    *   complete before the body was read (the request ends with its response: read it first).
    */

@@ -193,20 +193,23 @@ export interface HttpRequestMessage {
 /**
  * The client has gone, or the response is complete: `receive()` returns it once the body has
  * been read and the response finishes, or as soon as the client disconnects. When the bridge
- * itself ended the request because its body grew past `maxBodySize`, the message says so in
- * `exceeded_max_body_size` (a key the ASGI spec does not define: applications that do not know
- * it ignore it, as the spec asks of extra keys).
+ * itself ended the request, its client still there, the message says why in `reason` (and, for a
+ * body over `maxBodySize`, the limit in `exceeded_max_body_size`): keys the ASGI spec does not
+ * define, which applications that do not know them ignore, as the spec asks of extra keys.
  *
- * @example Telling a body over the limit from a client that left
+ * @example Telling the server's ending from a client that left
  * ```ts
  * import type { ReceiveMessage } from "@stellarator/stellarator/asgi";
  *
  * function whyEnded(message: ReceiveMessage): string | undefined {
  *   if (message.type !== "http.disconnect") return undefined;
- *   const limit = message.exceeded_max_body_size;
- *   return limit === undefined ? "the client left" : `the body exceeded ${limit} bytes (413 sent)`;
+ *   if (message.reason === "exceeded_max_body_size") {
+ *     return `the body exceeded ${message.exceeded_max_body_size} bytes (413 sent)`;
+ *   }
+ *   return message.reason ?? "the client left";
  * }
  * console.assert(whyEnded({ type: "http.disconnect" }) === "the client left");
+ * console.assert(whyEnded({ type: "http.disconnect", reason: "body_stalled" }) === "body_stalled");
  * ```
  */
 export interface HttpDisconnectMessage {

@@ -168,6 +168,13 @@ const SENT: Promise<Outcome> = Promise.resolve(SUCCESS);
 
 const encoder = new TextEncoder();
 const DISCONNECT: HttpDisconnectMessage = Object.freeze({ type: "http.disconnect" });
+/**
+ * The bridge's `http.disconnect` of each request it ended with its client still there (a body
+ * over `maxBodySize`, stalled, malformed, or a failed `Request` stream), by the reason
+ * `request.signal` aborted with (`Exchange.#leaving`): what `request.receive()` then passes on,
+ * and what the log lines name. Filled only then: nothing per request.
+ */
+const farewells = new WeakMap<object, HttpDisconnectMessage>();
 
 // Shared empty lists, so that a request allocates none until it has tasks or waiting readers;
 // never pushed to (the first element replaces them with an array of their own).
@@ -579,8 +586,12 @@ export class Exchange implements TaskHolder {
     if (this.#overruled !== undefined) return this.#overruledReason;
     if (this.#abortReason === undefined) return undefined;
     if (!this.#disconnected) return `its request ${this.#label} was abandoned at shutdown`;
-    return this.#abortReason instanceof BodyTooLargeError
-      ? `the body of its request ${this.#label} exceeded maxBodySize before room freed`
+    const reason = this.#abortReason;
+    if (reason instanceof BodyTooLargeError) {
+      return `the body of its request ${this.#label} exceeded maxBodySize before room freed`;
+    }
+    return farewells.has(reason as object)
+      ? `its request ${this.#label} ended before room freed: ${this.#endedAfter}`
       : `the client of its request ${this.#label} went away before room freed`;
   }
 
@@ -657,28 +668,76 @@ export class Exchange implements TaskHolder {
    * `exceeded_max_body_size`). Read only then, on the message that ends the request: nothing
    * per request.
    */
-  #leaving(message: HttpDisconnectMessage): DOMException | BodyTooLargeError {
+  #leaving(message: HttpDisconnectMessage): Error | DOMException {
     const limit = message.exceeded_max_body_size;
-    if (typeof limit !== "number") return new DOMException("The client disconnected", "AbortError");
-    const answered = this.#phase === PENDING
-      ? "the server answered 413 (Content Too Large) for the handler"
-      : "the server cut the response off";
-    return new BodyTooLargeError(
-      limit,
-      `The body of ${this.#label} exceeds maxBodySize ${limit} bytes, and ${answered}: raise ` +
-        `maxBodySize (an option of serve(), or of the App's fetchOptions) to accept larger bodies`,
-    );
+    const why = message.reason ??
+      (typeof limit === "number" ? "exceeded_max_body_size" : undefined);
+    if (why === undefined) return new DOMException("The client disconnected", "AbortError");
+    const answered = (status: string) =>
+      this.#phase === PENDING
+        ? `the server answered ${status} for the handler`
+        : "the server cut the response off";
+    const label = this.#label;
+    let reason: Error | DOMException;
+    if (why === "exceeded_max_body_size" && typeof limit === "number") {
+      reason = new BodyTooLargeError(
+        limit,
+        `The body of ${label} exceeds maxBodySize ${limit} bytes, and ` +
+          `${answered("413 (Content Too Large)")}: raise maxBodySize (an option of serve(), or ` +
+          `of the App's fetchOptions) to accept larger bodies`,
+      );
+    } else if (why === "body_stalled") {
+      reason = new DOMException(
+        `The body of ${label} stalled: nothing arrived for stallTimeout, and ` +
+          `${answered("408 (Request Timeout)")}: raise stallTimeout (an option of serve()) to ` +
+          `wait longer for slow clients`,
+        "TimeoutError",
+      );
+    } else if (why === "body_malformed") {
+      reason = new TypeError(
+        `The body of ${label} could not be parsed (its chunked framing is malformed), and ` +
+          `${answered("400 (Bad Request)")}: the client must send a well-formed body`,
+      );
+    } else if (why === "body_failed") {
+      reason = new TypeError(
+        `The body stream of ${label} failed, and ${answered("500")}: the bridge logged the ` +
+          `stream's error; give app.fetch() a Request whose body can be read`,
+      );
+    } else {
+      // A reason this layer does not know (another bridge's): a client that left, as before.
+      return new DOMException("The client disconnected", "AbortError");
+    }
+    farewells.set(reason, Object.freeze({ ...message, type: "http.disconnect" }));
+    return reason;
   }
 
   /**
-   * The `http.disconnect` a reader gets: the bridge's `exceeded_max_body_size` kept when it
-   * refused the body (`#leaving`), so a handler reading with `receive()` learns why as an ASGI
-   * application does. Built only on a disconnect: nothing per request.
+   * The `http.disconnect` a reader gets: the bridge's `reason` (and `exceeded_max_body_size`)
+   * kept when the bridge ended the request (`#leaving`), so a handler reading with `receive()`
+   * learns why as an ASGI application does. Built only on a disconnect: nothing per request.
    */
   #farewell(): HttpDisconnectMessage {
     const reason = this.#abortReason;
-    if (!(reason instanceof BodyTooLargeError)) return DISCONNECT;
-    return Object.freeze({ type: "http.disconnect", exceeded_max_body_size: reason.maxBodySize });
+    if (typeof reason !== "object" || reason === null) return DISCONNECT;
+    return farewells.get(reason) ?? DISCONNECT;
+  }
+
+  /**
+   * Why the request ended before its response was complete, for log lines: the client went
+   * away, or the bridge ended it (`#leaving`). Built only when a line is written.
+   */
+  get #endedAfter(): string {
+    const reason = this.#abortReason;
+    if (reason instanceof BodyTooLargeError) {
+      return `its request body exceeded maxBodySize ${reason.maxBodySize}`;
+    }
+    const why = typeof reason === "object" && reason !== null
+      ? farewells.get(reason)?.reason
+      : undefined;
+    if (why === "body_stalled") return "its request body stalled past stallTimeout";
+    if (why === "body_malformed") return "its request body was malformed";
+    if (why === "body_failed") return "its request body stream failed";
+    return "the client went away";
   }
 
   #abort(reason: unknown): void {
@@ -1068,9 +1127,7 @@ export class Exchange implements TaskHolder {
       // Neither the client's leaving nor a failure of the handler, which may well rethrow the
       // error its read got: one debug line, as for a client that left.
       const reason = this.#abortReason;
-      const after = reason instanceof BodyTooLargeError
-        ? `its request body exceeded maxBodySize ${reason.maxBodySize}`
-        : "the client went away";
+      const after = this.#endedAfter;
       this.#discardPending(`${this.#label} never responded: ${after}`);
       // The signal's own reason, rethrown by a read or a stream of the handler, says nothing the
       // line does not, and its stack runs through this file only: 30 clients leaving mid-upload
@@ -1078,6 +1135,8 @@ export class Exchange implements TaskHolder {
       // Once per client that leaves (or sends too much): within the App's log limit.
       const kind = reason instanceof BodyTooLargeError
         ? "Handler stopped after its body exceeded maxBodySize"
+        : farewells.has(reason as object)
+        ? "Handler stopped after the server ended its request"
         : "Handler stopped after its client left";
       if (error === reason) this.#host.logOf("debug", kind, `${where} stopped after ${after}`);
       else this.#host.logOf("debug", kind, `${where} stopped after ${after}:`, error);

@@ -437,7 +437,11 @@ for (const transport of [...TRANSPORTS, "app.fetch"] as const) {
         assertEquals(responses(raw), { statuses: [413], body: "Content Too Large" });
       }
       const { first, again, reason } = await withTimeout(got.promise, BOUND_MS, "the handler");
-      const refused = { type: "http.disconnect", exceeded_max_body_size: LIMIT };
+      const refused = {
+        type: "http.disconnect",
+        reason: "exceeded_max_body_size",
+        exceeded_max_body_size: LIMIT,
+      };
       assertEquals(first, refused, "the message that ends the body");
       assertEquals(again, refused, "a receive() after it");
       assertEquals(instance(reason, BodyTooLargeError).maxBodySize, LIMIT);
