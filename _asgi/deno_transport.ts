@@ -675,8 +675,9 @@ class DenoCycle extends HttpCycle {
     // The client is gone and nothing was answered: settle the handler's promise all the same.
     // Unless the body failed to read while the client is still there: a chunked body Deno
     // refuses to parse (a chunk extension of 4 KiB or more, on Deno 2.9.6; node and uvicorn's h11
-    // take it), or a body cut short by a half-close. The application sees http.disconnect as
-    // for a client that left, and this answer reaches the client (Deno adds "connection:
+    // take it; or a bad chunk size arriving after the head), or a body cut short by a
+    // half-close. The application sees http.disconnect (with reason "body_malformed" for the
+    // former: see readFailed), and this answer reaches the client (Deno adds "connection:
     // close"): a 500 blamed the server for a request it could not read.
     if (!this.#responded) {
       this.#respond(

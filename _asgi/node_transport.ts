@@ -1382,7 +1382,7 @@ const UNREADABLE_STATUS: Readonly<Record<string, number>> = {
  * (RFC 9112 §9.6: a client must send nothing after a request that closes it). With no request in
  * progress, the answer is node:http's own, as before; so it is when the bytes are the body of the
  * last request (a malformed chunk), once the requests before it are answered: its application
- * then sees `http.disconnect`, or never runs if it was still waiting for its turn (see
+ * then sees `http.disconnect` with `reason: "body_malformed"`, or never runs if it was still waiting for its turn (see
  * `Connections.begin`). Any other socket error (a reset) destroys the socket at once, as
  * node:http does: the requests in progress see `http.disconnect`.
  */
