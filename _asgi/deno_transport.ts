@@ -129,6 +129,11 @@ function samePairs(a: [string, string][], b: [string, string][]): boolean {
   return true;
 }
 
+/** Whether Deno (2.9.6) failed a body read for a body it cannot parse: see `readFailed`. */
+function isParseFailure(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("invalid HTTP/");
+}
+
 /** The largest body `bodyInit` turns into a string. */
 const STRING_BODY_LIMIT = 1024;
 
@@ -558,7 +563,7 @@ class DenoCycle extends HttpCycle {
       return chunk;
     }, (error) => {
       this.#reading = null;
-      this.#noteBodyFailure();
+      this.#noteBodyFailure(error);
       throw error;
     });
     this.#reading = read;
@@ -573,7 +578,7 @@ class DenoCycle extends HttpCycle {
       return bytes.length === 0 ? null : bytes;
     }, (error) => {
       this.#wholePending = false;
-      this.#noteBodyFailure();
+      this.#noteBodyFailure(error);
       throw error;
     });
     this.#wholeSettled = read.then(() => {}, () => {});
@@ -585,10 +590,12 @@ class DenoCycle extends HttpCycle {
    * still be there (see `closeExchange`). A body cut short by a half-close fails as one whose
    * client left (`BadResource` both), so both get the 400; to a client that left, it goes
    * nowhere. A Request made by a program (createFetchHandler) whose body stream fails is the
-   * server's fault, not a client's: it keeps its 500.
+   * server's fault, not a client's: it keeps its 500; unless Deno failed it for a body it cannot
+   * parse (`Deno.serve(app.fetch)`): the client gets the 400 it gets under `serve()`, not a 500
+   * while the application is told of a 400 (seen before, 2026-11-29).
    */
-  #noteBodyFailure(): void {
-    if (this.#denoServes) this.#bodyFailed = true;
+  #noteBodyFailure(error: unknown): void {
+    if (this.#denoServes || isParseFailure(error)) this.#bodyFailed = true;
   }
 
   /**
@@ -600,10 +607,7 @@ class DenoCycle extends HttpCycle {
   protected override readFailed(error: unknown): BodyFailure {
     const name = error instanceof Error ? error.name : "";
     if (name === "BadResource") return "client_left";
-    if (this.#denoServes || /^invalid HTTP\//.test(String((error as Error)?.message))) {
-      return "body_malformed";
-    }
-    return "body_failed";
+    return this.#denoServes || isParseFailure(error) ? "body_malformed" : "body_failed";
   }
 
   /**

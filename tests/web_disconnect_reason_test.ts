@@ -169,3 +169,23 @@ Deno.test(`App.fetch() tells the handler and logs an error when the Request's bo
     ["Request body stream failed; answered 500:", [failure]],
   ]);
 });
+
+// Regression (same review, found while verifying the above): under `Deno.serve(app.fetch)` the
+// client of a malformed chunked body got 500 while its handler was told the server answered 400.
+Deno.test("App.fetch() under Deno.serve answers 400 to a malformed chunked body, as serve() does (regression)", async () => {
+  const log = new RecordingLogger();
+  const { app, firstChunk, seen } = uploadApp(log);
+  const server = Deno.serve({ port: 20964, hostname: "127.0.0.1", onListen() {} }, app.fetch);
+  try {
+    using client = await RawClient.connect(20964);
+    await client.write(HEAD + "5\r\nabcde\r\n");
+    await withTimeout(firstChunk, BOUND_MS, "the first chunk");
+    await client.write("zz\r\nabc\r\n0\r\n\r\n");
+    assertMatch((await client.response()).head, /^HTTP\/1\.1 400 /);
+    const { reason } = await withTimeout(seen, BOUND_MS, "the handler");
+    assertMatch(instance(reason, TypeError).message, /could not be parsed.*400/);
+  } finally {
+    await server.shutdown();
+    await app.shutdown();
+  }
+});
