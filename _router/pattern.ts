@@ -219,7 +219,7 @@ export function parsePattern(pattern: string): Token[] {
       });
       continue;
     }
-    checkLooksMeant(name, regex, regexStart);
+    checkLooksMeant(name, regex, regexStart, i === pattern.length);
     const facts = regexFacts(pattern, name, regexStart, close, i === pattern.length);
     tokens.push({
       kind: REGEX,
@@ -236,39 +236,52 @@ export function parsePattern(pattern: string): Token[] {
 
 /**
  * The regexes Starlette's convertor names stand for there (`{id:int}`), as this router writes
- * them. Here a regex is a regex, so `int` would match only the text "int": a newcomer's route
- * that answers 404 to every request it was written for.
+ * them, given whether the variable ends the pattern. Here a regex is a regex, so `int` would
+ * match only the text "int": a newcomer's route that answers 404 to every request it was
+ * written for. `path` is a catch-all only at the end, where `{p:*}` may stand; before that it is
+ * `.+`, since Starlette lets `{p:path}` sit anywhere.
  */
-const CONVERTORS: Readonly<Record<string, (name: string) => string>> = Object.assign(
-  Object.create(null),
-  {
-    str: (name: string) => `{${name}}`,
-    path: (name: string) => `{${name}:*}`,
-    int: (name: string) => `{${name}:[0-9]+}`,
-    float: (name: string) => `{${name}:[0-9]+(?:\\.[0-9]+)?}`,
-    uuid: (name: string) =>
-      `{${name}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}}`,
-  },
-);
+const CONVERTORS: Readonly<Record<string, (name: string, last: boolean) => string>> = Object
+  .assign(
+    Object.create(null),
+    {
+      str: (name: string) => `{${name}}`,
+      path: (name: string, last: boolean) => last ? `{${name}:*}` : `{${name}:.+}`,
+      int: (name: string) => `{${name}:[0-9]+}`,
+      float: (name: string) => `{${name}:[0-9]+(?:\\.[0-9]+)?}`,
+      uuid: (name: string) =>
+        `{${name}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}}`,
+    },
+  );
 
 /**
  * Refuses a regex that is surely not the one meant: a Starlette convertor name, or one with a
- * space at either edge (`{id: \d+}`), which the path would have to hold there.
+ * space at either edge (`{id: \d+}`), which the path would have to hold there. `last` says
+ * whether the variable ends the pattern. The rewrite each error names is one the parser takes.
  */
-function checkLooksMeant(name: string, regex: string, start: number): void {
+function checkLooksMeant(name: string, regex: string, start: number, last: boolean): void {
   const convertor = CONVERTORS[regex];
   if (convertor !== undefined) {
     throw new PatternError(
       `"{${name}:${regex}}" is a Starlette convertor, which this router does not have: its ` +
-        `regex "${regex}" would match only the text "${regex}"; write "${convertor(name)}" ` +
+        `regex "${regex}" would match only the text "${regex}"; write "${convertor(name, last)}" ` +
         `(or "{${name}:(?:${regex})}" to match that text)`,
       start,
     );
   }
   const edge = regex.startsWith(" ") ? start : regex.endsWith(" ") ? start + regex.length - 1 : -1;
   if (edge === -1) return;
-  const trimmed = regex.replace(/^ +| +$/g, "");
-  const rewrite = trimmed === "" ? `{${name}}` : `{${name}:${trimmed}}`;
+  let body = regex.replace(/^ +/, "");
+  let end = body.length;
+  while (end > 0 && body[end - 1] === " ") end--;
+  let backslashes = 0;
+  while (backslashes < end && body[end - 1 - backslashes] === "\\") backslashes++;
+  // "\ " at the end is an escaped space (which the u flag refuses): the space was meant, so it
+  // stays, written "\x20"; cut off, it would leave a backslash escaping the closing brace.
+  body = backslashes % 2 === 1 && end < body.length
+    ? body.slice(0, end - 1) + "\\x20"
+    : body.slice(0, end);
+  const rewrite = body === "" ? `{${name}}` : CONVERTORS[body]?.(name, last) ?? `{${name}:${body}}`;
   throw new PatternError(
     `the regex of "${name}" ${edge === start ? "starts" : "ends"} with a space, which the ` +
       `path would have to hold there; write "${visible(shorten(rewrite, QUOTE_MAX))}" (or ` +

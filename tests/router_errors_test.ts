@@ -852,3 +852,27 @@ Deno.test("new Route() refuses a Starlette convertor name or a space at a regex'
     );
   });
 });
+
+// Found by the fresh-eyes review of the refusal (2026-11-29): three refusals named a rewrite that
+// was itself refused or broken. "{p:*}" must end the pattern, so "/f/{p:path}/edit" was told to
+// write a catch-all where none may stand; "{id: int}" was told to write "{id:int}", the next
+// refusal; and "a\ " (an escaped space) lost its space and kept the backslash, "{x:a\}".
+Deno.test("new Route() names a rewrite that is itself accepted: {p:path} before the end, a convertor behind a space, an escaped space", async (t) => {
+  const cases: [pattern: string, rewrite: string, path: string, value: string][] = [
+    ["/f/{p:path}/edit", "{p:.+}", "/f/a/b/edit", "a/b"],
+    ["/f/{p:path}.txt", "{p:.+}", "/f/a/b.txt", "a/b"],
+    ["/a/{id: int}", "{id:[0-9]+}", "/a/42", "42"],
+    ["/a/{id:int }", "{id:[0-9]+}", "/a/42", "42"],
+    ["/a/{x:a\\ }", "{x:a\\x20}", "/a/a ", "a "],
+    ["/a/{x:a\\  }", "{x:a\\x20}", "/a/a ", "a "],
+  ];
+  for (const [pattern, rewrite, path, value] of cases) {
+    await t.step(pattern, () => {
+      const error = invalid(() => new Route(pattern, { handler: noop }));
+      assertStringIncludes(error.message, `write "${rewrite}"`);
+      const fixed = pattern.replace(/\{[a-z]+:[^}]*\}/, rewrite);
+      const router = new AsgiRouter({ routes: [new Route(fixed, { handler: noop })] });
+      assertEquals(Object.values(router.match(path)?.context ?? {}), [value], fixed);
+    });
+  }
+});
