@@ -19,6 +19,7 @@ import { spawnCommand } from "./with_jsr_mirror.ts";
 /** The test files that hold fast-check properties. */
 export const PROPERTY_FILES = [
   "tests/router_property_test.ts",
+  "tests/router_suffix_matcher_test.ts",
   "tests/asgi_percent_test.ts",
   "tests/asgi_text_bytes_test.ts",
   "tests/asgi_http_differential_test.ts",
