@@ -278,14 +278,16 @@ function checkLooksMeant(name: string, regex: string, start: number, last: boole
   while (backslashes < end && body[end - 1 - backslashes] === "\\") backslashes++;
   // "\ " at the end is an escaped space (which the u flag refuses): the space was meant, so it
   // stays, written "\x20"; cut off, it would leave a backslash escaping the closing brace.
-  body = backslashes % 2 === 1 && end < body.length
-    ? body.slice(0, end - 1) + "\\x20"
-    : body.slice(0, end);
+  const escaped = backslashes % 2 === 1 && end < body.length;
+  body = escaped ? body.slice(0, end - 1) + "\\x20" : body.slice(0, end);
   const rewrite = body === "" ? `{${name}}` : CONVERTORS[body]?.(name, last) ?? `{${name}:${body}}`;
+  const quoted = `"${visible(shorten(rewrite, QUOTE_MAX))}"`;
   throw new PatternError(
-    `the regex of "${name}" ${edge === start ? "starts" : "ends"} with a space, which the ` +
-      `path would have to hold there; write "${visible(shorten(rewrite, QUOTE_MAX))}" (or ` +
-      `"\\x20" for a space the path must hold)`,
+    escaped && edge !== start
+      ? `the regex of "${name}" ends with "\\ ", an escape the u flag refuses; write ${quoted}`
+      : `the regex of "${name}" ${edge === start ? "starts" : "ends"} with a space, which the ` +
+        `path would have to hold there; write ${quoted} (or "\\x20" for a space the path ` +
+        `must hold)`,
     edge,
   );
 }
