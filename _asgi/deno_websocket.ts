@@ -50,8 +50,11 @@ class DenoWebSocketCycle extends WebSocketCycle {
   #polling = false;
   /** The connection is being dropped: the close frame no longer waits for the sends before it. */
   #dropping = false;
-  /** The messages handed to Deno so far, counted for `#watchQueued`. */
-  #sends = 0;
+  /**
+   * The bytes handed to Deno so far, as its `bufferedAmount` counts them (UTF-8 for text): less
+   * what it still holds, what it has written out, for `#watchQueued`.
+   */
+  #handed = 0;
   /** The stall clock of what Deno holds unsent while no send waits: see `#watchQueued`. */
   #queuedTimer: ReturnType<typeof setTimeout> | undefined = undefined;
 
@@ -199,10 +202,13 @@ class DenoWebSocketCycle extends WebSocketCycle {
       // or an application sending in a loop never lets the event in (the whole server starved).
       return Promise.resolve(false);
     }
+    // Deno counts text in UTF-8 bytes: what it adds is read, not encoded a second time here.
+    const before = typeof data === "string" ? socket.bufferedAmount : 0;
     socket.send(data as string | Uint8Array<ArrayBuffer>);
-    this.#sends++;
+    const buffered = socket.bufferedAmount;
+    this.#handed += typeof data === "string" ? buffered - before : data.length;
     if (this.#queuedTimer === undefined) this.#watchQueued(socket);
-    if (socket.bufferedAmount <= DENO_SEND_BUFFER_LIMIT) return;
+    if (buffered <= DENO_SEND_BUFFER_LIMIT) return;
     // The WebSocket API has no drain event: look again until Deno has written half of it out,
     // at once at first (a reader that keeps up has taken it by the next turn of the event loop),
     // then less and less often, up to every DRAIN_POLL_MS for a slow one. Polling every 5 ms
@@ -224,21 +230,23 @@ class DenoWebSocketCycle extends WebSocketCycle {
    * never comes (40 s measured with stallTimeout 3 s, until the client left; node's pings and
    * close timer bound it). One timer per socket while it sends, looked at once per
    * `stallTimeout`: Deno counts a message out only once all of it is written, so the clock waits
-   * a whole period after the last message went or was sent.
+   * a whole period after the last message went. What was written out is the bytes handed to Deno
+   * less those it holds: a message sent meanwhile is no sign of the client taking any (counting
+   * it so kept a client that took nothing for as long as the application sent something once per
+   * `stallTimeout`).
    */
   #watchQueued(socket: WebSocket): void {
     const limit = this.core.stallTimeout;
     if (limit === Infinity) return;
-    const sends = this.#sends;
-    const buffered = socket.bufferedAmount;
+    const written = this.#handed - socket.bufferedAmount;
     this.#queuedTimer = setTimeout(() => {
       this.#queuedTimer = undefined;
       if (socket.readyState === WebSocket.OPEN) {
         const now = socket.bufferedAmount;
         // All written: the next send starts the clock again.
         if (now === 0) return;
-        // Some went out, or more was sent: look again a period later.
-        if (now < buffered || this.#sends !== sends) return this.#watchQueued(socket);
+        // Some went out: look again a period later.
+        if (this.#handed - now > written) return this.#watchQueued(socket);
       } else if (this.#closeSent) {
         // The server's closing handshake, bounded by the cycle's close timer.
         return;

@@ -817,3 +817,70 @@ Deno.test("serve() [node] refuses a message over maxMessageSize 0 from its decla
     client.close();
   }
 });
+
+// Regression (review of the deno queued-bytes stall clock, 2026-11-29): the clock took a message
+// sent during its period for one taken, so an application that sent a small message at least
+// once per `stallTimeout` (a ticker, a heartbeat) kept a client that took nothing at all, until
+// Deno held 256 KiB and a send waited: hours at one small message a second. It now counts what
+// Deno has written out, the bytes handed to it less those it still holds.
+Deno.test("serve() [deno] gives up a client that takes nothing while the application keeps sending small messages", async (t) => {
+  for (const kind of ["bytes", "text"] as const) {
+    await t.step(`${kind} messages`, async () => {
+      const queued = Promise.withResolvers<void>();
+      const ended = Promise.withResolvers<ReceiveMessage>();
+      let stopped = false;
+      const app: AsgiApplication = async (scope, receive, send) => {
+        if (scope.type !== "websocket") return;
+        await receive();
+        await send({ type: "websocket.accept" });
+        await receive(); // "go"
+        // More than a Unix socket's kernel buffer takes (208 KiB), less than what makes a send
+        // wait (256 KiB): Deno keeps the rest, and every send resolves at once.
+        for (let i = 0; i < 3; i++) {
+          await send({ type: "websocket.send", bytes: new Uint8Array(100 * 1024) });
+        }
+        queued.resolve();
+        void receive().then((message) => ended.resolve(message));
+        // A ticker: a small message every 100 ms, three times per stallTimeout.
+        for (let i = 0; i < 60 && !stopped; i++) {
+          try {
+            if (kind === "bytes") {
+              await send({ type: "websocket.send", bytes: new Uint8Array(10) });
+            } else await send({ type: "websocket.send", text: "tick ✓ 😀" });
+          } catch {
+            return;
+          }
+          await sleep(100);
+        }
+      };
+      const path = `${await Deno.makeTempDir()}/ws.sock`;
+      const logger = new RecordingLogger();
+      await using server = serve(app, {
+        path,
+        lifespan: "off",
+        logger,
+        onListen() {},
+        stallTimeout: 300,
+        shutdownTimeout: 3000,
+      });
+      await server.addr;
+      const conn = await Deno.connect({ transport: "unix", path });
+      try {
+        await conn.write(bytes(handshake("/")));
+        const head = new Uint8Array(1024);
+        const n = await within(conn.read(head), 3000, "the 101");
+        assertMatch(text(head.subarray(0, n ?? 0)), /^HTTP\/1\.1 101 /);
+        await conn.write(clientFrame(true, 0x1, bytes("go")));
+        await within(queued.promise, 3000, "the sends to resolve");
+        const disconnect = await within(ended.promise, 3000, "the application's disconnect");
+        assertEquals(disconnect, { type: "websocket.disconnect", code: 1006, reason: "" });
+        assertEquals(logger.lines("warn"), [
+          "WebSocket send stalled: the client took nothing for stallTimeout 300 ms; disconnected",
+        ]);
+      } finally {
+        stopped = true;
+        conn.close();
+      }
+    });
+  }
+});
