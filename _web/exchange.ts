@@ -494,6 +494,13 @@ export class Exchange implements TaskHolder {
     }
   }
 
+  /** Asks a body no one reads any more to close, without waiting; a failure is logged. */
+  #closeDetached(source: Detachable<unknown>): void {
+    source.return().catch((error) =>
+      this.#host.log.debug(`The streamed body of ${this.#label} failed to close:`, error)
+    );
+  }
+
   /** Keeps the outcome of a response being sent, for `#run`. */
   #track(sent: Promise<void>): Promise<void> {
     // This handles a rejection, so a handler that does not await the result leaves no
@@ -936,7 +943,11 @@ export class Exchange implements TaskHolder {
         // Closes the iterator however the loop ended: the signal aborted, the body failed, a
         // send to a client that left, a chunk of the wrong type. Idle at a yield, it closes
         // now (its finally runs); producing a chunk, it is asked to close and not waited for.
-        await source.return();
+        // Once the client has left or the time limit passed, nobody waits for the close either,
+        // as for HEAD: awaited, a cancel() that never settled (a proxied upstream body) or a
+        // finally awaiting for ever held the handler for good (review, 2026-11-29).
+        if (signal.aborted) this.#closeDetached(source);
+        else await source.return();
       }
     }
     this.#lastChunk = true;

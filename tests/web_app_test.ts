@@ -1486,3 +1486,75 @@ Deno.test("App answers HEAD on a streamed GET route without waiting for the body
     });
   }
 });
+
+// Review of the per-chunk abortable stream (2026-11-29): once the client had left, or the time
+// limit had passed, respondWith() still awaited the close of a streamed body idle between chunks,
+// which nobody reads any more: a ReadableStream whose cancel() never settled (a proxied upstream
+// body) or a generator whose finally awaited for ever held the handler for good, with or without
+// a time limit, and the server's shutdown until its shutdownTimeout. HEAD and unsent bodies were
+// already closed without waiting.
+Deno.test("Request.respondWith() of a stream returns when the client leaves or the time limit passes, though the stream never finishes closing", async (t) => {
+  const encoder = new TextEncoder();
+  const bodies: [string, (closing: () => void) => AsyncIterable<Uint8Array | string>][] = [
+    ["a ReadableStream whose cancel() never settles", (closing) =>
+      new ReadableStream<Uint8Array>({
+        pull(controller) {
+          controller.enqueue(encoder.encode("y".repeat(1000)));
+        },
+        cancel() {
+          closing();
+          return new Promise<void>(() => {});
+        },
+      })],
+    ["a generator whose finally awaits for ever", (closing) =>
+      (async function* () {
+        try {
+          for (;;) yield "z".repeat(1000);
+        } finally {
+          closing();
+          await new Promise<void>(() => {});
+        }
+      })()],
+  ];
+  for (const [name, make] of bodies) {
+    for (const requestTimeLimit of [undefined, 0.5]) {
+      const how = requestTimeLimit === undefined ? "the client leaves" : "the time limit passes";
+      await t.step(`${name}, ${how}`, async () => {
+        const settled = Promise.withResolvers<string>();
+        let closes = 0;
+        async function stream(request: Request): Promise<void> {
+          const body = make(() => closes++);
+          await request.respondWith(new Response({ body })).then(
+            () => settled.resolve("resolved"),
+            (error: Error) => settled.resolve(`rejected: ${error.name}`),
+          );
+        }
+        const logger = new RecordingLogger();
+        await using served = await startServer(
+          appWith([["/stream", stream]], { logger, requestTimeLimit }),
+        );
+        const conn = await Deno.connect({ hostname: "127.0.0.1", port: served.port });
+        try {
+          await conn.write(encoder.encode("GET /stream HTTP/1.1\r\nhost: x\r\n\r\n"));
+          // Without a time limit the client leaves after some of the body, while the server is
+          // sending; with one it reads on until the limit cuts the response off.
+          const buffer = new Uint8Array(4096);
+          const wanted = requestTimeLimit === undefined ? 4096 : Infinity;
+          let read = 0;
+          while (read < wanted) {
+            const n = await withTimeout(conn.read(buffer), BOUND_MS, "the body");
+            if (n === null) break;
+            read += n;
+          }
+        } finally {
+          conn.close();
+        }
+        assertEquals(
+          await withTimeout(settled.promise, BOUND_MS, "respondWith() to settle"),
+          requestTimeLimit === undefined ? "rejected: AbortError" : "rejected: TimeoutError",
+        );
+        assertEquals(closes, 1);
+      });
+    }
+  }
+});
