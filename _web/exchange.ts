@@ -430,9 +430,6 @@ export class Exchange implements TaskHolder {
     }
     const body = response.body;
     if (!(body instanceof Uint8Array)) {
-      // Locked after the Response was made (which refuses one locked then): found out by the
-      // stream's first read, after the head, it got the client a 200 cut off.
-      if (body instanceof ReadableStream && body.locked) return Promise.reject(lockedStreamError());
       if (streamedBodies.has(body)) {
         return Promise.reject(
           new TypeError(
@@ -441,6 +438,10 @@ export class Exchange implements TaskHolder {
           ),
         );
       }
+      // Locked after the Response was made (which refuses one locked then): found out by the
+      // stream's first read, after the head, it got the client a 200 cut off. Looked at after
+      // the check above: a stream the App is still sending is locked by the App's own reader.
+      if (body instanceof ReadableStream && body.locked) return Promise.reject(lockedStreamError());
       streamedBodies.add(body);
     }
     this.#phase = SENDING;

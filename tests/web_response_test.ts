@@ -1026,3 +1026,62 @@ Deno.test("Request.respondWith() keeps a surrogate pair split across text chunks
     });
   }
 });
+
+// Review of the locked-stream refusal (2026-11-29): a Response whose ReadableStream the App was
+// still sending to one client, given to respondWith() for a second, was refused as a stream "a
+// reader holds (getReader(), a for await or a pipe)", to be fixed with tee(): the reader was the
+// App's own, and the mistake the reuse of a Response, which the error for a body sent before
+// names (the locked check came first).
+Deno.test("Request.respondWith() refuses a ReadableStream Response still being sent as one sent before, not as locked", async () => {
+  const { App, AsgiRouter, Route, createFetchHandler } = await import("../web.ts");
+  const gate = Promise.withResolvers<void>();
+  let pulls = 0;
+  const shared = new Response({
+    body: new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (pulls++ === 0) controller.enqueue(new TextEncoder().encode("one\n"));
+        else {
+          await gate.promise;
+          controller.close();
+        }
+      },
+    }),
+  });
+  const outcomes: string[] = [];
+  const settled = Promise.withResolvers<void>();
+  const record = (outcome: string) => {
+    if (outcomes.push(outcome) === 2) settled.resolve();
+  };
+  const app = new App({
+    router: new AsgiRouter({
+      routes: [
+        new Route("/", {
+          handler: (request) =>
+            request.respondWith(shared).then(
+              () => record("sent"),
+              (error: unknown) => {
+                record(String(error));
+                throw error;
+              },
+            ),
+        }),
+      ],
+    }),
+    logger: { error() {}, warn() {}, info() {}, debug() {} },
+  });
+  const handler = createFetchHandler(app, { lifespan: "off" });
+  const first = await handler.fetch(new Request("http://localhost/"));
+  const reader = first.body!.getReader();
+  assertEquals(new TextDecoder().decode((await reader.read()).value), "one\n");
+  const second = await handler.fetch(new Request("http://localhost/"));
+  assertEquals(second.status, 500);
+  await second.body?.cancel();
+  gate.resolve();
+  assertEquals((await reader.read()).done, true);
+  await settled.promise;
+  assertEquals(outcomes, [
+    "TypeError: Cannot send the streamed body of this Response again: a stream is read once; " +
+    "make a new Response (and body) for each request",
+    "sent",
+  ]);
+});
