@@ -5,12 +5,13 @@
  * A streamed body is read one chunk at a time, each wait through `abortable()` from `@std/async`,
  * which stops waiting for the next chunk when `request.signal` aborts; the iterator is then asked
  * to close, and not waited for. (Not `abortable()` over the whole iterable: it held every chunk
- * sent until the stream ended, see `Exchange.#stream`.) An async generator suspended in an `await` of its own
- * closes only once that await settles, so `respondWith()` waited with it: a stream waiting for
- * its next event held the handler of every client that had left, for as long as no event came
- * (hostile-client probe of the web layer, 2026-11-29: 20 of 20 handlers held). Wrapped in a
- * {@linkcode Detachable}, the iterator is asked to close and left to do so: JavaScript cannot
- * interrupt its await, but nobody waits for it, and its `finally` runs once the await settles.
+ * sent until the stream ended, see `Exchange.#stream`.) An async generator suspended in an
+ * `await` of its own closes only once that await settles, so `respondWith()` waited with it: a
+ * stream waiting for its next event held the handler of every client that had left, for as long
+ * as no event came (hostile-client probe of the web layer, 2026-11-29: 20 of 20 handlers held).
+ * Wrapped in a {@linkcode Detachable}, the iterator is asked to close and left to do so:
+ * JavaScript cannot interrupt its await, but nobody waits for it, and its `finally` runs once the
+ * await settles.
  *
  * @module
  */
