@@ -134,6 +134,23 @@ function isParseFailure(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith("invalid HTTP/");
 }
 
+/**
+ * The names of the errors Deno fails the body of a request it received with when the connection
+ * broke, not the body: a close mid-body (`BadResource`), a reset (`Http`, "unexpected EOF while
+ * reading HTTP/1 body"; over TLS, a reset or a close without `close_notify`: "connection
+ * reset"), a stream or connection of HTTP/2 broken off (`Http`, "error reading a body from
+ * connection"). Told by class, as Deno names it, not by message.
+ */
+const CONNECTION_LOST = new Set([
+  "BadResource",
+  "Http",
+  "ConnectionReset",
+  "ConnectionAborted",
+  "BrokenPipe",
+  "UnexpectedEof",
+  "NotConnected",
+]);
+
 /** The largest body `bodyInit` turns into a string. */
 const STRING_BODY_LIMIT = 1024;
 
@@ -599,15 +616,21 @@ class DenoCycle extends HttpCycle {
   }
 
   /**
-   * Deno (2.9.6) fails a read of a body whose client left, or half-closed mid-body, with a
-   * `BadResource`, and one of a body it cannot parse (a bad chunk size, a chunk extension of
-   * 4 KiB or more) with an `Error` "invalid HTTP/1 request: …". The stream of a `Request` a
-   * program built fails with whatever it was given.
+   * Deno (2.9.6) fails a read of a body it cannot parse (a bad chunk size, a chunk extension of
+   * 4 KiB or more) with an `Error` "invalid HTTP/1 request: …", and one whose connection broke
+   * with an error of its own (`CONNECTION_LOST`): the client left, reset or half-closed. The
+   * stream of a `Request` a program built fails with whatever it was given. Our own `Deno.serve`
+   * gives no such Request: an error it is not known to mean a parse failure by is a client that
+   * left (a reset was taken for a malformed body, and warned of, until 2026-11-29), and so is a
+   * connection's error under `createFetchHandler` (it was logged as the program's fault, an
+   * error line per client that reset behind `Deno.serve(handler.fetch)`).
    */
   protected override readFailed(error: unknown): BodyFailure {
-    const name = error instanceof Error ? error.name : "";
-    if (name === "BadResource") return "client_left";
-    return this.#denoServes || isParseFailure(error) ? "body_malformed" : "body_failed";
+    if (isParseFailure(error)) return "body_malformed";
+    if (this.#denoServes || (error instanceof Error && CONNECTION_LOST.has(error.name))) {
+      return "client_left";
+    }
+    return "body_failed";
   }
 
   /**

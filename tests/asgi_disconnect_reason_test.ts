@@ -107,3 +107,75 @@ Deno.test(`createFetchHandler() gives http.disconnect with reason "body_failed" 
   assertEquals(await withTimeout(messages, BOUND_MS, "the reads"), [failed, failed]);
   assertEquals(errors, [["Request body stream failed; answered 500:", failure]]);
 });
+
+/**
+ * A client that sends the head and part of a body to `port`, then, once told on its stdin,
+ * resets the connection (`SO_LINGER` 0): Deno (2.9.6) fails the body read with an `Http` error,
+ * "unexpected EOF while reading HTTP/1 body", where a plain close fails it with `BadResource`.
+ * `Deno.Conn` cannot reset a connection, hence Python.
+ */
+function resettingClient(port: number, sent: string) {
+  const script = [
+    "import socket, struct, sys",
+    `s = socket.create_connection(("127.0.0.1", ${port}))`,
+    `s.sendall(${JSON.stringify(sent)}.encode())`,
+    "sys.stdin.readline()",
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))",
+    "s.close()",
+  ].join("\n");
+  const child = new Deno.Command("/usr/bin/python3", {
+    args: ["-c", script],
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const stdin = child.stdin.getWriter();
+  return {
+    /** Resets the connection and waits for the client to exit. */
+    async reset(): Promise<void> {
+      await stdin.write(bytes("\n"));
+      await stdin.close();
+      await child.status;
+    },
+  };
+}
+
+// Regression (review of the reasons, task V15): on deno a client that reset its connection
+// mid-body was reported as "body_malformed", with a warning blaming its body: every reason but
+// BadResource counted as a body Deno could not parse.
+const RESET_PORTS = { deno: 21060, node: 21061 } as const;
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() gives a bare http.disconnect, and logs nothing, for a client that resets its connection mid-body (${transport}; regression)`, async () => {
+    const { app, firstChunk, messages } = reader();
+    await using s = await start(app, transport, { port: RESET_PORTS[transport] });
+    const client = resettingClient(s.port, HEAD + "5\r\nabcde\r\n");
+    await withTimeout(firstChunk, BOUND_MS, "the first chunk");
+    await client.reset();
+    const left = { type: "http.disconnect" };
+    assertEquals(await withTimeout(messages, BOUND_MS, "the reads"), [left, left]);
+    assertEquals(s.logger.entries, []);
+  });
+}
+
+// Regression (same review): behind `Deno.serve(handler.fetch)` the same reset was taken for the
+// failed stream of a Request a program built: an error line per client that resets, outside the
+// log limit ("Request body stream failed; answered 500").
+Deno.test("createFetchHandler() under Deno.serve gives a bare http.disconnect, and logs no error, for a client that resets its connection mid-body (regression)", async () => {
+  const { app, firstChunk, messages } = reader();
+  const errors: unknown[][] = [];
+  const handler = createFetchHandler(app, {
+    lifespan: "off",
+    logger: { error: (...data) => errors.push(data), warn() {}, info() {} },
+  });
+  const server = Deno.serve({ port: 21062, hostname: "127.0.0.1", onListen() {} }, handler.fetch);
+  try {
+    const client = resettingClient(21062, HEAD + "5\r\nabcde\r\n");
+    await withTimeout(firstChunk, BOUND_MS, "the first chunk");
+    await client.reset();
+    const left = { type: "http.disconnect" };
+    assertEquals(await withTimeout(messages, BOUND_MS, "the reads"), [left, left]);
+    assertEquals(errors, []);
+  } finally {
+    await server.shutdown();
+  }
+});
