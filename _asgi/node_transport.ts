@@ -908,6 +908,11 @@ class NodeCycle extends HttpCycle {
     const iterator = this.#iterator ??= this.#request[Symbol.asyncIterator]();
     return iterator.next().then((result) => {
       if (result.done) return null;
+      // Bytes parsed before the parser refused the rest of the body: its 400 is written (or
+      // waits for the requests before it), so this body ends here, as malformed. Handed on, a
+      // chunk that took the body past maxBodySize was answered "413" to a client that got the
+      // 400, and its application told "exceeded_max_body_size" (seen 2026-11-29).
+      if (malformedBodies.has(this.#request)) throw new Error("Request body malformed");
       const chunk = result.value;
       // Node hands out Buffers; the ASGI body is a plain Uint8Array.
       return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);

@@ -179,3 +179,26 @@ Deno.test("createFetchHandler() under Deno.serve gives a bare http.disconnect, a
     await server.shutdown();
   }
 });
+
+// Regression (same review): on node a chunk that took the body past maxBodySize, followed in the
+// same packet by a malformed chunk, got node's 400 for the parse error, while the application
+// was told "exceeded_max_body_size" and the log said "answered 413". Whichever the client gets,
+// the reason names it.
+const BOTH_PORTS = { deno: 21063, node: 21064 } as const;
+for (const transport of TRANSPORTS) {
+  Deno.test(`serve() gives the reason of the answer the client got for a body over maxBodySize that is also malformed (${transport}; regression)`, async () => {
+    const { app, firstChunk, messages } = reader();
+    await using s = await start(app, transport, { maxBodySize: 8, port: BOTH_PORTS[transport] });
+    using client = await RawClient.connect(s.port);
+    await client.write(HEAD + "3\r\nabc\r\n");
+    await withTimeout(firstChunk, BOUND_MS, "the first chunk");
+    await client.write("10\r\n" + "a".repeat(16) + "\r\nzz\r\nabc\r\n");
+    const status = (await client.response()).head.slice(9, 12);
+    const reason = { "413": "exceeded_max_body_size", "400": "body_malformed" }[status];
+    const [first] = await withTimeout(messages, BOUND_MS, "the reads");
+    assertEquals([status, (first as { reason?: string }).reason], [status, reason]);
+    const warnings = s.logger.lines("warn");
+    assertEquals(warnings.length, 1);
+    assertMatch(warnings[0]!, status === "413" ? /answered 413/ : /malformed/);
+  });
+}
