@@ -193,9 +193,10 @@ export interface HttpRequestMessage {
 /**
  * The client has gone, or the response is complete: `receive()` returns it once the body has
  * been read and the response finishes, or as soon as the client disconnects. When the bridge
- * itself ended the request, its client still there, the message says why in `reason` (and, for a
- * body over `maxBodySize`, the limit in `exceeded_max_body_size`): keys the ASGI spec does not
- * define, which applications that do not know them ignore, as the spec asks of extra keys.
+ * itself ended the request over its body, its client still there, the message says why in
+ * `reason` (and, for a body over `maxBodySize`, the limit in `exceeded_max_body_size`): keys the
+ * ASGI spec does not define, which applications that do not know them ignore, as the spec asks
+ * of extra keys.
  *
  * @example Telling the server's ending from a client that left
  * ```ts
@@ -224,9 +225,11 @@ export interface HttpDisconnectMessage {
    */
   exceeded_max_body_size?: number;
   /**
-   * Present only when the bridge itself ended the request, its client still there: why. Absent
-   * for a client that left, and for the end of a complete exchange. Not an ASGI key (see
-   * docs/asgi.md, "Why a request ended"):
+   * Present only when the bridge itself ended the request over its body, its client still there:
+   * why. Absent for a client that left, for the end of a complete exchange, and for the bridge's
+   * other endings, which look like a client that left (a response the client took nothing of for
+   * `stallTimeout`, a request still running at the end of `shutdownTimeout`). Not an ASGI key
+   * (see docs/asgi.md, "Why a request ended"):
    *
    * - `"exceeded_max_body_size"`: the body grew past `maxBodySize`; the client got 413 (or a
    *   response cut off). `exceeded_max_body_size` gives the limit.
@@ -706,8 +709,9 @@ export interface ServeOptions extends FetchHandlerOptions {
    * application waiting in `receive()` for a body of which no byte arrives, or in `send()` for a
    * client that takes none of the response (nginx's `client_body_timeout` and `send_timeout`).
    * Then the server gives up on the request as on a client that left (`receive()` says
-   * `http.disconnect`, sends are dropped) and closes the connection: with a 408 when the body
-   * stalled before the response began, else by cutting the response off; one warning is logged.
+   * `http.disconnect`, with `reason: "body_stalled"` when the body stalled; sends are dropped)
+   * and closes the connection: with a 408 when the body stalled before the response began, else
+   * by cutting the response off; one warning is logged.
    * On `transport: "deno"` the socket outlives that while the client holds it: a stalled upload's
    * until the client sends on or leaves, a cut response's until the client has taken what was
    * queued before the cut (`Deno.serve` cannot abort a connection); over HTTP/2 only the
