@@ -672,9 +672,9 @@ export class Exchange implements TaskHolder {
 
   /**
    * Why the bridge says `http.disconnect` before the response is complete: the client left, or
-   * the bridge refused a body over `maxBodySize` and answered for the handler (it says so in
-   * `exceeded_max_body_size`). Read only then, on the message that ends the request: nothing
-   * per request.
+   * the bridge ended the request over its body and answered for the handler (it says why in
+   * `reason`: a body over `maxBodySize`, stalled, malformed or failed). Read only then, on the
+   * message that ends the request: nothing per request.
    */
   #leaving(message: HttpDisconnectMessage): Error | DOMException {
     const limit = message.exceeded_max_body_size;
