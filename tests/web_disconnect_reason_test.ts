@@ -189,3 +189,50 @@ Deno.test("App.fetch() under Deno.serve answers 400 to a malformed chunked body,
     await app.shutdown();
   }
 });
+
+// Newcomer's docs pass of 2026-11-29: docs/web.md says a client that takes none of a streamed
+// response for stallTimeout is given up as gone, with the AbortError of a client that left, since
+// the bridge gives that ending no reason (docs/asgi.md, "Why a request ended"). Pinned here.
+for (const transport of TRANSPORTS) {
+  Deno.test(`Request.signal.reason is the AbortError of a client that left when the client takes none of a streamed response for stallTimeout (${transport})`, async () => {
+    const log = new RecordingLogger();
+    const aborted = Promise.withResolvers<unknown>();
+    const chunk = new Uint8Array(256 * 1024);
+    const stream = async (request: Request) => {
+      request.signal.addEventListener("abort", () => aborted.resolve(request.signal.reason));
+      await request.respondWith(
+        new Response({
+          body: (async function* () {
+            // 64 MiB at most: past what the kernel buffers for a client that reads nothing.
+            for (let i = 0; i < 256 && !request.signal.aborted; i++) yield chunk;
+          })(),
+        }),
+      );
+    };
+    const app = new App({
+      router: new AsgiRouter<WebHandler>({
+        routes: [new Route<WebHandler>("/stream", { handler: stream })],
+      }),
+      logger: log,
+      handleSignals: false,
+    });
+    await using server = await startServer(app, {
+      transport,
+      stallTimeout: 300,
+      logger: new BridgeLog(),
+      port: transport === "deno" ? 21110 : 21111,
+    });
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+    try {
+      await conn.write(new TextEncoder().encode("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+      const error = instance(
+        await withTimeout(aborted.promise, BOUND_MS, "the abort"),
+        DOMException,
+      );
+      assertEquals([error.name, error.message], ["AbortError", "The client disconnected"]);
+    } finally {
+      conn.close();
+    }
+    await app.shutdown();
+  });
+}
