@@ -727,7 +727,9 @@ export interface ServeOptions extends FetchHandlerOptions {
    * 40-50 ms). A WebSocket `send()` that waits this long for a client that takes nothing is given
    * up too (from when it began to wait, so exactly at the limit): the connection is dropped (on
    * `deno` only once the client leaves: Deno cannot abort it), `receive()` says 1006 and that send
-   * rejects with `ClientDisconnected`; one warning is logged. On `transport: "node"` a connection
+   * rejects with `ClientDisconnected`; one warning is logged. On `deno` so is a client that takes
+   * none of what sends that already resolved left queued (sends of up to 256 KiB resolve at once),
+   * within twice the limit. On `transport: "node"` a connection
    * whose client takes nothing of answers the applications have finished giving (a client that
    * pipelines GETs and never reads), nor sends more of the body of the request answered, is
    * closed after this long too, with one warning; on `deno`
