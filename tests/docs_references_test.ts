@@ -105,3 +105,35 @@ Deno.test("docs/architecture.md names every file of the private folders", () => 
   }
   assertEquals(missing.sort(), []);
 });
+
+/** The modules a file imports, as written (`./bytes.ts` as `_asgi/bytes.ts`, `node:fs` as is). */
+function importsOf(path: string): string[] {
+  const folder = path.slice(0, path.lastIndexOf("/") + 1);
+  const found = new Set<string>();
+  for (const [, from] of read(path).matchAll(/^(?:import|export)[^;]*?from "([^"]+)"/gms)) {
+    found.add(
+      from!.startsWith("./")
+        ? folder + from!.slice(2)
+        : from!.startsWith("../")
+        ? from!.slice(3)
+        : from!,
+    );
+  }
+  return [...found].sort();
+}
+
+Deno.test("docs/architecture.md: what it says proxy_headers.ts and unix_socket.ts import only, they do", () => {
+  const text = read("docs/architecture.md").replace(/\s+/g, " ");
+  for (const file of ["_asgi/proxy_headers.ts", "_asgi/unix_socket.ts"]) {
+    const after = text.slice(text.indexOf(`\`${file}\``));
+    const claim = /imports only (.*?)(?:\.\s|\)|;)/.exec(after)?.[1] ?? "";
+    const named = [...claim.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const outside = importsOf(file).filter((module) =>
+      !named.some((name) =>
+        name.endsWith("/") ? module.startsWith(name) : module === name ||
+          (name.endsWith(":") && module.startsWith(name))
+      )
+    );
+    assertEquals(outside, [], `${file} imports what docs/architecture.md does not name: ${claim}`);
+  }
+});
