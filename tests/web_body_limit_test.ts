@@ -10,7 +10,6 @@
  * an `AbortError`, "The client disconnected", though the client was still there reading the 413.
  */
 import { assert, assertEquals, assertStrictEquals } from "@std/assert";
-import type { AsgiLogger } from "../asgi.ts";
 import {
   App,
   type AppFetchOptions,
@@ -21,7 +20,7 @@ import {
   Route,
   type WebHandler,
 } from "../web.ts";
-import { instance, RecordingLogger, startServer } from "./fixtures/web_helpers.ts";
+import { BridgeLog, instance, RecordingLogger, startServer } from "./fixtures/web_helpers.ts";
 import { streamOf, TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { H2cClient } from "./fixtures/h2c_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
@@ -37,20 +36,6 @@ interface Seen {
   reason: unknown;
   /** How the handler's own `respondWith()` after a failed read settled. */
   responded?: "resolved" | unknown;
-}
-
-/** The bridge's log lines, as "level: text". */
-class BridgeLog implements AsgiLogger {
-  readonly lines: string[] = [];
-  error(...data: unknown[]): void {
-    this.lines.push(`error: ${data.map(String).join(" ")}`);
-  }
-  warn(...data: unknown[]): void {
-    this.lines.push(`warn: ${data.map(String).join(" ")}`);
-  }
-  info(...data: unknown[]): void {
-    this.lines.push(`info: ${data.map(String).join(" ")}`);
-  }
 }
 
 /**

@@ -10,9 +10,8 @@
  * disconnected"; a failed stream under `app.fetch` logged nothing above debug.
  */
 import { assert, assertEquals, assertMatch } from "@std/assert";
-import type { AsgiLogger } from "../asgi.ts";
 import { App, AsgiRouter, type Request, Response, Route, type WebHandler } from "../web.ts";
-import { instance, RecordingLogger, startServer } from "./fixtures/web_helpers.ts";
+import { BridgeLog, instance, RecordingLogger, startServer } from "./fixtures/web_helpers.ts";
 import { TRANSPORTS } from "./fixtures/asgi_harness.ts";
 import { RawClient } from "./fixtures/raw_client.ts";
 import { BOUND_MS, withTimeout } from "./fixtures/timeout.ts";
@@ -25,19 +24,6 @@ interface Seen {
   read: unknown;
   reason: unknown;
   message: unknown;
-}
-
-class BridgeLog implements AsgiLogger {
-  readonly lines: string[] = [];
-  error(...data: unknown[]): void {
-    this.lines.push(`error: ${data.map(String).join(" ")}`);
-  }
-  warn(...data: unknown[]): void {
-    this.lines.push(`warn: ${data.map(String).join(" ")}`);
-  }
-  info(...data: unknown[]): void {
-    this.lines.push(`info: ${data.map(String).join(" ")}`);
-  }
 }
 
 /** An App whose `/upload` reads its body chunk by chunk and rethrows what the read fails with. */
