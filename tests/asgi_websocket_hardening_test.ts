@@ -8,6 +8,8 @@ import { assert, assertEquals, assertInstanceOf, assertMatch } from "@std/assert
 import {
   type AsgiApplication,
   AsgiProtocolError,
+  type AsgiServer,
+  type AsgiUnixAddr,
   ClientDisconnected,
   type ReceiveMessage,
   serve,
@@ -727,6 +729,45 @@ Deno.test("serve() [deno] keeps nothing of a WebSocket whose client vanished onc
   assert(reachable <= 5, `${reachable} of ${count} vanished WebSockets' scopes still reachable`);
 });
 
+/**
+ * Serves `app` on a fresh Unix socket with `stallTimeout` 300 ms, opens a WebSocket to it, reads
+ * the 101 and sends a "go" text frame. Over a Unix socket the kernel buffers less than Deno holds
+ * before a send waits, so bytes the client does not take stay queued in Deno. The application
+ * must send nothing before "go": the read gets the 101's head alone.
+ */
+async function unixWebSocketGo(
+  app: AsgiApplication,
+): Promise<{ server: AsgiServer<AsgiUnixAddr>; logger: RecordingLogger; conn: Deno.UnixConn }> {
+  const path = `${await Deno.makeTempDir()}/ws.sock`;
+  const logger = new RecordingLogger();
+  const server = serve(app, {
+    path,
+    lifespan: "off",
+    logger,
+    onListen() {},
+    stallTimeout: 300,
+    shutdownTimeout: 3000,
+  });
+  try {
+    await server.addr;
+    const conn = await Deno.connect({ transport: "unix", path });
+    try {
+      await conn.write(bytes(handshake("/")));
+      const head = new Uint8Array(1024);
+      const n = await within(conn.read(head), 3000, "the 101");
+      assertMatch(text(head.subarray(0, n ?? 0)), /^HTTP\/1\.1 101 /);
+      await conn.write(clientFrame(true, 0x1, bytes("go")));
+      return { server, logger, conn };
+    } catch (error) {
+      conn.close();
+      throw error;
+    }
+  } catch (error) {
+    await server.shutdown();
+    throw error;
+  }
+}
+
 // Regression (WebSocket hardening with fresh eyes, 2026-11-29): on deno, a client that took none
 // of what the application's sends had left queued in Deno (sends that had all resolved) held the
 // application in receive() until the client left (40 s measured, stallTimeout 3 s): the stall
@@ -751,25 +792,9 @@ Deno.test("serve() [deno] gives up after stallTimeout a client that takes nothin
         queued.resolve();
         ended.resolve(await receive());
       };
-      const path = `${await Deno.makeTempDir()}/ws.sock`;
-      const logger = new RecordingLogger();
-      await using server = serve(app, {
-        path,
-        lifespan: "off",
-        logger,
-        onListen() {},
-        stallTimeout: 300,
-        shutdownTimeout: 3000,
-      });
-      await server.addr;
-      const conn = await Deno.connect({ transport: "unix", path });
+      const { server, logger, conn } = await unixWebSocketGo(app);
+      await using _server = server;
       try {
-        await conn.write(bytes(handshake("/")));
-        // The application sends nothing before "go": this read gets the 101's head alone.
-        const head = new Uint8Array(1024);
-        const n = await within(conn.read(head), 3000, "the 101");
-        assertMatch(text(head.subarray(0, n ?? 0)), /^HTTP\/1\.1 101 /);
-        await conn.write(clientFrame(true, 0x1, bytes("go")));
         await within(queued.promise, 3000, "the send to resolve");
         if (closes) await conn.write(clientFrame(true, 0x8, new Uint8Array([0x03, 0xe8])));
         const started = performance.now();
@@ -853,24 +878,9 @@ Deno.test("serve() [deno] gives up a client that takes nothing while the applica
           await sleep(100);
         }
       };
-      const path = `${await Deno.makeTempDir()}/ws.sock`;
-      const logger = new RecordingLogger();
-      await using server = serve(app, {
-        path,
-        lifespan: "off",
-        logger,
-        onListen() {},
-        stallTimeout: 300,
-        shutdownTimeout: 3000,
-      });
-      await server.addr;
-      const conn = await Deno.connect({ transport: "unix", path });
+      const { server, logger, conn } = await unixWebSocketGo(app);
+      await using _server = server;
       try {
-        await conn.write(bytes(handshake("/")));
-        const head = new Uint8Array(1024);
-        const n = await within(conn.read(head), 3000, "the 101");
-        assertMatch(text(head.subarray(0, n ?? 0)), /^HTTP\/1\.1 101 /);
-        await conn.write(clientFrame(true, 0x1, bytes("go")));
         await within(queued.promise, 3000, "the sends to resolve");
         const disconnect = await within(ended.promise, 3000, "the application's disconnect");
         assertEquals(disconnect, { type: "websocket.disconnect", code: 1006, reason: "" });
