@@ -583,7 +583,11 @@ const COUNTED_ANSWER = 2000;
 
 /** An application that answers every request with `COUNTED_ANSWER` bytes, counting requests. */
 function countingAnswers(): { app: AsgiApplication; answered(): number } {
-  const answer = new Uint8Array(COUNTED_ANSWER).fill(0xf3);
+  return answering(new Uint8Array(COUNTED_ANSWER).fill(0xf3));
+}
+
+/** An application that answers every request with `answer`, whole, and counts the requests. */
+function answering(answer: Uint8Array): { app: AsgiApplication; answered(): number } {
   let answered = 0;
   const app: AsgiApplication = async (scope, _receive, send) => {
     if (scope.type !== "http") return;
@@ -625,11 +629,7 @@ Deno.test("stallTimeout (node): a client that pipelines GETs and reads none of t
 // application's send resolved at once, and the connection stayed while the client read nothing.
 Deno.test("stallTimeout (node): an answer given whole that the client reads none of is dropped", async () => {
   const size = 16 * 1024 * 1024;
-  const app: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    await send({ type: "http.response.start", status: 200, headers: plain });
-    await send({ type: "http.response.body", body: new Uint8Array(size) });
-  };
+  const { app } = answering(new Uint8Array(size));
   await using server = await start(app, "node", { stallTimeout: STALL });
   const began = performance.now();
   const conn = await pipelineUnread(server.port, 1);
@@ -682,11 +682,7 @@ Deno.test("stallTimeout (deno): a client that pipelines GETs and reads none of t
 // What the two above must not catch: a client taking pipelined answers slowly, but always some.
 Deno.test("stallTimeout (node): a client that reads pipelined answers slowly but steadily gets them all", async () => {
   const answer = new Uint8Array(4000).fill(0xf3);
-  const app: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    await send({ type: "http.response.start", status: 200, headers: plain });
-    await send({ type: "http.response.body", body: answer });
-  };
+  const { app } = answering(answer);
   // As for a large answer read steadily (above): the kernel tells of room in lumps of 1.4-1.7 MB,
   // which this reader (some 13 MB/s, 3 needed) takes well within the limit on a busy machine.
   const stallTimeout = 600;
@@ -722,11 +718,7 @@ Deno.test("stallTimeout (node): a client that reads pipelined answers slowly but
 // answer was taken, and the check looked at the answer alone (deno, and node before, served it).
 Deno.test("stallTimeout (node): a client still sending its body keeps an early answer it has not read yet", async () => {
   const size = 8 * 1024 * 1024;
-  const app: AsgiApplication = async (scope, _receive, send) => {
-    if (scope.type !== "http") return;
-    await send({ type: "http.response.start", status: 200, headers: plain });
-    await send({ type: "http.response.body", body: new Uint8Array(size).fill(0xf5) });
-  };
+  const { app } = answering(new Uint8Array(size).fill(0xf5));
   await using server = await start(app, "node", { stallTimeout: STALL });
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
   try {
